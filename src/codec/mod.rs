@@ -1,0 +1,221 @@
+//! Token codecs: the `v1.` AES-256-GCM format and the trait for bringing your own.
+//!
+//! Threat model: the token travels through the client, which may be hostile.
+//! It may replay, truncate, re-encode, splice or forge tokens, and knows every
+//! public parameter (format, key ids, claims layout). It does not know ring
+//! secrets. The codec must therefore (1) authenticate every byte it returns,
+//! including the format prefix and key id (they are the GCM associated data,
+//! so a token cannot move to another format version or ring slot); (2) accept
+//! one spelling per token (strict base64url); (3) fail closed and identically
+//! whatever is wrong, with the reason kept for the server log; and (4) never
+//! reuse a nonce (96 random bits from the kernel per token, seals counted per
+//! key so rotation happens long before the 2^32 bound).
+//! Replay within the TTL is not the codec's job: the claims envelope binds a
+//! token to its request, audience, principal and expiry.
+
+mod base64url;
+
+use std::sync::Arc;
+
+use aes_gcm::aead::AeadInOut;
+use aes_gcm::{Nonce, Tag};
+
+use crate::error::Error;
+use crate::key::{KID_LEN, KeyId};
+use crate::random::RandomSource;
+use crate::reason::RejectReason;
+use crate::ring::RingHandle;
+
+pub(crate) use base64url::{decode as b64u_decode, encode as b64u_encode};
+
+/// The format prefix of v1 tokens (also bound as associated data).
+pub const TOKEN_PREFIX: &str = "v1.";
+/// Nonce length in bytes.
+pub const NONCE_LEN: usize = 12;
+/// Authentication tag length in bytes.
+pub const TAG_LEN: usize = 16;
+const MIN_BODY: usize = KID_LEN + NONCE_LEN + TAG_LEN;
+
+/// Authenticated encryption of the claims envelope, like the Python SDK's `RequestStateCodec`.
+///
+/// Requirements: `unseal(seal(p)) == p`; `unseal` fails with
+/// [`Error::Rejected`] for any token it did not mint unmodified; tokens are
+/// URL-safe, versioned by a prefix bound under the tag, and never name their
+/// algorithm; comparisons are constant-time. Both methods are synchronous and
+/// must not do I/O: cache key material, never call a KMS per token.
+///
+/// ```
+/// use stateseal::{AesGcmCodec, KeyRing, RingHandle, Secret, StateCodec};
+/// use std::sync::Arc;
+/// let ring = Arc::new(RingHandle::new(KeyRing::from_secrets(&[Secret::new(vec![9; 32])?])?));
+/// let codec = AesGcmCodec::new(ring);
+/// let token = codec.seal(b"payload")?;
+/// assert!(token.starts_with("v1."));
+/// assert_eq!(codec.unseal(&token)?, b"payload");
+/// # Ok::<(), stateseal::Error>(())
+/// ```
+pub trait StateCodec: Send + Sync {
+    /// Returns an opaque URL-safe token protecting `payload`.
+    ///
+    /// # Errors
+    /// Any error means nothing may be sent; the boundary answers `-32603`.
+    fn seal(&self, payload: &[u8]) -> Result<String, Error>;
+
+    /// Reverses [`StateCodec::seal`].
+    ///
+    /// # Errors
+    /// [`Error::Rejected`] with a log-only reason for a malformed, unauthentic
+    /// or unknown-key token.
+    fn unseal(&self, token: &str) -> Result<Vec<u8>, Error>;
+}
+
+/// The built-in codec: `v1.` ‖ base64url(kid ‖ nonce ‖ AES-256-GCM(payload) ‖ tag).
+///
+/// It reads its keys from a [`RingHandle`] once per call, so a rotation is an
+/// atomic swap of the ring and never blocks a seal or unseal.
+#[derive(Debug)]
+pub struct AesGcmCodec {
+    ring: Arc<RingHandle>,
+    random: RandomSource,
+}
+
+impl AesGcmCodec {
+    /// A codec over `ring`, drawing nonces from the OS.
+    pub fn new(ring: Arc<RingHandle>) -> Self {
+        Self {
+            ring,
+            random: RandomSource::Os,
+        }
+    }
+
+    /// Replaces the randomness source (the `deterministic-testing` feature only).
+    #[cfg(feature = "deterministic-testing")]
+    pub fn with_random_source(mut self, random: RandomSource) -> Self {
+        self.random = random;
+        self
+    }
+
+    /// The ring this codec reads.
+    pub fn ring(&self) -> &Arc<RingHandle> {
+        &self.ring
+    }
+}
+
+fn reject(reason: RejectReason) -> Error {
+    Error::Rejected(reason)
+}
+
+impl StateCodec for AesGcmCodec {
+    fn seal(&self, payload: &[u8]) -> Result<String, Error> {
+        let ring = self.ring.load();
+        let key = ring.primary();
+        let kid = key.kid().0;
+        let mut body = Vec::with_capacity(MIN_BODY + payload.len());
+        body.extend_from_slice(&kid);
+        body.resize(KID_LEN + NONCE_LEN, 0);
+        self.random.fill(&mut body[KID_LEN..])?;
+        body.extend_from_slice(payload);
+        let (head, msg) = body.split_at_mut(KID_LEN + NONCE_LEN);
+        let nonce = Nonce::try_from(&head[KID_LEN..]).map_err(|_| Error::Seal("nonce length"))?;
+        let aad = aad(&kid);
+        let tag = key
+            .cipher()
+            .encrypt_inout_detached(&nonce, &aad, msg.into())
+            .map_err(|_| Error::Seal("payload too large"))?;
+        body.extend_from_slice(&tag);
+        key.count_seal();
+        let mut token = String::with_capacity(TOKEN_PREFIX.len() + body.len().div_ceil(3) * 4);
+        token.push_str(TOKEN_PREFIX);
+        base64url::encode_into(&body, &mut token);
+        Ok(token)
+    }
+
+    fn unseal(&self, token: &str) -> Result<Vec<u8>, Error> {
+        let body = token
+            .strip_prefix(TOKEN_PREFIX)
+            .ok_or(reject(RejectReason::Malformed))?;
+        let mut raw = base64url::decode(body).ok_or(reject(RejectReason::Malformed))?;
+        if raw.len() < MIN_BODY {
+            return Err(reject(RejectReason::Malformed));
+        }
+        let mut kid = [0u8; KID_LEN];
+        kid.copy_from_slice(&raw[..KID_LEN]);
+        let ring = self.ring.load();
+        let key = ring
+            .get(&KeyId(kid))
+            .ok_or(reject(RejectReason::UnknownKey))?;
+        let tag_at = raw.len() - TAG_LEN;
+        let tag = Tag::try_from(&raw[tag_at..]).map_err(|_| reject(RejectReason::Malformed))?;
+        let nonce = Nonce::try_from(&raw[KID_LEN..KID_LEN + NONCE_LEN])
+            .map_err(|_| reject(RejectReason::Malformed))?;
+        let msg = &mut raw[KID_LEN + NONCE_LEN..tag_at];
+        // The tag check inside aes-gcm is constant-time.
+        key.cipher()
+            .decrypt_inout_detached(&nonce, &aad(&kid), msg.into(), &tag)
+            .map_err(|_| reject(RejectReason::Seal))?;
+        raw.truncate(tag_at);
+        raw.drain(..KID_LEN + NONCE_LEN);
+        Ok(raw)
+    }
+}
+
+fn aad(kid: &[u8; KID_LEN]) -> [u8; 3 + KID_LEN] {
+    let mut aad = [0u8; 3 + KID_LEN];
+    aad[..3].copy_from_slice(TOKEN_PREFIX.as_bytes());
+    aad[3..].copy_from_slice(kid);
+    aad
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{KeyRing, Secret};
+
+    fn codec(keys: &[u8]) -> AesGcmCodec {
+        let secrets: Vec<Secret> = keys.iter().map(|b| Secret::new(vec![*b; 32]).unwrap()).collect();
+        AesGcmCodec::new(Arc::new(RingHandle::new(KeyRing::from_secrets(&secrets).unwrap())))
+    }
+
+    fn reason(r: Result<Vec<u8>, Error>) -> RejectReason {
+        r.unwrap_err().reject_reason().unwrap()
+    }
+
+    #[test]
+    fn roundtrip_and_rotation() {
+        let old = codec(b"o");
+        let t = old.seal(b"hello").unwrap();
+        assert_eq!(old.unseal(&t).unwrap(), b"hello");
+        assert_ne!(t, old.seal(b"hello").unwrap(), "fresh nonce per token");
+        let new_old = codec(b"no");
+        assert_eq!(new_old.unseal(&t).unwrap(), b"hello");
+        assert_eq!(reason(codec(b"n").unseal(&t)), RejectReason::UnknownKey);
+        assert_eq!(old.ring().load().primary().seal_count(), 2);
+    }
+
+    #[test]
+    fn every_bit_flip_rejects() {
+        let c = codec(b"k");
+        let t = c.seal(b"{}").unwrap();
+        let raw = b64u_decode(&t[3..]).unwrap();
+        for i in 0..raw.len() {
+            for bit in 0..8 {
+                let mut r = raw.clone();
+                r[i] ^= 1 << bit;
+                let forged = format!("v1.{}", b64u_encode(&r));
+                let why = reason(c.unseal(&forged));
+                let expect = if i < KID_LEN { RejectReason::UnknownKey } else { RejectReason::Seal };
+                assert_eq!(why, expect, "byte {i} bit {bit}");
+            }
+        }
+    }
+
+    #[test]
+    fn malformed_shapes() {
+        let c = codec(b"k");
+        for bad in ["", "v1.", "V1.AAAA", "v2.AAAA", "v1.AAAA=", "v1.!!!!"] {
+            assert_eq!(reason(c.unseal(bad)), RejectReason::Malformed, "{bad:?}");
+        }
+        let short = format!("v1.{}", b64u_encode(&[0u8; MIN_BODY - 1]));
+        assert_eq!(reason(c.unseal(&short)), RejectReason::Malformed);
+    }
+}

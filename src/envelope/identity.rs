@@ -1,0 +1,105 @@
+//! The request a state is bound to: method, target and an arguments digest.
+
+use sha2::{Digest, Sha256};
+
+use crate::codec::b64u_encode;
+use crate::error::Error;
+use crate::json::{Duplicates, Text, Value, parse};
+
+/// The three methods whose results may carry `requestState`.
+pub const CARRIER_METHODS: [&str; 3] = ["tools/call", "prompts/get", "resources/read"];
+
+/// What one round's state binds to: `(method, target, args digest)`.
+///
+/// The target is the tool or prompt `name`, or the resource `uri` for
+/// `resources/read`; the digest is
+/// `b64url(SHA-256(json.dumps(arguments, sort_keys=True, separators=(",",":")))[..16])`
+/// with Python's semantics (`arguments` that is falsy counts as `{}`;
+/// `resources/read` binds no arguments). It is an allowlist: a new wire field
+/// cannot silently join or leave the binding.
+///
+/// ```
+/// use stateseal::RequestIdentity;
+/// let id = RequestIdentity::from_json("tools/call", br#"{"name":"deploy","arguments":{"env":"prod"}}"#)?;
+/// assert_eq!(id.args_digest(), "_fZbwPys4tn6ogEHRin4tQ");
+/// # Ok::<(), stateseal::Error>(())
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct RequestIdentity {
+    method: String,
+    target: Text,
+    args_digest: String,
+}
+
+impl RequestIdentity {
+    /// The identity of a request whose params are given as parsed JSON.
+    ///
+    /// # Errors
+    /// [`Error::UnsupportedParams`] when params is not an object or null, or
+    /// names its target with an array or object.
+    pub fn from_params(method: &str, params: &Value) -> Result<Self, Error> {
+        let empty = Value::Object(Vec::new());
+        let p = match params {
+            Value::Null => &empty,
+            Value::Object(_) => params,
+            _ => return Err(Error::UnsupportedParams),
+        };
+        let (target_key, args) = if method == "resources/read" {
+            ("uri", &empty)
+        } else {
+            ("name", p.get("arguments").filter(|a| a.is_truthy()).unwrap_or(&empty))
+        };
+        let target = match p.get(target_key) {
+            None => Text::default(),
+            Some(v) => v.python_str().ok_or(Error::UnsupportedParams)?,
+        };
+        Ok(Self {
+            method: method.to_owned(),
+            target,
+            args_digest: digest(&args.to_canonical_json()),
+        })
+    }
+
+    /// Parses `params_json` with Python's `json.loads` semantics, then [`Self::from_params`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidJson`] or [`Error::UnsupportedParams`].
+    pub fn from_json(method: &str, params_json: &[u8]) -> Result<Self, Error> {
+        Self::from_params(method, &parse(params_json, Duplicates::LastWins)?)
+    }
+
+    /// The identity of a request whose params came through `serde_json` (e.g. rmcp).
+    ///
+    /// # Errors
+    /// As [`Self::from_params`].
+    pub fn from_serde(method: &str, params: &serde_json::Value) -> Result<Self, Error> {
+        Self::from_params(method, &Value::from_serde(params))
+    }
+
+    /// The method (`tools/call`, `prompts/get` or `resources/read`).
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+
+    /// The bound target (tool/prompt name or resource uri).
+    pub fn target(&self) -> &Text {
+        &self.target
+    }
+
+    /// The bound arguments digest (22 base64url characters).
+    pub fn args_digest(&self) -> &str {
+        &self.args_digest
+    }
+}
+
+impl std::fmt::Debug for RequestIdentity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Targets and digests are not secret, but arguments may be: print the method only.
+        f.debug_struct("RequestIdentity").field("method", &self.method).finish_non_exhaustive()
+    }
+}
+
+fn digest(canonical: &str) -> String {
+    let hash = Sha256::digest(canonical.as_bytes());
+    b64u_encode(&hash[..16])
+}

@@ -1,0 +1,215 @@
+//! The claims envelope: what is sealed inside every token, and its checks.
+//!
+//! Threat model: the echo is attacker-controlled. Authenticity comes from the
+//! codec; the envelope stops an authentic token from being *misused*: replayed
+//! after its TTL (`exp`, with `iat` at most 60 s ahead for clock skew), against
+//! another tool, prompt, resource, method or arguments (`m`, `t`, `a`), at
+//! another service sharing the keys (`aud`), or by another caller (`p`, a
+//! salted hash so the token does not reveal who the caller is). Replay of the
+//! same round by the same caller within the TTL is allowed by design: the
+//! spec makes retries idempotent. Every check fails closed with a log-only
+//! reason; the wire sees one frozen error.
+
+mod claims;
+mod identity;
+mod principal;
+
+use std::sync::Arc;
+
+use zeroize::Zeroizing;
+
+pub use claims::{ENVELOPE_VERSION, FUTURE_SKEW_SECS};
+pub use identity::{CARRIER_METHODS, RequestIdentity};
+pub use principal::{PRINCIPAL_LABEL, Principal};
+
+use crate::clock::{Clock, SystemClock};
+use crate::codec::StateCodec;
+use crate::error::Error;
+use crate::json::Text;
+use crate::random::RandomSource;
+use crate::reason::RejectReason;
+
+/// The default state lifetime, in seconds.
+pub const DEFAULT_TTL_SECS: f64 = 600.0;
+
+/// Mints and verifies sealed states for one service.
+///
+/// ```
+/// use std::sync::Arc;
+/// use stateseal::{AesGcmCodec, Envelope, KeyRing, RequestIdentity, RingHandle, Secret};
+///
+/// let ring = Arc::new(RingHandle::new(KeyRing::from_secrets(&[Secret::new(vec![7; 32])?])?));
+/// let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("my-server")).build()?;
+/// let id = RequestIdentity::from_json("tools/call", br#"{"name":"deploy","arguments":{"env":"prod"}}"#)?;
+/// let token = envelope.mint(&id, "awaiting-confirm", None)?;
+/// let state = envelope.verify(&id, &token, None)?;
+/// assert_eq!(state.as_str(), Some("awaiting-confirm"));
+/// # Ok::<(), stateseal::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct Envelope {
+    codec: Arc<dyn StateCodec>,
+    ttl: f64,
+    audience: Option<String>,
+    clock: Arc<dyn Clock>,
+    random: RandomSource,
+}
+
+impl std::fmt::Debug for dyn StateCodec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StateCodec")
+    }
+}
+
+/// Builder for [`Envelope`].
+#[derive(Debug)]
+pub struct EnvelopeBuilder {
+    inner: Envelope,
+}
+
+impl Envelope {
+    /// Starts a builder. `audience` is the service identity (usually the server's
+    /// name) and must be stated: `None` deliberately mints audience-free tokens
+    /// that any service sharing the keys would accept.
+    pub fn builder(codec: Arc<dyn StateCodec>, audience: Option<&str>) -> EnvelopeBuilder {
+        EnvelopeBuilder {
+            inner: Self {
+                codec,
+                ttl: DEFAULT_TTL_SECS,
+                audience: audience.map(str::to_owned),
+                clock: Arc::new(SystemClock),
+                random: RandomSource::Os,
+            },
+        }
+    }
+
+    /// The audience this envelope stamps and expects.
+    pub fn audience(&self) -> Option<&str> {
+        self.audience.as_deref()
+    }
+
+    /// The state lifetime in seconds.
+    pub fn ttl(&self) -> f64 {
+        self.ttl
+    }
+
+    /// Seals `state` for the round `identity`, bound to `principal` when given.
+    ///
+    /// # Errors
+    /// [`Error::Random`] or a codec error; nothing may be sent then.
+    pub fn mint(&self, identity: &RequestIdentity, state: &str, principal: Option<&Principal>) -> Result<String, Error> {
+        self.mint_at(identity, state.as_bytes(), principal, self.clock.now())
+    }
+
+    /// [`Envelope::mint`] of a [`Text`] state (which may hold a lone surrogate).
+    ///
+    /// # Errors
+    /// As [`Envelope::mint`].
+    pub fn mint_text(&self, identity: &RequestIdentity, state: &Text, principal: Option<&Principal>) -> Result<String, Error> {
+        self.mint_at(identity, state.as_bytes(), principal, self.clock.now())
+    }
+
+    /// [`Envelope::mint`] at an explicit time (`state` is UTF-8 or WTF-8 bytes).
+    ///
+    /// # Errors
+    /// As [`Envelope::mint`], plus [`Error::Seal`] when `state` is not WTF-8.
+    pub fn mint_at(
+        &self,
+        identity: &RequestIdentity,
+        state: &[u8],
+        principal: Option<&Principal>,
+        now: f64,
+    ) -> Result<String, Error> {
+        if !is_wtf8(state) {
+            return Err(Error::Seal("state is not UTF-8"));
+        }
+        let p_claim = principal.map(|p| principal::claim(p, &self.random)).transpose()?;
+        let payload = Zeroizing::new(claims::write_payload(&claims::MintClaims {
+            iat: now,
+            exp: now + self.ttl,
+            identity,
+            state,
+            audience: self.audience.as_deref(),
+            principal_claim: p_claim.as_deref(),
+        }));
+        self.codec.seal(payload.as_bytes())
+    }
+
+    /// Verifies an echoed `token` for the round `identity` and returns the state it carries.
+    ///
+    /// # Errors
+    /// [`Error::Rejected`] with a log-only [`RejectReason`].
+    pub fn verify(&self, identity: &RequestIdentity, token: &str, principal: Option<&Principal>) -> Result<Text, Error> {
+        self.verify_at(identity, token, principal, self.clock.now())
+    }
+
+    /// [`Envelope::verify`] at an explicit time.
+    ///
+    /// # Errors
+    /// As [`Envelope::verify`].
+    pub fn verify_at(
+        &self,
+        identity: &RequestIdentity,
+        token: &str,
+        principal: Option<&Principal>,
+        now: f64,
+    ) -> Result<Text, Error> {
+        let payload = Zeroizing::new(self.codec.unseal(token).map_err(|e| match e {
+            Error::Rejected(r) => Error::Rejected(r),
+            // A custom codec failing in another way still fails closed.
+            _ => Error::Rejected(RejectReason::CodecError),
+        })?);
+        claims::check(&payload, identity, self.audience.as_deref(), principal, now)
+    }
+}
+
+impl EnvelopeBuilder {
+    /// State lifetime in seconds (default 600); must be positive and finite.
+    pub fn ttl(mut self, secs: f64) -> Self {
+        self.inner.ttl = secs;
+        self
+    }
+
+    /// The clock used by [`Envelope::mint`] and [`Envelope::verify`].
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.inner.clock = clock;
+        self
+    }
+
+    /// Replaces the salt randomness (the `deterministic-testing` feature only).
+    #[cfg(feature = "deterministic-testing")]
+    pub fn random_source(mut self, random: RandomSource) -> Self {
+        self.inner.random = random;
+        self
+    }
+
+    /// Validates and builds.
+    ///
+    /// # Errors
+    /// [`Error::InvalidTtl`] for a TTL that is not a positive finite number.
+    pub fn build(self) -> Result<Envelope, Error> {
+        if !(self.inner.ttl.is_finite() && self.inner.ttl > 0.0) {
+            return Err(Error::InvalidTtl);
+        }
+        Ok(self.inner)
+    }
+}
+
+/// Whether `bytes` is WTF-8 (UTF-8 that may also encode lone surrogates).
+fn is_wtf8(bytes: &[u8]) -> bool {
+    if std::str::from_utf8(bytes).is_ok() {
+        return true;
+    }
+    // Re-encode surrogate code points (ED A0..BF xx) as a placeholder and re-check.
+    let mut probe = bytes.to_vec();
+    let mut i = 0;
+    while i + 2 < probe.len() {
+        if probe[i] == 0xed && (0xa0..=0xbf).contains(&probe[i + 1]) && (0x80..=0xbf).contains(&probe[i + 2]) {
+            probe[i..i + 3].copy_from_slice("\u{fffd}".as_bytes());
+            i += 3;
+        } else {
+            i += 1;
+        }
+    }
+    std::str::from_utf8(&probe).is_ok()
+}

@@ -1,0 +1,19 @@
+//! JSON with Python's semantics, for everything the state path digests or seals.
+//!
+//! The Python SDK digests request arguments with `json.dumps(sort_keys=True,
+//! separators=(",", ":"))` and seals claims with the same compact encoder. A
+//! Rust server must reproduce those bytes exactly for mixed fleets to work,
+//! including Python's float `repr`, exact big integers, `\uXXXX` escapes of
+//! everything outside printable ASCII, and lone surrogates.
+
+mod parse;
+mod text;
+mod value;
+mod write;
+
+pub use parse::{Duplicates, MAX_DEPTH, MAX_INT_DIGITS, parse};
+pub use text::Text;
+pub use value::Value;
+pub use write::float_repr;
+
+pub(crate) use write::{push_json_float, push_json_string as push_wtf8, push_text};

@@ -1,0 +1,316 @@
+//! A JSON parser with the semantics of Python's `json.loads`.
+//!
+//! It exists because `serde_json` cannot hold what Python accepts and the
+//! Python SDK digests: lone surrogate escapes, `NaN`/`Infinity`, integers of
+//! any size kept exact. Differences, all stricter: input must be valid UTF-8
+//! without a BOM, nesting is capped at [`MAX_DEPTH`], and claims parsing can
+//! refuse duplicate keys (`Duplicates::Reject`).
+
+use super::text::Text;
+use super::value::Value;
+use crate::error::Error;
+
+/// Deepest nesting accepted (Python's recursion limit is about 1000).
+pub const MAX_DEPTH: usize = 512;
+/// Most digits in an integer literal (Python's `int_max_str_digits` default).
+pub const MAX_INT_DIGITS: usize = 4300;
+
+/// What to do with a repeated object key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Duplicates {
+    /// Keep the last value at the first key's position (a Python `dict`).
+    LastWins,
+    /// Refuse the document.
+    Reject,
+}
+
+/// Parses `input` as one JSON document.
+///
+/// # Errors
+/// [`Error::InvalidJson`] with the byte offset of the first problem.
+pub fn parse(input: &[u8], duplicates: Duplicates) -> Result<Value, Error> {
+    if std::str::from_utf8(input).is_err() {
+        return Err(Error::InvalidJson { offset: 0 });
+    }
+    let mut p = Parser { s: input, i: 0, duplicates };
+    p.ws();
+    let v = p.value(0)?;
+    p.ws();
+    if p.i != p.s.len() {
+        return Err(p.err());
+    }
+    Ok(v)
+}
+
+struct Parser<'a> {
+    s: &'a [u8],
+    i: usize,
+    duplicates: Duplicates,
+}
+
+impl Parser<'_> {
+    fn err(&self) -> Error {
+        Error::InvalidJson { offset: self.i }
+    }
+
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.s.get(self.i) {
+            self.i += 1;
+        }
+    }
+
+    fn eat(&mut self, lit: &[u8]) -> bool {
+        if self.s[self.i..].starts_with(lit) {
+            self.i += lit.len();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn value(&mut self, depth: usize) -> Result<Value, Error> {
+        if depth > MAX_DEPTH {
+            return Err(self.err());
+        }
+        match self.s.get(self.i) {
+            Some(b'{') => self.object(depth),
+            Some(b'[') => self.array(depth),
+            Some(b'"') => Ok(Value::Str(self.string()?)),
+            Some(b'n') if self.eat(b"null") => Ok(Value::Null),
+            Some(b't') if self.eat(b"true") => Ok(Value::Bool(true)),
+            Some(b'f') if self.eat(b"false") => Ok(Value::Bool(false)),
+            Some(b'N') if self.eat(b"NaN") => Ok(Value::Float(f64::NAN)),
+            Some(b'I') if self.eat(b"Infinity") => Ok(Value::Float(f64::INFINITY)),
+            Some(b'-') if self.eat(b"-Infinity") => Ok(Value::Float(f64::NEG_INFINITY)),
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            _ => Err(self.err()),
+        }
+    }
+
+    fn digits(&mut self) -> usize {
+        let start = self.i;
+        while let Some(b'0'..=b'9') = self.s.get(self.i) {
+            self.i += 1;
+        }
+        self.i - start
+    }
+
+    fn number(&mut self) -> Result<Value, Error> {
+        let start = self.i;
+        let negative = self.eat(b"-");
+        let int_start = self.i;
+        match self.s.get(self.i) {
+            Some(b'0') => self.i += 1,
+            Some(b'1'..=b'9') => {
+                self.digits();
+            }
+            _ => return Err(self.err()),
+        }
+        let int_end = self.i;
+        let mut is_float = false;
+        // A fraction or exponent that does not complete is not part of the number
+        // (Python's regex backtracks), which then fails as trailing data.
+        if self.s.get(self.i) == Some(&b'.') && matches!(self.s.get(self.i + 1), Some(b'0'..=b'9')) {
+            self.i += 1;
+            self.digits();
+            is_float = true;
+        }
+        if let Some(b'e' | b'E') = self.s.get(self.i) {
+            let save = self.i;
+            self.i += 1;
+            if let Some(b'+' | b'-') = self.s.get(self.i) {
+                self.i += 1;
+            }
+            if self.digits() == 0 {
+                self.i = save;
+            } else {
+                is_float = true;
+            }
+        }
+        let lexeme = std::str::from_utf8(&self.s[start..self.i]).map_err(|_| self.err())?;
+        if is_float {
+            let f: f64 = lexeme.parse().map_err(|_| self.err())?;
+            return Ok(Value::Float(f));
+        }
+        let digits = std::str::from_utf8(&self.s[int_start..int_end]).map_err(|_| self.err())?;
+        if digits.len() > MAX_INT_DIGITS {
+            return Err(self.err());
+        }
+        // Python's int("-0") is 0: the only non-canonical spelling JSON allows.
+        let text = if negative && digits != "0" { format!("-{digits}") } else { digits.to_owned() };
+        Ok(Value::Int(text))
+    }
+
+    fn hex4(&mut self) -> Result<u32, Error> {
+        let h = self.s.get(self.i..self.i + 4).ok_or_else(|| self.err())?;
+        let mut v = 0u32;
+        for &c in h {
+            let d = (c as char).to_digit(16).ok_or_else(|| self.err())?;
+            v = (v << 4) | d;
+        }
+        self.i += 4;
+        Ok(v)
+    }
+
+    fn string(&mut self) -> Result<Text, Error> {
+        self.i += 1; // opening quote
+        let mut out = Text::default();
+        loop {
+            let run = self.i;
+            while let Some(&b) = self.s.get(self.i) {
+                if b == b'"' || b == b'\\' || b < 0x20 {
+                    break;
+                }
+                self.i += 1;
+            }
+            // The input is valid UTF-8 and we only stop at ASCII bytes.
+            let chunk = std::str::from_utf8(&self.s[run..self.i]).map_err(|_| self.err())?;
+            out.push_str(chunk);
+            match self.s.get(self.i) {
+                Some(b'"') => {
+                    self.i += 1;
+                    return Ok(out);
+                }
+                Some(b'\\') => {
+                    self.i += 1;
+                    let esc = *self.s.get(self.i).ok_or_else(|| self.err())?;
+                    self.i += 1;
+                    let cp = match esc {
+                        b'"' => 0x22,
+                        b'\\' => 0x5c,
+                        b'/' => 0x2f,
+                        b'b' => 0x08,
+                        b'f' => 0x0c,
+                        b'n' => 0x0a,
+                        b'r' => 0x0d,
+                        b't' => 0x09,
+                        b'u' => self.unicode_escape()?,
+                        _ => {
+                            self.i -= 1;
+                            return Err(self.err());
+                        }
+                    };
+                    out.push_code_point(cp);
+                }
+                // Raw control characters and end of input are errors (strict=True).
+                _ => return Err(self.err()),
+            }
+        }
+    }
+
+    /// After `\u`: one code point, combining a high surrogate with an escaped low one.
+    fn unicode_escape(&mut self) -> Result<u32, Error> {
+        let hi = self.hex4()?;
+        if (0xd800..0xdc00).contains(&hi) && self.s[self.i..].starts_with(b"\\u") {
+            let save = self.i;
+            self.i += 2;
+            match self.hex4() {
+                Ok(lo) if (0xdc00..0xe000).contains(&lo) => {
+                    return Ok(0x10000 + ((hi - 0xd800) << 10) + (lo - 0xdc00));
+                }
+                _ => self.i = save,
+            }
+        }
+        Ok(hi)
+    }
+
+    fn array(&mut self, depth: usize) -> Result<Value, Error> {
+        self.i += 1;
+        let mut items = Vec::new();
+        self.ws();
+        if self.eat(b"]") {
+            return Ok(Value::Array(items));
+        }
+        loop {
+            self.ws();
+            items.push(self.value(depth + 1)?);
+            self.ws();
+            if self.eat(b",") {
+                continue;
+            }
+            if self.eat(b"]") {
+                return Ok(Value::Array(items));
+            }
+            return Err(self.err());
+        }
+    }
+
+    fn object(&mut self, depth: usize) -> Result<Value, Error> {
+        self.i += 1;
+        let mut members: Vec<(Text, Value)> = Vec::new();
+        self.ws();
+        if self.eat(b"}") {
+            return Ok(Value::Object(members));
+        }
+        loop {
+            self.ws();
+            if self.s.get(self.i) != Some(&b'"') {
+                return Err(self.err());
+            }
+            let key_at = self.i;
+            let key = self.string()?;
+            self.ws();
+            if !self.eat(b":") {
+                return Err(self.err());
+            }
+            self.ws();
+            let value = self.value(depth + 1)?;
+            match members.iter_mut().find(|(k, _)| *k == key) {
+                Some(_) if self.duplicates == Duplicates::Reject => {
+                    return Err(Error::InvalidJson { offset: key_at });
+                }
+                Some(slot) => slot.1 = value,
+                None => members.push((key, value)),
+            }
+            self.ws();
+            if self.eat(b",") {
+                continue;
+            }
+            if self.eat(b"}") {
+                return Ok(Value::Object(members));
+            }
+            return Err(self.err());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> Result<Value, Error> {
+        parse(s.as_bytes(), Duplicates::LastWins)
+    }
+
+    #[test]
+    fn python_literals_and_numbers() {
+        assert!(matches!(p("NaN").unwrap(), Value::Float(f) if f.is_nan()));
+        assert!(matches!(p("-Infinity").unwrap(), Value::Float(f) if f == f64::NEG_INFINITY));
+        assert!(matches!(p("1e400").unwrap(), Value::Float(f) if f == f64::INFINITY));
+        assert!(matches!(p("-0").unwrap(), Value::Int(ref s) if s == "0"));
+        assert!(matches!(p("1E2").unwrap(), Value::Float(f) if f == 100.0));
+        for bad in ["01", "1.", ".5", "+1", "1e", "[1,]", "{\"a\":1,}", "\"\t\"", "\"\\x\"", "nul", "\u{feff}1"] {
+            assert!(p(bad).is_err(), "{bad:?} must fail");
+        }
+    }
+
+    #[test]
+    fn surrogates() {
+        let Value::Str(t) = p(r#""\ud83d\ude00""#).unwrap() else { panic!() };
+        assert_eq!(t.as_str(), Some("😀"));
+        let Value::Str(t) = p(r#""\ude00\ud83d""#).unwrap() else { panic!() };
+        assert_eq!(t.as_bytes(), &[0xed, 0xb8, 0x80, 0xed, 0xa0, 0xbd]);
+    }
+
+    #[test]
+    fn duplicates_and_depth() {
+        let Value::Object(m) = p(r#"{"a":1,"b":0,"a":2}"#).unwrap() else { panic!() };
+        assert_eq!(m.len(), 2);
+        assert!(matches!(&m[0].1, Value::Int(s) if s == "2"));
+        assert!(parse(br#"{"a":1,"a":2}"#, Duplicates::Reject).is_err());
+        let deep = "[".repeat(MAX_DEPTH + 2) + &"]".repeat(MAX_DEPTH + 2);
+        assert!(p(&deep).is_err());
+        let ok = "[".repeat(MAX_DEPTH) + &"]".repeat(MAX_DEPTH);
+        assert!(p(&ok).is_ok());
+    }
+}

@@ -1,0 +1,193 @@
+//! Compact JSON output exactly as Python's `json.dumps(..., separators=(",", ":"))`
+//! with the defaults `ensure_ascii=True` and `allow_nan=True`.
+
+use std::fmt::Write as _;
+
+use super::text::{Text, decode_at};
+use super::value::Value;
+
+/// Python's `repr(float)` for a finite float: the shortest digits that round-trip,
+/// in fixed notation when the decimal exponent is in `-4 < e <= 16`, otherwise
+/// `d.ddde±XX` with at least two exponent digits.
+///
+/// ```
+/// use stateseal::json::float_repr;
+/// assert_eq!(float_repr(1e16), "1e+16");
+/// assert_eq!(float_repr(1e15), "1000000000000000.0");
+/// assert_eq!(float_repr(1e-5), "1e-05");
+/// assert_eq!(float_repr(0.0001), "0.0001");
+/// ```
+pub fn float_repr(f: f64) -> String {
+    let mut out = String::with_capacity(24);
+    push_float_repr(f, &mut out);
+    out
+}
+
+fn push_float_repr(f: f64, out: &mut String) {
+    // Rust's `{:e}` prints the shortest round-trip digits, like Python's repr.
+    let mut sci = String::with_capacity(32);
+    let _ = write!(sci, "{:e}", f.abs());
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let decpt = exp + 1; // value = 0.DIGITS * 10^decpt
+    if f.is_sign_negative() {
+        out.push('-');
+    }
+    let nd = digits.len() as i32;
+    if (-4 < decpt) && (decpt <= 16) {
+        if decpt <= 0 {
+            out.push_str("0.");
+            out.extend(std::iter::repeat_n('0', (-decpt) as usize));
+            out.push_str(&digits);
+        } else if decpt >= nd {
+            out.push_str(&digits);
+            out.extend(std::iter::repeat_n('0', (decpt - nd) as usize));
+            out.push_str(".0");
+        } else {
+            out.push_str(&digits[..decpt as usize]);
+            out.push('.');
+            out.push_str(&digits[decpt as usize..]);
+        }
+    } else {
+        out.push_str(&digits[..1]);
+        if nd > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        let e = decpt - 1;
+        let _ = write!(out, "e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs());
+    }
+}
+
+/// A float as `json.dumps` writes it (`NaN`, `Infinity`, `-Infinity` for the non-finite).
+pub(crate) fn push_json_float(f: f64, out: &mut String) {
+    if f.is_nan() {
+        out.push_str("NaN");
+    } else if f.is_infinite() {
+        out.push_str(if f > 0.0 { "Infinity" } else { "-Infinity" });
+    } else {
+        push_float_repr(f, out);
+    }
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+fn push_u_escape(cp: u32, out: &mut String) {
+    out.push_str("\\u");
+    for shift in [12, 8, 4, 0] {
+        out.push(HEX[((cp >> shift) & 0xf) as usize] as char);
+    }
+}
+
+/// A string as `json.dumps(..., ensure_ascii=True)` writes it, quotes included.
+pub(crate) fn push_json_string(bytes: &[u8], out: &mut String) {
+    out.reserve(bytes.len() + 2);
+    out.push('"');
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\' {
+            // Copy the longest run of printable ASCII at once.
+            let start = i;
+            while i < bytes.len() && (0x20..0x7f).contains(&bytes[i]) && bytes[i] != b'"' && bytes[i] != b'\\' {
+                i += 1;
+            }
+            // The run is ASCII, hence valid UTF-8.
+            out.push_str(std::str::from_utf8(&bytes[start..i]).unwrap_or_default());
+            continue;
+        }
+        let (cp, width) = decode_at(bytes, i);
+        i += width;
+        match cp {
+            0x22 => out.push_str("\\\""),
+            0x5c => out.push_str("\\\\"),
+            0x0a => out.push_str("\\n"),
+            0x0d => out.push_str("\\r"),
+            0x09 => out.push_str("\\t"),
+            0x08 => out.push_str("\\b"),
+            0x0c => out.push_str("\\f"),
+            0x10000.. => {
+                let v = cp - 0x10000;
+                push_u_escape(0xd800 | (v >> 10), out);
+                push_u_escape(0xdc00 | (v & 0x3ff), out);
+            }
+            _ => push_u_escape(cp, out),
+        }
+    }
+    out.push('"');
+}
+
+/// Appends `text` as a JSON string literal.
+pub(crate) fn push_text(text: &Text, out: &mut String) {
+    push_json_string(text.as_bytes(), out);
+}
+
+/// Writes `v` compactly; `sort_keys` orders object members by code point.
+pub(crate) fn write_compact(v: &Value, sort_keys: bool, out: &mut String) {
+    match v {
+        Value::Null => out.push_str("null"),
+        Value::Bool(true) => out.push_str("true"),
+        Value::Bool(false) => out.push_str("false"),
+        Value::Int(s) => out.push_str(s),
+        Value::Float(f) => push_json_float(*f, out),
+        Value::Str(t) => push_text(t, out),
+        Value::Array(items) => {
+            out.push('[');
+            for (n, item) in items.iter().enumerate() {
+                if n > 0 {
+                    out.push(',');
+                }
+                write_compact(item, sort_keys, out);
+            }
+            out.push(']');
+        }
+        Value::Object(members) => {
+            let mut refs: Vec<&(Text, Value)> = members.iter().collect();
+            if sort_keys {
+                refs.sort_by(|a, b| a.0.cmp(&b.0));
+            }
+            out.push('{');
+            for (n, (k, item)) in refs.into_iter().enumerate() {
+                if n > 0 {
+                    out.push(',');
+                }
+                push_text(k, out);
+                out.push(':');
+                write_compact(item, sort_keys, out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reprs() {
+        for (f, s) in [
+            (0.0, "0.0"),
+            (-0.0, "-0.0"),
+            (1.0, "1.0"),
+            (0.1, "0.1"),
+            (1e-7, "1e-07"),
+            (1.5e-10, "1.5e-10"),
+            (1e22, "1e+22"),
+            (123456789.125, "123456789.125"),
+            (1.7976931348623157e308, "1.7976931348623157e+308"),
+            (5e-324, "5e-324"),
+            (1782345600.9, "1782345600.9"),
+        ] {
+            assert_eq!(float_repr(f), s);
+        }
+    }
+
+    #[test]
+    fn escapes() {
+        let mut out = String::new();
+        push_json_string("a\"\\\n\u{7f}é😀\u{1}".as_bytes(), &mut out);
+        assert_eq!(out, r#""a\"\\\n\u007f\u00e9\ud83d\ude00\u0001""#);
+    }
+}

@@ -1,0 +1,125 @@
+//! Key derivation (HKDF-SHA256) and key ids, exactly as the Python SDK's v1 codec.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use aes_gcm::{Aes256Gcm, KeyInit};
+use hkdf::Hkdf;
+use sha2::{Digest, Sha256};
+use zeroize::Zeroizing;
+
+use crate::secret::Secret;
+
+/// HKDF `info` for the AES-256-GCM key.
+pub const KDF_INFO: &[u8] = b"mcp/request-state/v1/aes-256-gcm";
+/// Prefix hashed with the derived key to make the key id.
+pub const KID_INFO: &[u8] = b"mcp/request-state/v1/kid:";
+/// Key id length in bytes.
+pub const KID_LEN: usize = 4;
+
+/// A 4-byte, non-secret key fingerprint carried in every token.
+///
+/// ```
+/// use stateseal::{KeyId, Secret};
+/// let kid = KeyId::of(&Secret::new(b"0123456789abcdef0123456789abcdef".to_vec())?);
+/// assert_eq!(kid.to_string(), "a014f40b");
+/// # Ok::<(), stateseal::Error>(())
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct KeyId(pub [u8; KID_LEN]);
+
+impl KeyId {
+    /// The key id of `secret`: SHA-256(`KID_INFO` ‖ HKDF(secret))[..4].
+    pub fn of(secret: &Secret) -> Self {
+        kid_of(&derive_key(secret))
+    }
+
+    /// The id as lowercase hex.
+    pub fn to_hex(self) -> String {
+        self.to_string()
+    }
+}
+
+impl fmt::Display for KeyId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for b in self.0 {
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for KeyId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "KeyId({self})")
+    }
+}
+
+/// HKDF-SHA256(ikm = secret, salt = none, info = [`KDF_INFO`], 32 bytes).
+pub(crate) fn derive_key(secret: &Secret) -> Zeroizing<[u8; 32]> {
+    let hk = Hkdf::<Sha256>::new(None, secret.expose());
+    let mut okm = Zeroizing::new([0u8; 32]);
+    // 32 bytes is far below HKDF-SHA256's 255 * 32 limit, so expand cannot fail.
+    if hk.expand(KDF_INFO, okm.as_mut()).is_err() {
+        unreachable!("HKDF-SHA256 expand of 32 bytes cannot fail");
+    }
+    okm
+}
+
+fn kid_of(key: &[u8; 32]) -> KeyId {
+    let digest = Sha256::new().chain_update(KID_INFO).chain_update(key).finalize();
+    let mut kid = [0u8; KID_LEN];
+    kid.copy_from_slice(&digest[..KID_LEN]);
+    KeyId(kid)
+}
+
+/// One prepared ring slot: the key id, the expanded AES-256-GCM cipher, and a
+/// seal counter (AES-GCM with random nonces is safe up to 2^32 seals per key).
+pub struct RingKey {
+    kid: KeyId,
+    cipher: Aes256Gcm,
+    seals: AtomicU64,
+}
+
+impl RingKey {
+    /// Derives the AES key from `secret` and prepares the cipher.
+    pub fn new(secret: &Secret) -> Self {
+        let key = derive_key(secret);
+        let kid = kid_of(&key);
+        let key_bytes: &[u8; 32] = &key;
+        let cipher = Aes256Gcm::new(key_bytes.into());
+        Self {
+            kid,
+            cipher,
+            seals: AtomicU64::new(0),
+        }
+    }
+
+    /// This key's id.
+    pub fn kid(&self) -> KeyId {
+        self.kid
+    }
+
+    /// How many tokens this key has sealed in this process.
+    pub fn seal_count(&self) -> u64 {
+        self.seals.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn cipher(&self) -> &Aes256Gcm {
+        &self.cipher
+    }
+
+    pub(crate) fn count_seal(&self) {
+        self.seals.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl fmt::Debug for RingKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RingKey")
+            .field("kid", &self.kid)
+            .field("cipher", &"<redacted>")
+            .field("seals", &self.seal_count())
+            .finish()
+    }
+}

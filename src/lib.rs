@@ -1,0 +1,44 @@
+//! # stateseal
+//!
+//! Seals the MCP multi-round-trip `requestState` (spec 2026-07-28, SEP-2322)
+//! so a server can trust the echo a client sends back: AES-256-GCM under
+//! HKDF-SHA256 keys with a 4-byte key id, inside a claims envelope that binds
+//! each state to its expiry, request, audience and caller. Tokens are
+//! byte-compatible with the Python MCP SDK (mcp 2.3.0), so mixed fleets work.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use stateseal::{AesGcmCodec, Envelope, KeyRing, RequestIdentity, RingHandle, Secret};
+//!
+//! let ring = Arc::new(RingHandle::new(KeyRing::from_secrets(&[Secret::generate()?])?));
+//! let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("my-server")).build()?;
+//! let round = RequestIdentity::from_json("tools/call", br#"{"name":"deploy","arguments":{}}"#)?;
+//! let token = envelope.mint(&round, "step-2", None)?;
+//! assert_eq!(envelope.verify(&round, &token, None)?.as_str(), Some("step-2"));
+//! # Ok::<(), stateseal::Error>(())
+//! ```
+#![forbid(unsafe_code)]
+
+mod clock;
+mod codec;
+mod envelope;
+mod error;
+pub mod json;
+mod key;
+mod random;
+mod reason;
+mod ring;
+mod secret;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use codec::{AesGcmCodec, NONCE_LEN, StateCodec, TAG_LEN, TOKEN_PREFIX};
+pub use envelope::{
+    CARRIER_METHODS, DEFAULT_TTL_SECS, ENVELOPE_VERSION, Envelope, EnvelopeBuilder, FUTURE_SKEW_SECS,
+    PRINCIPAL_LABEL, Principal, RequestIdentity,
+};
+pub use error::Error;
+pub use key::{KDF_INFO, KID_INFO, KID_LEN, KeyId, RingKey};
+pub use random::RandomSource;
+pub use reason::RejectReason;
+pub use ring::{KeyRing, RingHandle};
+pub use secret::{MIN_SECRET_LEN, Secret};

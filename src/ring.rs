@@ -1,0 +1,199 @@
+//! The key ring: which key seals, which keys unseal; swapped atomically.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
+
+use arc_swap::{ArcSwap, Guard};
+
+use crate::error::Error;
+use crate::key::{KeyId, RingKey};
+use crate::secret::{MIN_SECRET_LEN, Secret};
+
+/// Key ids are already uniform SHA-256 output, so the map uses them as the hash.
+#[derive(Default)]
+struct KidHasher(u64);
+
+impl Hasher for KidHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | u64::from(b);
+        }
+    }
+}
+
+type KidMap = HashMap<KeyId, Arc<RingKey>, BuildHasherDefault<KidHasher>>;
+
+/// An immutable set of prepared keys: the primary seals, every key unseals.
+///
+/// Build one from secrets (`keys[0]` is the primary, as in the Python SDK) or
+/// from already prepared [`RingKey`]s (the rotation scheduler does, so seal
+/// counters survive a ring swap).
+///
+/// ```
+/// use stateseal::{KeyRing, Secret};
+/// let old = Secret::new(vec![b'o'; 32])?;
+/// let new = Secret::new(vec![b'n'; 32])?;
+/// let ring = KeyRing::from_secrets(&[new, old])?;
+/// assert_eq!(ring.primary().kid().to_string(), "a4be44b2");
+/// assert_eq!(ring.len(), 2);
+/// # Ok::<(), stateseal::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct KeyRing {
+    primary: Arc<RingKey>,
+    order: Vec<KeyId>,
+    by_kid: KidMap,
+}
+
+impl KeyRing {
+    /// Builds a ring from secrets; the first one seals.
+    ///
+    /// # Errors
+    /// [`Error::EmptyRing`], [`Error::KeyTooShort`] (with the key's index) or
+    /// [`Error::DuplicateKey`] when two secrets derive the same key id.
+    pub fn from_secrets(secrets: &[Secret]) -> Result<Self, Error> {
+        if secrets.is_empty() {
+            return Err(Error::EmptyRing);
+        }
+        for (index, s) in secrets.iter().enumerate() {
+            if s.len() < MIN_SECRET_LEN {
+                return Err(Error::KeyTooShort { index, len: s.len() });
+            }
+        }
+        Self::from_keys(secrets.iter().map(|s| Arc::new(RingKey::new(s))).collect())
+    }
+
+    /// Builds a ring from prepared keys; the first one seals.
+    ///
+    /// # Errors
+    /// [`Error::EmptyRing`] or [`Error::DuplicateKey`].
+    pub fn from_keys(keys: Vec<Arc<RingKey>>) -> Result<Self, Error> {
+        let primary = keys.first().cloned().ok_or(Error::EmptyRing)?;
+        let mut by_kid = KidMap::default();
+        let mut order = Vec::with_capacity(keys.len());
+        for (index, key) in keys.into_iter().enumerate() {
+            let kid = key.kid();
+            if by_kid.insert(kid, key).is_some() {
+                return Err(Error::DuplicateKey { index });
+            }
+            order.push(kid);
+        }
+        Ok(Self { primary, order, by_kid })
+    }
+
+    /// A ring holding one fresh random key that lives only in this process.
+    ///
+    /// Suits a single-process server (stdio, one worker). States minted by any
+    /// other instance, or before a restart, are rejected; a warning says so.
+    ///
+    /// # Errors
+    /// [`Error::Random`] when the OS cannot supply randomness.
+    pub fn ephemeral() -> Result<Self, Error> {
+        tracing::warn!(
+            "stateseal: using an ephemeral process-local key; requestState minted by other \
+             instances or before a restart will be rejected (share a keyset for fleets)"
+        );
+        Self::from_secrets(&[Secret::generate()?])
+    }
+
+    /// The key that seals.
+    pub fn primary(&self) -> &Arc<RingKey> {
+        &self.primary
+    }
+
+    /// The key with id `kid`, if it is in the ring.
+    pub fn get(&self, kid: &KeyId) -> Option<&Arc<RingKey>> {
+        self.by_kid.get(kid)
+    }
+
+    /// Key ids, primary first, in ring order.
+    pub fn kids(&self) -> &[KeyId] {
+        &self.order
+    }
+
+    /// The keys, primary first.
+    pub fn keys(&self) -> impl Iterator<Item = &Arc<RingKey>> {
+        self.order.iter().filter_map(|k| self.by_kid.get(k))
+    }
+
+    /// Number of keys.
+    pub fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    /// Always false: a ring is never empty.
+    pub fn is_empty(&self) -> bool {
+        self.order.is_empty()
+    }
+}
+
+/// A shared, atomically swappable [`KeyRing`].
+///
+/// Readers call [`RingHandle::load`] once per seal or unseal: no lock, no
+/// await. A writer (the rotation scheduler, or an operator) calls
+/// [`RingHandle::store`] and in-flight readers keep the ring they loaded.
+///
+/// ```
+/// use stateseal::{KeyRing, RingHandle, Secret};
+/// let handle = RingHandle::new(KeyRing::from_secrets(&[Secret::new(vec![1; 32])?])?);
+/// let before = handle.load().primary().kid();
+/// handle.store(KeyRing::from_secrets(&[Secret::new(vec![2; 32])?])?);
+/// assert_ne!(handle.load().primary().kid(), before);
+/// # Ok::<(), stateseal::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct RingHandle(ArcSwap<KeyRing>);
+
+impl RingHandle {
+    /// A handle holding `ring`.
+    pub fn new(ring: KeyRing) -> Self {
+        Self(ArcSwap::from_pointee(ring))
+    }
+
+    /// The current ring (cheap; hold it only for one operation).
+    pub fn load(&self) -> Guard<Arc<KeyRing>> {
+        self.0.load()
+    }
+
+    /// The current ring as an owned `Arc`.
+    pub fn load_full(&self) -> Arc<KeyRing> {
+        self.0.load_full()
+    }
+
+    /// Replaces the ring; readers see the new one from their next `load`.
+    pub fn store(&self, ring: KeyRing) {
+        self.0.store(Arc::new(ring));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(b: u8) -> Secret {
+        Secret::new(vec![b; 32]).unwrap()
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        assert_eq!(KeyRing::from_secrets(&[]).unwrap_err(), Error::EmptyRing);
+        assert_eq!(
+            KeyRing::from_secrets(&[s(1), s(2), s(1)]).unwrap_err(),
+            Error::DuplicateKey { index: 2 }
+        );
+    }
+
+    #[test]
+    fn lookup_and_order() {
+        let ring = KeyRing::from_secrets(&[s(1), s(2)]).unwrap();
+        let kids = ring.kids().to_vec();
+        assert_eq!(kids[0], ring.primary().kid());
+        assert!(ring.get(&kids[1]).is_some());
+        assert!(ring.get(&KeyId([0, 0, 0, 0])).is_none());
+        assert_eq!(ring.keys().count(), 2);
+    }
+}

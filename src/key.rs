@@ -123,3 +123,10 @@ impl fmt::Debug for RingKey {
             .finish()
     }
 }
+
+/// The derived AES key of `secret` (the `deterministic-testing` feature only,
+/// to check the Python SDK's HKDF vectors).
+#[cfg(feature = "deterministic-testing")]
+pub fn derived_key(secret: &Secret) -> Zeroizing<[u8; 32]> {
+    derive_key(secret)
+}

@@ -38,6 +38,8 @@ pub use envelope::{
 };
 pub use error::Error;
 pub use key::{KDF_INFO, KID_INFO, KID_LEN, KeyId, RingKey};
+#[cfg(feature = "deterministic-testing")]
+pub use key::derived_key;
 pub use random::RandomSource;
 pub use reason::RejectReason;
 pub use ring::{KeyRing, RingHandle};

@@ -67,6 +67,21 @@ impl KeyRing {
         Self::from_keys(secrets.iter().map(|s| Arc::new(RingKey::new(s))).collect())
     }
 
+    /// Builds a ring from raw secret bytes (moved in and wiped); the first one seals.
+    ///
+    /// # Errors
+    /// As [`KeyRing::from_secrets`], with the index of the offending key.
+    pub fn from_bytes(keys: Vec<Vec<u8>>) -> Result<Self, Error> {
+        let mut secrets = Vec::with_capacity(keys.len());
+        for (index, bytes) in keys.into_iter().enumerate() {
+            secrets.push(Secret::new(bytes).map_err(|e| match e {
+                Error::KeyTooShort { len, .. } => Error::KeyTooShort { index, len },
+                other => other,
+            })?);
+        }
+        Self::from_secrets(&secrets)
+    }
+
     /// Builds a ring from prepared keys; the first one seals.
     ///
     /// # Errors

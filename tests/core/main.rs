@@ -1,1 +1,5 @@
-fn main(){}
+//! Integration tests of the core crate: the Python SDK's vectors and live interop.
+
+mod interop;
+mod vectors;
+mod vectors_verify;

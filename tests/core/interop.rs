@@ -1,0 +1,1 @@
+//! Live interop with the real Python SDK (filled in below).

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use aes_gcm::{Aes256Gcm, KeyInit};
+use ring::aead::{AES_256_GCM, LessSafeKey, UnboundKey};
 use hkdf::Hkdf;
 use sha2::{Digest, Sha256};
 use zeroize::Zeroizing;
@@ -75,9 +75,14 @@ fn kid_of(key: &[u8; 32]) -> KeyId {
 
 /// One prepared ring slot: the key id, the expanded AES-256-GCM cipher, and a
 /// seal counter (AES-GCM with random nonces is safe up to 2^32 seals per key).
+///
+/// The cipher is ring's AES-256-GCM, chosen over the `aes-gcm` crate by
+/// measurement (about 3x faster here, see the README). Our copies of the
+/// secret and the derived key are wiped; ring does not wipe its expanded key
+/// schedule on drop, which is ring's documented policy.
 pub struct RingKey {
     kid: KeyId,
-    cipher: Aes256Gcm,
+    cipher: LessSafeKey,
     seals: AtomicU64,
 }
 
@@ -86,8 +91,10 @@ impl RingKey {
     pub fn new(secret: &Secret) -> Self {
         let key = derive_key(secret);
         let kid = kid_of(&key);
-        let key_bytes: &[u8; 32] = &key;
-        let cipher = Aes256Gcm::new(key_bytes.into());
+        let cipher = match UnboundKey::new(&AES_256_GCM, key.as_ref()) {
+            Ok(k) => LessSafeKey::new(k),
+            Err(_) => unreachable!("a 32-byte key is always a valid AES-256 key"),
+        };
         Self {
             kid,
             cipher,
@@ -105,7 +112,7 @@ impl RingKey {
         self.seals.load(Ordering::Relaxed)
     }
 
-    pub(crate) fn cipher(&self) -> &Aes256Gcm {
+    pub(crate) fn cipher(&self) -> &LessSafeKey {
         &self.cipher
     }
 

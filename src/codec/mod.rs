@@ -17,8 +17,7 @@ mod base64url;
 
 use std::sync::Arc;
 
-use aes_gcm::aead::AeadInOut;
-use aes_gcm::{Nonce, Tag};
+use ring::aead::{Aad, Nonce};
 
 use crate::error::Error;
 use crate::key::{KID_LEN, KeyId};
@@ -110,19 +109,21 @@ impl StateCodec for AesGcmCodec {
         let ring = self.ring.load();
         let key = ring.primary();
         let kid = key.kid().0;
+        let mut nonce = [0u8; NONCE_LEN];
+        self.random.fill(&mut nonce)?;
         let mut body = Vec::with_capacity(MIN_BODY + payload.len());
         body.extend_from_slice(&kid);
-        body.resize(KID_LEN + NONCE_LEN, 0);
-        self.random.fill(&mut body[KID_LEN..])?;
+        body.extend_from_slice(&nonce);
         body.extend_from_slice(payload);
-        let (head, msg) = body.split_at_mut(KID_LEN + NONCE_LEN);
-        let nonce = Nonce::try_from(&head[KID_LEN..]).map_err(|_| Error::Seal("nonce length"))?;
-        let aad = aad(&kid);
         let tag = key
             .cipher()
-            .encrypt_inout_detached(&nonce, &aad, msg.into())
+            .seal_in_place_separate_tag(
+                Nonce::assume_unique_for_key(nonce),
+                Aad::from(aad(&kid)),
+                &mut body[KID_LEN + NONCE_LEN..],
+            )
             .map_err(|_| Error::Seal("payload too large"))?;
-        body.extend_from_slice(&tag);
+        body.extend_from_slice(tag.as_ref());
         key.count_seal();
         let mut token = String::with_capacity(TOKEN_PREFIX.len() + body.len().div_ceil(3) * 4);
         token.push_str(TOKEN_PREFIX);
@@ -140,21 +141,24 @@ impl StateCodec for AesGcmCodec {
         }
         let mut kid = [0u8; KID_LEN];
         kid.copy_from_slice(&raw[..KID_LEN]);
+        let mut nonce = [0u8; NONCE_LEN];
+        nonce.copy_from_slice(&raw[KID_LEN..KID_LEN + NONCE_LEN]);
         let ring = self.ring.load();
         let key = ring
             .get(&KeyId(kid))
             .ok_or(reject(RejectReason::UnknownKey))?;
-        let tag_at = raw.len() - TAG_LEN;
-        let tag = Tag::try_from(&raw[tag_at..]).map_err(|_| reject(RejectReason::Malformed))?;
-        let nonce = Nonce::try_from(&raw[KID_LEN..KID_LEN + NONCE_LEN])
-            .map_err(|_| reject(RejectReason::Malformed))?;
-        let msg = &mut raw[KID_LEN + NONCE_LEN..tag_at];
-        // The tag check inside aes-gcm is constant-time.
-        key.cipher()
-            .decrypt_inout_detached(&nonce, &aad(&kid), msg.into(), &tag)
-            .map_err(|_| reject(RejectReason::Seal))?;
-        raw.truncate(tag_at);
-        raw.drain(..KID_LEN + NONCE_LEN);
+        // ring checks the tag in constant time and leaves no plaintext behind on failure.
+        let plain_len = key
+            .cipher()
+            .open_within(
+                Nonce::assume_unique_for_key(nonce),
+                Aad::from(aad(&kid)),
+                &mut raw,
+                KID_LEN + NONCE_LEN..,
+            )
+            .map_err(|_| reject(RejectReason::Seal))?
+            .len();
+        raw.truncate(plain_len);
         Ok(raw)
     }
 }

@@ -4,7 +4,7 @@ use sha2::{Digest, Sha256};
 
 use crate::codec::b64u_encode;
 use crate::error::Error;
-use crate::json::{Duplicates, Text, Value, parse};
+use crate::json::{Duplicates, PyJson, Text, Value, parse};
 
 /// The three methods whose results may carry `requestState`.
 pub const CARRIER_METHODS: [&str; 3] = ["tools/call", "prompts/get", "resources/read"];
@@ -38,25 +38,28 @@ impl RequestIdentity {
     /// [`Error::UnsupportedParams`] when params is not an object or null, or
     /// names its target with an array or object.
     pub fn from_params(method: &str, params: &Value) -> Result<Self, Error> {
-        let empty = Value::Object(Vec::new());
-        let p = match params {
-            Value::Null => &empty,
-            Value::Object(_) => params,
-            _ => return Err(Error::UnsupportedParams),
-        };
-        let (target_key, args) = if method == "resources/read" {
-            ("uri", &empty)
-        } else {
-            ("name", p.get("arguments").filter(|a| a.is_truthy()).unwrap_or(&empty))
-        };
-        let target = match p.get(target_key) {
+        Self::of(method, params)
+    }
+
+    /// Python's `_request_identity`: `p = params or {}`; the target is
+    /// `str(p.get("uri" | "name", ""))`; the arguments are `p.get("arguments") or {}`.
+    fn of<J: PyJson>(method: &str, params: &J) -> Result<Self, Error> {
+        let is_object = params.object_or_null().ok_or(Error::UnsupportedParams)?;
+        let member = |key| if is_object { params.member(key) } else { None };
+        let target_key = if method == "resources/read" { "uri" } else { "name" };
+        let target = match member(target_key) {
             None => Text::default(),
-            Some(v) => v.python_str().ok_or(Error::UnsupportedParams)?,
+            Some(v) => v.py_str().ok_or(Error::UnsupportedParams)?,
         };
+        let mut canonical = String::with_capacity(64);
+        match member("arguments").filter(|a| method != "resources/read" && a.truthy()) {
+            Some(args) => args.write_sorted(&mut canonical),
+            None => canonical.push_str("{}"),
+        }
         Ok(Self {
             method: method.to_owned(),
             target,
-            args_digest: digest(&args.to_canonical_json()),
+            args_digest: digest(&canonical),
         })
     }
 
@@ -73,7 +76,7 @@ impl RequestIdentity {
     /// # Errors
     /// As [`Self::from_params`].
     pub fn from_serde(method: &str, params: &serde_json::Value) -> Result<Self, Error> {
-        Self::from_params(method, &Value::from_serde(params))
+        Self::of(method, params)
     }
 
     /// The method (`tools/call`, `prompts/get` or `resources/read`).

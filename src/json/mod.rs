@@ -7,6 +7,8 @@
 //! everything outside printable ASCII, and lone surrogates.
 
 mod parse;
+mod py_json;
+mod swar;
 mod text;
 mod value;
 mod write;
@@ -16,4 +18,5 @@ pub use text::Text;
 pub use value::Value;
 pub use write::float_repr;
 
+pub(crate) use py_json::PyJson;
 pub(crate) use write::{push_json_float, push_json_string as push_wtf8, push_text};

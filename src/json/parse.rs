@@ -6,6 +6,7 @@
 //! without a BOM, nesting is capped at [`MAX_DEPTH`], and claims parsing can
 //! refuse duplicate keys (`Duplicates::Reject`).
 
+use super::swar::unescaped_run;
 use super::text::Text;
 use super::value::Value;
 use crate::error::Error;
@@ -157,15 +158,15 @@ impl Parser<'_> {
         let mut out = Text::default();
         loop {
             let run = self.i;
+            self.i += unescaped_run(self.s, self.i);
             while let Some(&b) = self.s.get(self.i) {
                 if b == b'"' || b == b'\\' || b < 0x20 {
                     break;
                 }
                 self.i += 1;
             }
-            // The input is valid UTF-8 and we only stop at ASCII bytes.
-            let chunk = std::str::from_utf8(&self.s[run..self.i]).map_err(|_| self.err())?;
-            out.push_str(chunk);
+            // The input was checked to be UTF-8 and runs end at ASCII bytes, so the run is UTF-8.
+            out.push_utf8_bytes(&self.s[run..self.i]);
             match self.s.get(self.i) {
                 Some(b'"') => {
                     self.i += 1;

@@ -49,9 +49,11 @@ impl Text {
         }
     }
 
-    pub(crate) fn push_str(&mut self, s: &str) {
-        self.0.extend_from_slice(s.as_bytes());
+    /// Appends bytes the caller has checked to be UTF-8.
+    pub(crate) fn push_utf8_bytes(&mut self, bytes: &[u8]) {
+        self.0.extend_from_slice(bytes);
     }
+
 
     /// Length in bytes.
     pub fn len(&self) -> usize {

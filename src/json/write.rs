@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 
+use super::swar::plain_ascii_run;
 use super::text::{Text, decode_at};
 use super::value::Value;
 
@@ -24,24 +25,43 @@ pub fn float_repr(f: f64) -> String {
 }
 
 fn push_float_repr(f: f64, out: &mut String) {
-    // Rust's `{:e}` prints the shortest round-trip digits, like Python's repr.
-    let mut sci = String::with_capacity(32);
-    let _ = write!(sci, "{:e}", f.abs());
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    // ryu prints the shortest round-trip digits, as Python's repr does; only the layout differs.
+    let mut buf = ryu::Buffer::new();
+    let shortest = buf.format_finite(f.abs());
+    let (mantissa, exp) = shortest.split_once('e').unwrap_or((shortest, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
-    let decpt = exp + 1; // value = 0.DIGITS * 10^decpt
+    let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let mut digits = [0u8; 40];
+    let mut nd = 0usize;
+    let mut leading = 0i32;
+    for &c in int_part.as_bytes().iter().chain(frac_part.as_bytes()) {
+        if nd == 0 && c == b'0' {
+            leading += 1;
+        } else if nd < digits.len() {
+            digits[nd] = c;
+            nd += 1;
+        }
+    }
+    while nd > 0 && digits[nd - 1] == b'0' {
+        nd -= 1;
+    }
     if f.is_sign_negative() {
         out.push('-');
     }
-    let nd = digits.len() as i32;
+    if nd == 0 {
+        out.push_str("0.0");
+        return;
+    }
+    let digits = std::str::from_utf8(&digits[..nd]).unwrap_or("0");
+    let nd = nd as i32;
+    let decpt = int_part.len() as i32 + exp - leading; // value = 0.DIGITS * 10^decpt
     if (-4 < decpt) && (decpt <= 16) {
         if decpt <= 0 {
             out.push_str("0.");
             out.extend(std::iter::repeat_n('0', (-decpt) as usize));
-            out.push_str(&digits);
+            out.push_str(digits);
         } else if decpt >= nd {
-            out.push_str(&digits);
+            out.push_str(digits);
             out.extend(std::iter::repeat_n('0', (decpt - nd) as usize));
             out.push_str(".0");
         } else {
@@ -88,8 +108,9 @@ pub(crate) fn push_json_string(bytes: &[u8], out: &mut String) {
     while i < bytes.len() {
         let b = bytes[i];
         if (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\' {
-            // Copy the longest run of printable ASCII at once.
+            // Copy the longest run of printable ASCII at once, eight bytes at a time first.
             let start = i;
+            i += plain_ascii_run(bytes, i);
             while i < bytes.len() && (0x20..0x7f).contains(&bytes[i]) && bytes[i] != b'"' && bytes[i] != b'\\' {
                 i += 1;
             }

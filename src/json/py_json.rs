@@ -1,0 +1,136 @@
+//! `PyJson`: the few Python operations the request identity needs, over both
+//! stateseal's own [`Value`] and `serde_json::Value` (what rmcp hands a server),
+//! so the rmcp path digests without converting the arguments first.
+
+use super::text::Text;
+use super::value::Value;
+use super::write::{push_json_float, push_json_string, float_repr, write_compact};
+
+/// Python semantics over a JSON value type.
+pub(crate) trait PyJson {
+    /// Object member `key` (`None` for a missing key or a non-object).
+    fn member(&self, key: &str) -> Option<&Self>;
+    /// `Some(true)` for an object, `Some(false)` for null, `None` otherwise.
+    fn object_or_null(&self) -> Option<bool>;
+    /// Python `bool(value)`.
+    fn truthy(&self) -> bool;
+    /// Python `str(value)` for scalars.
+    fn py_str(&self) -> Option<Text>;
+    /// `json.dumps(value, sort_keys=True, separators=(",", ":"))`.
+    fn write_sorted(&self, out: &mut String);
+}
+
+impl PyJson for Value {
+    fn member(&self, key: &str) -> Option<&Self> {
+        self.get(key)
+    }
+    fn object_or_null(&self) -> Option<bool> {
+        match self {
+            Self::Object(_) => Some(true),
+            Self::Null => Some(false),
+            _ => None,
+        }
+    }
+    fn truthy(&self) -> bool {
+        self.is_truthy()
+    }
+    fn py_str(&self) -> Option<Text> {
+        self.python_str()
+    }
+    fn write_sorted(&self, out: &mut String) {
+        write_compact(self, true, out);
+    }
+}
+
+impl PyJson for serde_json::Value {
+    fn member(&self, key: &str) -> Option<&Self> {
+        self.as_object().and_then(|m| m.get(key))
+    }
+    fn object_or_null(&self) -> Option<bool> {
+        match self {
+            Self::Object(_) => Some(true),
+            Self::Null => Some(false),
+            _ => None,
+        }
+    }
+    fn truthy(&self) -> bool {
+        match self {
+            Self::Null => false,
+            Self::Bool(b) => *b,
+            Self::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+            Self::String(s) => !s.is_empty(),
+            Self::Array(a) => !a.is_empty(),
+            Self::Object(m) => !m.is_empty(),
+        }
+    }
+    fn py_str(&self) -> Option<Text> {
+        match self {
+            Self::String(s) => Some(Text::from(s.as_str())),
+            Self::Number(n) if n.is_f64() => n.as_f64().map(|f| Text::from(float_repr(f))),
+            Self::Array(_) | Self::Object(_) => None,
+            other => Value::from_serde(other).python_str(),
+        }
+    }
+    fn write_sorted(&self, out: &mut String) {
+        match self {
+            Self::Null => out.push_str("null"),
+            Self::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            Self::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+                (Some(i), _, _) => out.push_str(itoa::Buffer::new().format(i)),
+                (_, Some(u), _) => out.push_str(itoa::Buffer::new().format(u)),
+                (_, _, Some(f)) => push_json_float(f, out),
+                _ => out.push_str("NaN"),
+            },
+            Self::String(s) => push_json_string(s.as_bytes(), out),
+            Self::Array(items) => {
+                out.push('[');
+                for (n, item) in items.iter().enumerate() {
+                    if n > 0 {
+                        out.push(',');
+                    }
+                    item.write_sorted(out);
+                }
+                out.push(']');
+            }
+            Self::Object(map) => {
+                // serde_json's map is sorted unless a crate enabled `preserve_order`: sort anyway.
+                let mut members: Vec<(&String, &Self)> = map.iter().collect();
+                members.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+                out.push('{');
+                for (n, (k, item)) in members.into_iter().enumerate() {
+                    if n > 0 {
+                        out.push(',');
+                    }
+                    push_json_string(k.as_bytes(), out);
+                    out.push(':');
+                    item.write_sorted(out);
+                }
+                out.push('}');
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serde_and_own_value_agree() {
+        let raw = r#"{"z":[1,-2,1.5,1e16,true,null,"é\u0001"],"a":{"b":0.0,"a":-0.0},"n":18446744073709551615,"":""}"#;
+        let serde: serde_json::Value = serde_json::from_str(raw).unwrap();
+        let own = super::super::parse(raw.as_bytes(), super::super::Duplicates::Reject).unwrap();
+        let (mut a, mut b) = (String::new(), String::new());
+        serde.write_sorted(&mut a);
+        own.write_sorted(&mut b);
+        assert_eq!(a, b);
+        for key in ["z", "a", "n", ""] {
+            let (s, o) = (serde.member(key).unwrap(), own.member(key).unwrap());
+            assert_eq!(s.truthy(), o.truthy(), "{key}");
+            assert_eq!(s.py_str(), o.py_str(), "{key}");
+        }
+        assert_eq!(serde_json::json!(5).py_str(), Some(Text::from("5")));
+        assert_eq!(serde_json::json!(1e2).py_str(), Some(Text::from("100.0")));
+        assert!(!serde_json::json!(0.0).truthy());
+    }
+}

@@ -1,0 +1,80 @@
+//! Eight-bytes-at-a-time scans for the JSON string fast paths (no `unsafe`, no SIMD intrinsics).
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// High bit set in each byte of `v` that is zero.
+#[inline]
+fn zero_bytes(v: u64) -> u64 {
+    v.wrapping_sub(ONES) & !v & HIGHS
+}
+
+/// High bit set in each byte of `x` that is below `n` (valid for n <= 128).
+#[inline]
+fn below(x: u64, n: u8) -> u64 {
+    x.wrapping_sub(ONES * u64::from(n)) & !x & HIGHS
+}
+
+#[inline]
+fn word(bytes: &[u8], i: usize) -> Option<u64> {
+    bytes.get(i..i + 8).and_then(|w| w.try_into().ok()).map(u64::from_le_bytes)
+}
+
+/// Length of the prefix of `bytes[i..]` (from whole 8-byte words) that
+/// `json.dumps(ensure_ascii=True)` copies verbatim: printable ASCII except `"` and `\`.
+#[inline]
+pub(crate) fn plain_ascii_run(bytes: &[u8], mut i: usize) -> usize {
+    let start = i;
+    while let Some(x) = word(bytes, i) {
+        let special = below(x, 0x20) | (x & HIGHS) | zero_bytes(x ^ (ONES * 0x7f)) | zero_bytes(x ^ (ONES * u64::from(b'"'))) | zero_bytes(x ^ (ONES * u64::from(b'\\')));
+        if special != 0 {
+            break;
+        }
+        i += 8;
+    }
+    i - start
+}
+
+/// Length of the prefix of `bytes[i..]` (from whole 8-byte words) that a JSON
+/// string parser copies verbatim: anything but `"`, `\` and control characters.
+#[inline]
+pub(crate) fn unescaped_run(bytes: &[u8], mut i: usize) -> usize {
+    let start = i;
+    while let Some(x) = word(bytes, i) {
+        // Bytes >= 0x80 have their high bit set, so `below` ignores them once masked.
+        let special = (below(x, 0x20) & !(x & HIGHS)) | zero_bytes(x ^ (ONES * u64::from(b'"'))) | zero_bytes(x ^ (ONES * u64::from(b'\\')));
+        if special != 0 {
+            break;
+        }
+        i += 8;
+    }
+    i - start
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_stop_before_specials() {
+        assert_eq!(plain_ascii_run(b"abcdefghijklmnop", 0), 16);
+        assert_eq!(plain_ascii_run(b"abcdefg\"ijklmnop", 0), 0);
+        assert_eq!(plain_ascii_run(b"abcdefghijklmno\x7f", 0), 8);
+        assert_eq!(plain_ascii_run("abcdefgé".as_bytes(), 0), 0);
+        assert_eq!(unescaped_run("abcdéfgh".as_bytes(), 0), 8);
+        assert_eq!(unescaped_run(b"abcdefg\x1f", 0), 0);
+        assert_eq!(unescaped_run(b"abcdefg\\", 0), 0);
+        assert_eq!(unescaped_run(b"\x80\x81\x82\x83\x84\x85\x86\x87", 0), 8);
+        // Exhaustive over single special bytes in every position.
+        for b in 0u8..=255 {
+            for pos in 0..8 {
+                let mut w = *b"aaaaaaaa";
+                w[pos] = b;
+                let plain = (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\';
+                assert_eq!(plain_ascii_run(&w, 0) == 8, plain, "byte {b:#x}");
+                let unescaped = b >= 0x20 && b != b'"' && b != b'\\';
+                assert_eq!(unescaped_run(&w, 0) == 8, unescaped, "byte {b:#x}");
+            }
+        }
+    }
+}

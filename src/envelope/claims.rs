@@ -1,7 +1,7 @@
 //! Writing and checking the claims payload.
 
 use crate::error::Error;
-use crate::json::{Duplicates, Text, Value, parse, push_json_float, push_text};
+use crate::json::{Scalar, Text, parse_flat_object, push_json_float, push_text, push_wtf8};
 use crate::reason::RejectReason;
 
 use super::identity::RequestIdentity;
@@ -24,30 +24,30 @@ pub(crate) struct MintClaims<'a> {
 
 /// `{"v":1,"iat":..,"exp":..,"m":..,"t":..,"a":..,"s":..[,"aud":..][,"p":..]}` in the
 /// Python SDK's key order and encoding.
-pub(crate) fn write_payload(c: &MintClaims<'_>) -> String {
-    let mut out = String::with_capacity(96 + c.state.len() + c.identity.target().len());
-    out.push_str("{\"v\":1,\"iat\":");
+pub(crate) fn write_payload(c: &MintClaims<'_>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(96 + c.state.len() + c.identity.target().len());
+    out.extend_from_slice(b"{\"v\":1,\"iat\":");
     push_json_float(c.iat, &mut out);
-    out.push_str(",\"exp\":");
+    out.extend_from_slice(b",\"exp\":");
     push_json_float(c.exp, &mut out);
-    out.push_str(",\"m\":");
-    push_text(&Text::from(c.identity.method()), &mut out);
-    out.push_str(",\"t\":");
+    out.extend_from_slice(b",\"m\":");
+    push_wtf8(c.identity.method().as_bytes(), &mut out);
+    out.extend_from_slice(b",\"t\":");
     push_text(c.identity.target(), &mut out);
-    out.push_str(",\"a\":\"");
-    out.push_str(c.identity.args_digest());
-    out.push_str("\",\"s\":");
-    crate::json::push_wtf8(c.state, &mut out);
+    out.extend_from_slice(b",\"a\":\"");
+    out.extend_from_slice(c.identity.args_digest().as_bytes());
+    out.extend_from_slice(b"\",\"s\":");
+    push_wtf8(c.state, &mut out);
     if let Some(aud) = c.audience {
-        out.push_str(",\"aud\":");
-        push_text(&Text::from(aud), &mut out);
+        out.extend_from_slice(b",\"aud\":");
+        push_wtf8(aud.as_bytes(), &mut out);
     }
     if let Some(p) = c.principal_claim {
-        out.push_str(",\"p\":\"");
-        out.push_str(p);
-        out.push('"');
+        out.extend_from_slice(b",\"p\":\"");
+        out.extend_from_slice(p.as_bytes());
+        out.push(b'"');
     }
-    out.push('}');
+    out.push(b'}');
     out
 }
 
@@ -56,21 +56,16 @@ fn reject(r: RejectReason) -> Error {
 }
 
 /// A JSON number as `f64` (integers of any size included); booleans are not numbers.
-fn number(v: &Value) -> Option<f64> {
-    match v {
-        Value::Int(s) => s.parse().ok(),
-        Value::Float(f) => Some(*f),
+fn number(v: Option<&Scalar<'_>>) -> Option<f64> {
+    match v? {
+        Scalar::Int(lexeme) => lexeme.parse().ok(),
+        Scalar::Float(f) => Some(*f),
         _ => None,
     }
 }
 
-/// `None` for an absent member or JSON null, as Python's `claims.get(k)` compared with `None`.
-fn present<'v>(claims: &'v Value, key: &str) -> Option<&'v Value> {
-    claims.get(key).filter(|v| !matches!(v, Value::Null))
-}
-
-fn str_eq(v: Option<&Value>, expected: &[u8]) -> bool {
-    matches!(v, Some(Value::Str(t)) if t.as_bytes() == expected)
+fn str_eq(v: Option<&Scalar<'_>>, expected: &[u8]) -> bool {
+    matches!(v, Some(Scalar::Str(t)) if t.as_ref() == expected)
 }
 
 /// Checks a decrypted payload against the request, in the Python SDK's order,
@@ -82,34 +77,35 @@ pub(crate) fn check(
     principal: Option<&Principal>,
     now: f64,
 ) -> Result<Text, Error> {
-    let claims = parse(payload, Duplicates::Reject).map_err(|_| reject(RejectReason::Malformed))?;
-    let (Some(v), Some(iat), Some(exp), Some(s)) =
-        (claims.get("v"), claims.get("iat"), claims.get("exp"), claims.get("s"))
-    else {
+    let members = parse_flat_object(payload).map_err(|_| reject(RejectReason::Malformed))?;
+    let get = |key: &str| members.iter().find(|(k, _)| k.as_ref() == key.as_bytes()).map(|(_, v)| v);
+    // Python's `claims.get(k)` compared with None: an absent member or JSON null.
+    let present = |key: &str| get(key).filter(|v| !matches!(v, Scalar::Null));
+    let (Some(v), Some(iat), Some(exp), Some(s)) = (get("v"), get("iat"), get("exp"), get("s")) else {
         return Err(reject(RejectReason::Malformed));
     };
     // Stricter than Python: only the integer 1 is version 1 (not `true`, not `1.0`).
-    let Value::Str(state) = s else { return Err(reject(RejectReason::Malformed)) };
-    if !matches!(v, Value::Int(n) if n == "1") {
+    let Scalar::Str(state) = s else { return Err(reject(RejectReason::Malformed)) };
+    if *v != Scalar::Int("1") {
         return Err(reject(RejectReason::Malformed));
     }
     // Accept-conditions are stated positively so NaN fails them; infinities are
     // refused too (Python accepts them, but never mints them).
-    match number(iat) {
+    match number(Some(iat)) {
         Some(iat) if iat.is_finite() && iat <= now + FUTURE_SKEW_SECS => {}
         _ => return Err(reject(RejectReason::MintedInFuture)),
     }
-    match number(exp) {
+    match number(Some(exp)) {
         Some(exp) if exp.is_finite() && now < exp => {}
         _ => return Err(reject(RejectReason::Expired)),
     }
-    if !str_eq(claims.get("m"), identity.method().as_bytes())
-        || !str_eq(claims.get("t"), identity.target().as_bytes())
-        || !str_eq(claims.get("a"), identity.args_digest().as_bytes())
+    if !str_eq(get("m"), identity.method().as_bytes())
+        || !str_eq(get("t"), identity.target().as_bytes())
+        || !str_eq(get("a"), identity.args_digest().as_bytes())
     {
         return Err(reject(RejectReason::RequestBinding));
     }
-    let aud_ok = match (present(&claims, "aud"), audience) {
+    let aud_ok = match (present("aud"), audience) {
         (None, None) => true,
         (Some(claim), Some(expected)) => str_eq(Some(claim), expected.as_bytes()),
         _ => false,
@@ -117,10 +113,10 @@ pub(crate) fn check(
     if !aud_ok {
         return Err(reject(RejectReason::Audience));
     }
-    match (present(&claims, "p"), principal) {
+    match (present("p"), principal) {
         (None, None) => {}
-        (Some(Value::Str(claim)), Some(p)) => {
-            let ok = claim.as_str().is_some_and(|c| principal::matches(c, p));
+        (Some(Scalar::Str(claim)), Some(p)) => {
+            let ok = std::str::from_utf8(claim).is_ok_and(|c| principal::matches(c, p));
             if !ok {
                 return Err(reject(RejectReason::Principal));
             }
@@ -128,5 +124,5 @@ pub(crate) fn check(
         (Some(_), Some(_)) => return Err(reject(RejectReason::Principal)),
         _ => return Err(reject(RejectReason::PrincipalDrift)),
     }
-    Ok(state.clone())
+    Ok(Text::from_wtf8_unchecked(state.clone().into_owned()))
 }

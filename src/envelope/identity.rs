@@ -51,10 +51,10 @@ impl RequestIdentity {
             None => Text::default(),
             Some(v) => v.py_str().ok_or(Error::UnsupportedParams)?,
         };
-        let mut canonical = String::with_capacity(64);
+        let mut canonical = Vec::with_capacity(128);
         match member("arguments").filter(|a| method != "resources/read" && a.truthy()) {
             Some(args) => args.write_sorted(&mut canonical),
-            None => canonical.push_str("{}"),
+            None => canonical.extend_from_slice(b"{}"),
         }
         Ok(Self {
             method: method.to_owned(),
@@ -102,7 +102,7 @@ impl std::fmt::Debug for RequestIdentity {
     }
 }
 
-fn digest(canonical: &str) -> String {
-    let hash = Sha256::digest(canonical.as_bytes());
+fn digest(canonical: &[u8]) -> String {
+    let hash = Sha256::digest(canonical);
     b64u_encode(&hash[..16])
 }

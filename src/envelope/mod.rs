@@ -98,7 +98,7 @@ impl Envelope {
     /// # Errors
     /// [`Error::Random`] or a codec error; nothing may be sent then.
     pub fn mint(&self, identity: &RequestIdentity, state: &str, principal: Option<&Principal>) -> Result<String, Error> {
-        self.mint_at(identity, state.as_bytes(), principal, self.clock.now())
+        self.mint_wtf8(identity, state.as_bytes(), principal, self.clock.now())
     }
 
     /// [`Envelope::mint`] of a [`Text`] state (which may hold a lone surrogate).
@@ -106,7 +106,7 @@ impl Envelope {
     /// # Errors
     /// As [`Envelope::mint`].
     pub fn mint_text(&self, identity: &RequestIdentity, state: &Text, principal: Option<&Principal>) -> Result<String, Error> {
-        self.mint_at(identity, state.as_bytes(), principal, self.clock.now())
+        self.mint_wtf8(identity, state.as_bytes(), principal, self.clock.now())
     }
 
     /// [`Envelope::mint`] at an explicit time (`state` is UTF-8 or WTF-8 bytes).
@@ -123,6 +123,11 @@ impl Envelope {
         if !is_wtf8(state) {
             return Err(Error::Seal("state is not UTF-8"));
         }
+        self.mint_wtf8(identity, state, principal, now)
+    }
+
+    /// Mints a state already known to be WTF-8 (a `&str` or a [`Text`]).
+    fn mint_wtf8(&self, identity: &RequestIdentity, state: &[u8], principal: Option<&Principal>, now: f64) -> Result<String, Error> {
         let p_claim = principal.map(|p| principal::claim(p, &self.random)).transpose()?;
         let payload = Zeroizing::new(claims::write_payload(&claims::MintClaims {
             iat: now,
@@ -132,7 +137,7 @@ impl Envelope {
             audience: self.audience.as_deref(),
             principal_claim: p_claim.as_deref(),
         }));
-        self.codec.seal(payload.as_bytes())
+        self.codec.seal(&payload)
     }
 
     /// Verifies an echoed `token` for the round `identity` and returns the state it carries.

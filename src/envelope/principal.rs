@@ -7,7 +7,7 @@ use subtle::ConstantTimeEq;
 
 use crate::codec::{b64u_decode, b64u_encode};
 use crate::error::Error;
-use crate::json::{Text, push_text};
+use crate::json::{Text, push_wtf8};
 use crate::random::RandomSource;
 
 /// Label hashed in front of every principal digest.
@@ -38,17 +38,18 @@ impl Principal {
     /// `json.dumps([client_id, issuer, subject], separators=(",", ":"))`, as the Python SDK binds
     /// an authenticated caller; missing components are `null`.
     pub fn from_components(client_id: &str, issuer: Option<&str>, subject: Option<&str>) -> Self {
-        let mut s = String::from("[");
-        push_text(&Text::from(client_id), &mut s);
+        let mut s = vec![b'['];
+        push_wtf8(client_id.as_bytes(), &mut s);
         for part in [issuer, subject] {
-            s.push(',');
+            s.push(b',');
             match part {
-                Some(v) => push_text(&Text::from(v), &mut s),
-                None => s.push_str("null"),
+                Some(v) => push_wtf8(v.as_bytes(), &mut s),
+                None => s.extend_from_slice(b"null"),
             }
         }
-        s.push(']');
-        Self(Text::from(s))
+        s.push(b']');
+        // json.dumps with ensure_ascii writes ASCII only.
+        Self(Text::from(String::from_utf8(s).unwrap_or_default()))
     }
 
     /// The principal's bytes (UTF-8, or WTF-8 with a lone surrogate).

@@ -6,6 +6,8 @@
 //! without a BOM, nesting is capped at [`MAX_DEPTH`], and claims parsing can
 //! refuse duplicate keys (`Duplicates::Reject`).
 
+use std::borrow::Cow;
+
 use super::swar::unescaped_run;
 use super::text::Text;
 use super::value::Value;
@@ -43,13 +45,93 @@ pub fn parse(input: &[u8], duplicates: Duplicates) -> Result<Value, Error> {
     Ok(v)
 }
 
+/// A number as scanned: floats parsed, integers kept as their lexeme.
+enum Number<'a> {
+    Float(f64),
+    Int(&'a str),
+    NegZero,
+}
+
+/// A member value of a flat object, borrowed from the input where possible.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Scalar<'a> {
+    Null,
+    Bool(bool),
+    /// An integer's lexeme (`-0` reads as `0`).
+    Int(&'a str),
+    Float(f64),
+    /// String bytes (UTF-8, or WTF-8 when an escape made a lone surrogate).
+    Str(Cow<'a, [u8]>),
+    /// An array or object (validated, not kept).
+    Nested,
+}
+
+/// Members of a flat object, keys and values borrowed from the input where possible.
+pub(crate) type FlatObject<'a> = Vec<(Cow<'a, [u8]>, Scalar<'a>)>;
+
+/// Parses a JSON object whose members are read once by key (the claims), without
+/// building a [`Value`]: keys and escape-free strings are borrowed from `input`.
+/// Duplicate keys are refused.
+pub(crate) fn parse_flat_object(input: &[u8]) -> Result<FlatObject<'_>, Error> {
+    if std::str::from_utf8(input).is_err() {
+        return Err(Error::InvalidJson { offset: 0 });
+    }
+    let mut p = Parser { s: input, i: 0, duplicates: Duplicates::Reject };
+    p.ws();
+    if !p.eat(b"{") {
+        return Err(p.err());
+    }
+    let mut members: FlatObject<'_> = Vec::with_capacity(10);
+    p.ws();
+    let mut closed = p.eat(b"}");
+    while !closed {
+        p.ws();
+        if p.s.get(p.i) != Some(&b'"') {
+            return Err(p.err());
+        }
+        let key_at = p.i;
+        let key = p.string_cow()?;
+        p.ws();
+        if !p.eat(b":") {
+            return Err(p.err());
+        }
+        p.ws();
+        let value = match p.s.get(p.i) {
+            Some(b'"') => Scalar::Str(p.string_cow()?),
+            Some(b'-' | b'0'..=b'9') if !p.s[p.i..].starts_with(b"-Infinity") => match p.number_lexeme()? {
+                Number::Float(f) => Scalar::Float(f),
+                Number::Int(t) => Scalar::Int(t),
+                Number::NegZero => Scalar::Int("0"),
+            },
+            _ => match p.value(1)? {
+                Value::Null => Scalar::Null,
+                Value::Bool(b) => Scalar::Bool(b),
+                Value::Float(f) => Scalar::Float(f),
+                _ => Scalar::Nested,
+            },
+        };
+        if members.iter().any(|(k, _)| *k == key) {
+            return Err(Error::InvalidJson { offset: key_at });
+        }
+        members.push((key, value));
+        p.ws();
+        if p.eat(b"}") {
+            closed = true;
+        } else if !p.eat(b",") {
+            return Err(p.err());
+        }
+    }
+    p.ws();
+    if p.i == input.len() { Ok(members) } else { Err(p.err()) }
+}
+
 struct Parser<'a> {
     s: &'a [u8],
     i: usize,
     duplicates: Duplicates,
 }
 
-impl Parser<'_> {
+impl<'a> Parser<'a> {
     fn err(&self) -> Error {
         Error::InvalidJson { offset: self.i }
     }
@@ -97,6 +179,15 @@ impl Parser<'_> {
     }
 
     fn number(&mut self) -> Result<Value, Error> {
+        Ok(match self.number_lexeme()? {
+            Number::Float(f) => Value::Float(f),
+            Number::Int(text) => Value::Int(text.to_owned()),
+            Number::NegZero => Value::Int("0".to_owned()),
+        })
+    }
+
+    /// Scans a number: a float is parsed, an integer is returned as its lexeme.
+    fn number_lexeme(&mut self) -> Result<Number<'a>, Error> {
         let start = self.i;
         let negative = self.eat(b"-");
         let int_start = self.i;
@@ -107,7 +198,7 @@ impl Parser<'_> {
             }
             _ => return Err(self.err()),
         }
-        let int_end = self.i;
+        let int_digits = self.i - int_start;
         let mut is_float = false;
         // A fraction or exponent that does not complete is not part of the number
         // (Python's regex backtracks), which then fails as trailing data.
@@ -128,18 +219,16 @@ impl Parser<'_> {
                 is_float = true;
             }
         }
-        let lexeme = std::str::from_utf8(&self.s[start..self.i]).map_err(|_| self.err())?;
+        let s: &'a [u8] = self.s;
+        let lexeme = std::str::from_utf8(&s[start..self.i]).map_err(|_| self.err())?;
         if is_float {
-            let f: f64 = lexeme.parse().map_err(|_| self.err())?;
-            return Ok(Value::Float(f));
+            return lexeme.parse().map(Number::Float).map_err(|_| self.err());
         }
-        let digits = std::str::from_utf8(&self.s[int_start..int_end]).map_err(|_| self.err())?;
-        if digits.len() > MAX_INT_DIGITS {
+        if int_digits > MAX_INT_DIGITS {
             return Err(self.err());
         }
         // Python's int("-0") is 0: the only non-canonical spelling JSON allows.
-        let text = if negative && digits != "0" { format!("-{digits}") } else { digits.to_owned() };
-        Ok(Value::Int(text))
+        Ok(if negative && int_digits == 1 && s[int_start] == b'0' { Number::NegZero } else { Number::Int(lexeme) })
     }
 
     fn hex4(&mut self) -> Result<u32, Error> {
@@ -154,19 +243,44 @@ impl Parser<'_> {
     }
 
     fn string(&mut self) -> Result<Text, Error> {
-        self.i += 1; // opening quote
-        let mut out = Text::default();
-        loop {
-            let run = self.i;
-            self.i += unescaped_run(self.s, self.i);
-            while let Some(&b) = self.s.get(self.i) {
-                if b == b'"' || b == b'\\' || b < 0x20 {
-                    break;
-                }
-                self.i += 1;
+        Ok(match self.string_cow()? {
+            Cow::Borrowed(b) => {
+                let mut t = Text::default();
+                t.push_utf8_bytes(b);
+                t
             }
-            // The input was checked to be UTF-8 and runs end at ASCII bytes, so the run is UTF-8.
-            out.push_utf8_bytes(&self.s[run..self.i]);
+            Cow::Owned(t) => Text::from_wtf8_unchecked(t),
+        })
+    }
+
+    /// A string, borrowed from the input when it has no escapes.
+    fn string_cow(&mut self) -> Result<Cow<'a, [u8]>, Error> {
+        self.i += 1; // opening quote
+        let start = self.i;
+        self.scan_unescaped();
+        let s: &'a [u8] = self.s;
+        if s.get(self.i) == Some(&b'"') {
+            self.i += 1;
+            return Ok(Cow::Borrowed(&s[start..self.i - 1]));
+        }
+        let mut out = Text::default();
+        out.push_utf8_bytes(&s[start..self.i]);
+        self.string_rest(out).map(|t| Cow::Owned(t.into_bytes()))
+    }
+
+    fn scan_unescaped(&mut self) {
+        self.i += unescaped_run(self.s, self.i);
+        while let Some(&b) = self.s.get(self.i) {
+            if b == b'"' || b == b'\\' || b < 0x20 {
+                break;
+            }
+            self.i += 1;
+        }
+    }
+
+    /// Continues a string at an escape, a quote, or an error.
+    fn string_rest(&mut self, mut out: Text) -> Result<Text, Error> {
+        loop {
             match self.s.get(self.i) {
                 Some(b'"') => {
                     self.i += 1;
@@ -196,6 +310,10 @@ impl Parser<'_> {
                 // Raw control characters and end of input are errors (strict=True).
                 _ => return Err(self.err()),
             }
+            let run = self.i;
+            self.scan_unescaped();
+            // The input was checked to be UTF-8 and runs end at ASCII bytes, so the run is UTF-8.
+            out.push_utf8_bytes(&self.s[run..self.i]);
         }
     }
 
@@ -313,5 +431,26 @@ mod tests {
         assert!(p(&deep).is_err());
         let ok = "[".repeat(MAX_DEPTH) + &"]".repeat(MAX_DEPTH);
         assert!(p(&ok).is_ok());
+    }
+
+    #[test]
+    fn flat_object_borrows_and_refuses_duplicates() {
+        let m = parse_flat_object(br#" {"a":"x","b\u0041":-0,"c":[1,{"d":2}],"e":1.5,"f":null,"g":true,"h":"\ud800","i":-Infinity} "#).unwrap();
+        assert_eq!(m.len(), 8);
+        assert!(matches!(&m[0].0, Cow::Borrowed(b"a")));
+        assert!(matches!(&m[0].1, Scalar::Str(Cow::Borrowed(b"x"))));
+        assert_eq!(&*m[1].0, b"bA");
+        assert_eq!(m[1].1, Scalar::Int("0"));
+        assert_eq!(m[2].1, Scalar::Nested);
+        assert_eq!(m[3].1, Scalar::Float(1.5));
+        assert_eq!(m[4].1, Scalar::Null);
+        assert_eq!(m[5].1, Scalar::Bool(true));
+        assert!(matches!(&m[6].1, Scalar::Str(Cow::Owned(b)) if b[..] == [0xed, 0xa0, 0x80]));
+        assert_eq!(m[7].1, Scalar::Float(f64::NEG_INFINITY));
+        assert!(parse_flat_object(br#"{"a":1,"\u0061":2}"#).is_err());
+        assert_eq!(parse_flat_object(b" {} ").unwrap().len(), 0);
+        for bad in [&b"[1]"[..], b"null", b"{\"a\":1} x", b"\xef\xbb\xbf{}", b"{\"a\":1,}", b"{\"a\" 1}", b"{"] {
+            assert!(parse_flat_object(bad).is_err(), "{bad:?}");
+        }
     }
 }

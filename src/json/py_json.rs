@@ -17,7 +17,7 @@ pub(crate) trait PyJson {
     /// Python `str(value)` for scalars.
     fn py_str(&self) -> Option<Text>;
     /// `json.dumps(value, sort_keys=True, separators=(",", ":"))`.
-    fn write_sorted(&self, out: &mut String);
+    fn write_sorted(&self, out: &mut Vec<u8>);
 }
 
 impl PyJson for Value {
@@ -37,7 +37,7 @@ impl PyJson for Value {
     fn py_str(&self) -> Option<Text> {
         self.python_str()
     }
-    fn write_sorted(&self, out: &mut String) {
+    fn write_sorted(&self, out: &mut Vec<u8>) {
         write_compact(self, true, out);
     }
 }
@@ -71,41 +71,50 @@ impl PyJson for serde_json::Value {
             other => Value::from_serde(other).python_str(),
         }
     }
-    fn write_sorted(&self, out: &mut String) {
+    fn write_sorted(&self, out: &mut Vec<u8>) {
         match self {
-            Self::Null => out.push_str("null"),
-            Self::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            Self::Null => out.extend_from_slice(b"null"),
+            Self::Bool(b) => out.extend_from_slice(if *b { "true" } else { "false" }.as_bytes()),
             Self::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
-                (Some(i), _, _) => out.push_str(itoa::Buffer::new().format(i)),
-                (_, Some(u), _) => out.push_str(itoa::Buffer::new().format(u)),
+                (Some(i), _, _) => out.extend_from_slice(itoa::Buffer::new().format(i).as_bytes()),
+                (_, Some(u), _) => out.extend_from_slice(itoa::Buffer::new().format(u).as_bytes()),
                 (_, _, Some(f)) => push_json_float(f, out),
-                _ => out.push_str("NaN"),
+                _ => out.extend_from_slice(b"NaN"),
             },
             Self::String(s) => push_json_string(s.as_bytes(), out),
             Self::Array(items) => {
-                out.push('[');
+                out.push(b'[');
                 for (n, item) in items.iter().enumerate() {
                     if n > 0 {
-                        out.push(',');
+                        out.push(b',');
                     }
                     item.write_sorted(out);
                 }
-                out.push(']');
+                out.push(b']');
             }
             Self::Object(map) => {
-                // serde_json's map is sorted unless a crate enabled `preserve_order`: sort anyway.
-                let mut members: Vec<(&String, &Self)> = map.iter().collect();
-                members.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-                out.push('{');
-                for (n, (k, item)) in members.into_iter().enumerate() {
+                // serde_json's map iterates sorted unless a crate enabled `preserve_order`.
+                let write_member = |n: usize, k: &String, item: &Self, out: &mut Vec<u8>| {
                     if n > 0 {
-                        out.push(',');
+                        out.push(b',');
                     }
                     push_json_string(k.as_bytes(), out);
-                    out.push(':');
+                    out.push(b':');
                     item.write_sorted(out);
+                };
+                out.push(b'{');
+                if map.keys().is_sorted_by(|a, b| a.as_bytes() < b.as_bytes()) {
+                    for (n, (k, item)) in map.iter().enumerate() {
+                        write_member(n, k, item, out);
+                    }
+                } else {
+                    let mut members: Vec<(&String, &Self)> = map.iter().collect();
+                    members.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+                    for (n, (k, item)) in members.into_iter().enumerate() {
+                        write_member(n, k, item, out);
+                    }
                 }
-                out.push('}');
+                out.push(b'}');
             }
         }
     }
@@ -120,7 +129,7 @@ mod tests {
         let raw = r#"{"z":[1,-2,1.5,1e16,true,null,"é\u0001"],"a":{"b":0.0,"a":-0.0},"n":18446744073709551615,"":""}"#;
         let serde: serde_json::Value = serde_json::from_str(raw).unwrap();
         let own = super::super::parse(raw.as_bytes(), super::super::Duplicates::Reject).unwrap();
-        let (mut a, mut b) = (String::new(), String::new());
+        let (mut a, mut b) = (Vec::new(), Vec::new());
         serde.write_sorted(&mut a);
         own.write_sorted(&mut b);
         assert_eq!(a, b);

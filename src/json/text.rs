@@ -49,6 +49,16 @@ impl Text {
         }
     }
 
+    /// The WTF-8 bytes, owned.
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.0
+    }
+
+    /// Text from bytes the caller has checked to be WTF-8.
+    pub(crate) fn from_wtf8_unchecked(bytes: Vec<u8>) -> Self {
+        Self(bytes)
+    }
+
     /// Appends bytes the caller has checked to be UTF-8.
     pub(crate) fn push_utf8_bytes(&mut self, bytes: &[u8]) {
         self.0.extend_from_slice(bytes);

@@ -71,9 +71,10 @@ impl Value {
 
     /// `json.dumps(value, sort_keys=True, separators=(",", ":"))`, byte for byte.
     pub fn to_canonical_json(&self) -> String {
-        let mut out = String::new();
+        let mut out = Vec::new();
         write_compact(self, true, &mut out);
-        out
+        // ensure_ascii output is ASCII.
+        String::from_utf8(out).unwrap_or_default()
     }
 
     /// Converts a `serde_json` value (what rmcp hands a server).

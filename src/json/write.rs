@@ -1,8 +1,6 @@
 //! Compact JSON output exactly as Python's `json.dumps(..., separators=(",", ":"))`
 //! with the defaults `ensure_ascii=True` and `allow_nan=True`.
 
-use std::fmt::Write as _;
-
 use super::swar::plain_ascii_run;
 use super::text::{Text, decode_at};
 use super::value::Value;
@@ -19,12 +17,13 @@ use super::value::Value;
 /// assert_eq!(float_repr(0.0001), "0.0001");
 /// ```
 pub fn float_repr(f: f64) -> String {
-    let mut out = String::with_capacity(24);
+    let mut out = Vec::with_capacity(24);
     push_float_repr(f, &mut out);
-    out
+    // Only ASCII digits, signs, '.', 'e' were written.
+    String::from_utf8(out).unwrap_or_default()
 }
 
-fn push_float_repr(f: f64, out: &mut String) {
+fn push_float_repr(f: f64, out: &mut Vec<u8>) {
     // ryu prints the shortest round-trip digits, as Python's repr does; only the layout differs.
     let mut buf = ryu::Buffer::new();
     let shortest = buf.format_finite(f.abs());
@@ -46,10 +45,10 @@ fn push_float_repr(f: f64, out: &mut String) {
         nd -= 1;
     }
     if f.is_sign_negative() {
-        out.push('-');
+        out.push(b'-');
     }
     if nd == 0 {
-        out.push_str("0.0");
+        out.extend_from_slice(b"0.0");
         return;
     }
     let digits = std::str::from_utf8(&digits[..nd]).unwrap_or("0");
@@ -57,35 +56,41 @@ fn push_float_repr(f: f64, out: &mut String) {
     let decpt = int_part.len() as i32 + exp - leading; // value = 0.DIGITS * 10^decpt
     if (-4 < decpt) && (decpt <= 16) {
         if decpt <= 0 {
-            out.push_str("0.");
-            out.extend(std::iter::repeat_n('0', (-decpt) as usize));
-            out.push_str(digits);
+            out.extend_from_slice(b"0.");
+            out.extend(std::iter::repeat_n(b'0', (-decpt) as usize));
+            out.extend_from_slice(digits.as_bytes());
         } else if decpt >= nd {
-            out.push_str(digits);
-            out.extend(std::iter::repeat_n('0', (decpt - nd) as usize));
-            out.push_str(".0");
+            out.extend_from_slice(digits.as_bytes());
+            out.extend(std::iter::repeat_n(b'0', (decpt - nd) as usize));
+            out.extend_from_slice(b".0");
         } else {
-            out.push_str(&digits[..decpt as usize]);
-            out.push('.');
-            out.push_str(&digits[decpt as usize..]);
+            out.extend_from_slice(digits[..decpt as usize].as_bytes());
+            out.push(b'.');
+            out.extend_from_slice(digits[decpt as usize..].as_bytes());
         }
     } else {
-        out.push_str(&digits[..1]);
+        out.extend_from_slice(digits[..1].as_bytes());
         if nd > 1 {
-            out.push('.');
-            out.push_str(&digits[1..]);
+            out.push(b'.');
+            out.extend_from_slice(digits[1..].as_bytes());
         }
         let e = decpt - 1;
-        let _ = write!(out, "e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs());
+        out.push(b'e');
+        out.push(if e < 0 { b'-' } else { b'+' });
+        let e = e.unsigned_abs();
+        if e < 10 {
+            out.push(b'0');
+        }
+        out.extend_from_slice(itoa::Buffer::new().format(e).as_bytes());
     }
 }
 
 /// A float as `json.dumps` writes it (`NaN`, `Infinity`, `-Infinity` for the non-finite).
-pub(crate) fn push_json_float(f: f64, out: &mut String) {
+pub(crate) fn push_json_float(f: f64, out: &mut Vec<u8>) {
     if f.is_nan() {
-        out.push_str("NaN");
+        out.extend_from_slice(b"NaN");
     } else if f.is_infinite() {
-        out.push_str(if f > 0.0 { "Infinity" } else { "-Infinity" });
+        out.extend_from_slice(if f > 0.0 { "Infinity" } else { "-Infinity" }.as_bytes());
     } else {
         push_float_repr(f, out);
     }
@@ -93,17 +98,17 @@ pub(crate) fn push_json_float(f: f64, out: &mut String) {
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
-fn push_u_escape(cp: u32, out: &mut String) {
-    out.push_str("\\u");
+fn push_u_escape(cp: u32, out: &mut Vec<u8>) {
+    out.extend_from_slice(b"\\u");
     for shift in [12, 8, 4, 0] {
-        out.push(HEX[((cp >> shift) & 0xf) as usize] as char);
+        out.push(HEX[((cp >> shift) & 0xf) as usize]);
     }
 }
 
 /// A string as `json.dumps(..., ensure_ascii=True)` writes it, quotes included.
-pub(crate) fn push_json_string(bytes: &[u8], out: &mut String) {
+pub(crate) fn push_json_string(bytes: &[u8], out: &mut Vec<u8>) {
     out.reserve(bytes.len() + 2);
-    out.push('"');
+    out.push(b'"');
     let mut i = 0;
     while i < bytes.len() {
         let b = bytes[i];
@@ -114,20 +119,19 @@ pub(crate) fn push_json_string(bytes: &[u8], out: &mut String) {
             while i < bytes.len() && (0x20..0x7f).contains(&bytes[i]) && bytes[i] != b'"' && bytes[i] != b'\\' {
                 i += 1;
             }
-            // The run is ASCII, hence valid UTF-8.
-            out.push_str(std::str::from_utf8(&bytes[start..i]).unwrap_or_default());
+            out.extend_from_slice(&bytes[start..i]);
             continue;
         }
         let (cp, width) = decode_at(bytes, i);
         i += width;
         match cp {
-            0x22 => out.push_str("\\\""),
-            0x5c => out.push_str("\\\\"),
-            0x0a => out.push_str("\\n"),
-            0x0d => out.push_str("\\r"),
-            0x09 => out.push_str("\\t"),
-            0x08 => out.push_str("\\b"),
-            0x0c => out.push_str("\\f"),
+            0x22 => out.extend_from_slice(b"\\\""),
+            0x5c => out.extend_from_slice(b"\\\\"),
+            0x0a => out.extend_from_slice(b"\\n"),
+            0x0d => out.extend_from_slice(b"\\r"),
+            0x09 => out.extend_from_slice(b"\\t"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0c => out.extend_from_slice(b"\\f"),
             0x10000.. => {
                 let v = cp - 0x10000;
                 push_u_escape(0xd800 | (v >> 10), out);
@@ -136,48 +140,48 @@ pub(crate) fn push_json_string(bytes: &[u8], out: &mut String) {
             _ => push_u_escape(cp, out),
         }
     }
-    out.push('"');
+    out.push(b'"');
 }
 
 /// Appends `text` as a JSON string literal.
-pub(crate) fn push_text(text: &Text, out: &mut String) {
+pub(crate) fn push_text(text: &Text, out: &mut Vec<u8>) {
     push_json_string(text.as_bytes(), out);
 }
 
 /// Writes `v` compactly; `sort_keys` orders object members by code point.
-pub(crate) fn write_compact(v: &Value, sort_keys: bool, out: &mut String) {
+pub(crate) fn write_compact(v: &Value, sort_keys: bool, out: &mut Vec<u8>) {
     match v {
-        Value::Null => out.push_str("null"),
-        Value::Bool(true) => out.push_str("true"),
-        Value::Bool(false) => out.push_str("false"),
-        Value::Int(s) => out.push_str(s),
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(true) => out.extend_from_slice(b"true"),
+        Value::Bool(false) => out.extend_from_slice(b"false"),
+        Value::Int(s) => out.extend_from_slice(s.as_bytes()),
         Value::Float(f) => push_json_float(*f, out),
         Value::Str(t) => push_text(t, out),
         Value::Array(items) => {
-            out.push('[');
+            out.push(b'[');
             for (n, item) in items.iter().enumerate() {
                 if n > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
                 write_compact(item, sort_keys, out);
             }
-            out.push(']');
+            out.push(b']');
         }
         Value::Object(members) => {
             let mut refs: Vec<&(Text, Value)> = members.iter().collect();
             if sort_keys {
                 refs.sort_by(|a, b| a.0.cmp(&b.0));
             }
-            out.push('{');
+            out.push(b'{');
             for (n, (k, item)) in refs.into_iter().enumerate() {
                 if n > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
                 push_text(k, out);
-                out.push(':');
+                out.push(b':');
                 write_compact(item, sort_keys, out);
             }
-            out.push('}');
+            out.push(b'}');
         }
     }
 }
@@ -207,8 +211,8 @@ mod tests {
 
     #[test]
     fn escapes() {
-        let mut out = String::new();
+        let mut out = Vec::new();
         push_json_string("a\"\\\n\u{7f}é😀\u{1}".as_bytes(), &mut out);
-        assert_eq!(out, r#""a\"\\\n\u007f\u00e9\ud83d\ude00\u0001""#);
+        assert_eq!(out, br#""a\"\\\n\u007f\u00e9\ud83d\ude00\u0001""#);
     }
 }

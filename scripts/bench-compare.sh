@@ -1,26 +1,32 @@
 #!/usr/bin/env bash
 # Runs stateseal's in-process bench and the Python SDK's own code on the same
-# workload, in the same run, and prints medians and ratios (Python / Rust).
-# Usage: scripts/bench-compare.sh [SIZES]   (default 64,1024,16384)
+# workload, interleaved in the same run (ROUNDS times each, default 3), and
+# prints medians and ratios. Usage: scripts/bench-compare.sh [SIZES] [ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sizes="${1:-64,1024,16384}"
+rounds="${2:-3}"
 py="$(scripts/py-env.sh)"
 cargo build --release -q -p stateseal-cli
 out="$(mktemp)"
 trap 'rm -f "$out"' EXIT
-target/release/stateseal bench --json --sizes "$sizes" >"$out"
-"$py" scripts/bench-python.py "$sizes" >>"$out"
+for _ in $(seq "$rounds"); do
+  target/release/stateseal bench --json --sizes "$sizes" >>"$out"
+  "$py" scripts/bench-python.py "$sizes" >>"$out"
+done
 "$py" - "$out" <<'PY'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-rust = {(r["op"], r["state_bytes"]): r["ns_per_op"] for r in rows if r.get("impl") != "python"}
-py = {(r["op"], r["state_bytes"]): r["ns_per_op"] for r in rows if r.get("impl") == "python"}
-print(f'{"op":<7} {"state":>6} {"rust_ns":>9} {"python_ns":>10} {"py/rust":>8} {"raw_ns":>8} {"rust/raw":>8}')
-for (op, size), ns in sorted(rust.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-    if op not in ("mint", "verify"):
-        continue
-    raw = rust[("raw_seal" if op == "mint" else "raw_open", size)]
-    p = py[(op, size)]
-    print(f"{op:<7} {size:>6} {ns:>9.0f} {p:>10.0f} {p/ns:>7.1f}x {raw:>8.0f} {ns/raw:>7.2f}x")
+import json, statistics, sys
+from collections import defaultdict
+runs = defaultdict(list)
+for line in open(sys.argv[1]):
+    if line.strip():
+        r = json.loads(line)
+        runs[(r.get("impl", "rust"), r["op"], r["state_bytes"])].append(r["ns_per_op"])
+med = {k: statistics.median(v) for k, v in runs.items()}
+print(f'{"op":<7} {"state_B":>7} {"rust_ns":>9} {"python_ns":>10} {"python/rust":>11} {"raw_ns":>8} {"rust/raw":>8}')
+for (impl, op, size) in sorted(k for k in med if k[0] == "rust" and k[1] in ("mint", "verify")):
+    ns = med[(impl, op, size)]
+    p = med[("python", op, size)]
+    raw = med[("rust", "raw_seal" if op == "mint" else "raw_open", size)]
+    print(f"{op:<7} {size:>7} {ns:>9.0f} {p:>10.0f} {p/ns:>10.1f}x {raw:>8.0f} {ns/raw:>7.2f}x")
 PY

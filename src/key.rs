@@ -3,8 +3,8 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use ring::aead::{AES_256_GCM, LessSafeKey, UnboundKey};
 use hkdf::Hkdf;
+use ring::aead::{AES_256_GCM, LessSafeKey, UnboundKey};
 use sha2::{Digest, Sha256};
 use zeroize::Zeroizing;
 
@@ -67,7 +67,10 @@ pub(crate) fn derive_key(secret: &Secret) -> Zeroizing<[u8; 32]> {
 }
 
 fn kid_of(key: &[u8; 32]) -> KeyId {
-    let digest = Sha256::new().chain_update(KID_INFO).chain_update(key).finalize();
+    let digest = Sha256::new()
+        .chain_update(KID_INFO)
+        .chain_update(key)
+        .finalize();
     let mut kid = [0u8; KID_LEN];
     kid.copy_from_slice(&digest[..KID_LEN]);
     KeyId(kid)

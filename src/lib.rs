@@ -33,13 +33,13 @@ mod secret;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use codec::{AesGcmCodec, NONCE_LEN, StateCodec, TAG_LEN, TOKEN_PREFIX};
 pub use envelope::{
-    CARRIER_METHODS, DEFAULT_TTL_SECS, ENVELOPE_VERSION, Envelope, EnvelopeBuilder, FUTURE_SKEW_SECS,
-    PRINCIPAL_LABEL, Principal, RequestIdentity,
+    CARRIER_METHODS, DEFAULT_TTL_SECS, ENVELOPE_VERSION, Envelope, EnvelopeBuilder,
+    FUTURE_SKEW_SECS, PRINCIPAL_LABEL, Principal, RequestIdentity,
 };
 pub use error::Error;
-pub use key::{KDF_INFO, KID_INFO, KID_LEN, KeyId, RingKey};
 #[cfg(feature = "deterministic-testing")]
 pub use key::derived_key;
+pub use key::{KDF_INFO, KID_INFO, KID_LEN, KeyId, RingKey};
 pub use random::RandomSource;
 pub use reason::RejectReason;
 pub use ring::{KeyRing, RingHandle};

@@ -61,7 +61,10 @@ impl KeyRing {
         }
         for (index, s) in secrets.iter().enumerate() {
             if s.len() < MIN_SECRET_LEN {
-                return Err(Error::KeyTooShort { index, len: s.len() });
+                return Err(Error::KeyTooShort {
+                    index,
+                    len: s.len(),
+                });
             }
         }
         Self::from_keys(secrets.iter().map(|s| Arc::new(RingKey::new(s))).collect())
@@ -97,7 +100,11 @@ impl KeyRing {
             }
             order.push(kid);
         }
-        Ok(Self { primary, order, by_kid })
+        Ok(Self {
+            primary,
+            order,
+            by_kid,
+        })
     }
 
     /// A ring holding one fresh random key that lives only in this process.

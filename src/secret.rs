@@ -100,7 +100,10 @@ mod tests {
     #[test]
     fn rejects_short_and_redacts() {
         let err = Secret::new(vec![1; 31]).unwrap_err();
-        assert_eq!(err.to_string(), "request-state keys must be at least 32 bytes of secret randomness; keys[0] is 31 bytes");
+        assert_eq!(
+            err.to_string(),
+            "request-state keys must be at least 32 bytes of secret randomness; keys[0] is 31 bytes"
+        );
         let s = Secret::from_text("abcdefghijklmnopqrstuvwxyz0123456789").unwrap();
         assert_eq!(format!("{s:?}"), "Secret(<redacted>)");
         assert!(!format!("{s:?}").contains("abc"));

@@ -2,9 +2,10 @@
 //!
 //! The workload is the one `scripts/bench-python.py` runs through the Python
 //! SDK: a `tools/call` with five arguments whose handler returns a state of
-//! N bytes. mint = request identity + claims + seal; verify = request identity
-//! + unseal + claim checks. `raw_seal`/`raw_open` are bare AES-256-GCM +
-//! base64url over a payload of the same size: the floor stateseal adds to.
+//! N bytes. `mint` is request identity, claims and seal; `verify` is request
+//! identity, unseal and claim checks. `raw_seal` (OS nonce, AES-256-GCM,
+//! base64url) and `raw_open` (base64url, AES-256-GCM) over a payload of the
+//! same size are the floor stateseal adds to.
 
 use std::hint::black_box;
 use std::io::Write;
@@ -12,8 +13,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64_simd::URL_SAFE_NO_PAD;
-use ring::aead::{AES_256_GCM, Aad, LessSafeKey, Nonce, UnboundKey};
 use clap::Args;
+use ring::aead::{AES_256_GCM, Aad, LessSafeKey, Nonce, UnboundKey};
 use stateseal::{AesGcmCodec, Envelope, KeyRing, RequestIdentity, RingHandle, Secret};
 
 use crate::error::CliError;
@@ -69,21 +70,35 @@ fn median_ns(budget: Duration, mut f: impl FnMut()) -> f64 {
 
 pub(crate) fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let fail = |e: stateseal::Error| CliError::Failed(format!("bench setup: {e}"));
-    let ring = Arc::new(RingHandle::new(KeyRing::from_secrets(&[Secret::generate().map_err(fail)?]).map_err(fail)?));
-    let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("bench")).build().map_err(fail)?;
+    let ring = Arc::new(RingHandle::new(
+        KeyRing::from_secrets(&[Secret::generate().map_err(fail)?]).map_err(fail)?,
+    ));
+    let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("bench"))
+        .build()
+        .map_err(fail)?;
     let params = params();
     let id = RequestIdentity::from_serde("tools/call", &params).map_err(fail)?;
-    let cipher = LessSafeKey::new(UnboundKey::new(&AES_256_GCM, &[7u8; 32]).map_err(|_| CliError::Failed("aead key".into()))?);
+    let cipher = LessSafeKey::new(
+        UnboundKey::new(&AES_256_GCM, &[7u8; 32])
+            .map_err(|_| CliError::Failed("aead key".into()))?,
+    );
     let budget = Duration::from_millis(args.millis);
     let io = |e: std::io::Error| CliError::Failed(format!("writing output: {e}"));
     if !args.json {
-        writeln!(out, "{:>8} {:>12} {:>12} {:>12} {:>12}", "state_B", "mint_ns", "verify_ns", "raw_seal_ns", "raw_open_ns")
-            .map_err(io)?;
+        writeln!(
+            out,
+            "{:>8} {:>12} {:>12} {:>12} {:>12}",
+            "state_B", "mint_ns", "verify_ns", "raw_seal_ns", "raw_open_ns"
+        )
+        .map_err(io)?;
     }
     for &size in &args.sizes {
         let state = "x".repeat(size);
         let token = envelope.mint(&id, &state, None).map_err(fail)?;
-        let payload_len = URL_SAFE_NO_PAD.decode_to_vec(&token[3..]).map(|b| b.len() - 32).unwrap_or(size);
+        let payload_len = URL_SAFE_NO_PAD
+            .decode_to_vec(&token[3..])
+            .map(|b| b.len() - 32)
+            .unwrap_or(size);
         let mint = median_ns(budget, || {
             let id = RequestIdentity::from_serde("tools/call", black_box(&params)).ok();
             black_box(id.and_then(|id| envelope.mint(&id, black_box(&state), None).ok()));
@@ -101,23 +116,47 @@ pub(crate) fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError>
             .map_err(|_| CliError::Failed("aead".into()))?;
         let sealed_b64 = URL_SAFE_NO_PAD.encode_to_string(&sealed);
         let raw_seal = median_ns(budget, || {
+            // A real seal needs a fresh nonce: the floor includes drawing one from the OS.
+            let mut fresh = [0u8; 12];
+            let drawn = getrandom::fill(&mut fresh).is_ok();
             let mut buf = black_box(&payload).clone();
-            if cipher.seal_in_place_append_tag(nonce(), Aad::from(b"v1.kid!"), &mut buf).is_ok() {
+            if drawn
+                && cipher
+                    .seal_in_place_append_tag(
+                        Nonce::assume_unique_for_key(fresh),
+                        Aad::from(b"v1.kid!"),
+                        &mut buf,
+                    )
+                    .is_ok()
+            {
                 black_box(URL_SAFE_NO_PAD.encode_to_string(&buf));
             }
         });
         let raw_open = median_ns(budget, || {
             if let Ok(mut buf) = URL_SAFE_NO_PAD.decode_to_vec(black_box(&sealed_b64)) {
-                black_box(cipher.open_in_place(nonce(), Aad::from(b"v1.kid!"), &mut buf).is_ok());
+                black_box(
+                    cipher
+                        .open_in_place(nonce(), Aad::from(b"v1.kid!"), &mut buf)
+                        .is_ok(),
+                );
             }
         });
         if args.json {
-            for (op, ns) in [("mint", mint), ("verify", verify), ("raw_seal", raw_seal), ("raw_open", raw_open)] {
+            for (op, ns) in [
+                ("mint", mint),
+                ("verify", verify),
+                ("raw_seal", raw_seal),
+                ("raw_open", raw_open),
+            ] {
                 writeln!(out, "{}", serde_json::json!({"op": op, "state_bytes": size, "ns_per_op": (ns * 10.0).round() / 10.0}))
                     .map_err(io)?;
             }
         } else {
-            writeln!(out, "{size:>8} {mint:>12.0} {verify:>12.0} {raw_seal:>12.0} {raw_open:>12.0}").map_err(io)?;
+            writeln!(
+                out,
+                "{size:>8} {mint:>12.0} {verify:>12.0} {raw_seal:>12.0} {raw_open:>12.0}"
+            )
+            .map_err(io)?;
         }
     }
     Ok(())

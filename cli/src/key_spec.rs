@@ -17,17 +17,24 @@ pub(crate) fn read_secret(spec: &str) -> Result<Vec<u8>, CliError> {
         return Err(bad_spec());
     };
     match kind {
-        "hex" => hex::decode(rest.trim()).map_err(|_| CliError::Usage("--key hex: is not valid hex".into())),
+        "hex" => hex::decode(rest.trim())
+            .map_err(|_| CliError::Usage("--key hex: is not valid hex".into())),
         "b64" => STANDARD
             .decode(rest.trim())
             .or_else(|_| URL_SAFE_NO_PAD.decode(rest.trim()))
             .map_err(|_| CliError::Usage("--key b64: is not valid base64".into())),
         "text" => Ok(rest.as_bytes().to_vec()),
-        "file" => std::fs::read(Path::new(rest))
-            .map_err(|e| CliError::Usage(format!("--key file:{rest}: cannot read the key file ({})", e.kind()))),
-        "env" => std::env::var(rest)
-            .map(String::into_bytes)
-            .map_err(|_| CliError::Usage(format!("--key env:{rest}: the environment variable is not set or not UTF-8"))),
+        "file" => std::fs::read(Path::new(rest)).map_err(|e| {
+            CliError::Usage(format!(
+                "--key file:{rest}: cannot read the key file ({})",
+                e.kind()
+            ))
+        }),
+        "env" => std::env::var(rest).map(String::into_bytes).map_err(|_| {
+            CliError::Usage(format!(
+                "--key env:{rest}: the environment variable is not set or not UTF-8"
+            ))
+        }),
         _ => Err(bad_spec()),
     }
 }
@@ -61,9 +68,14 @@ mod tests {
         assert_eq!(read_secret("text:é").unwrap(), "é".as_bytes());
         for bad in ["deadbeef", "raw:abc", "hex:zz"] {
             let err = read_secret(bad).unwrap_err().to_string();
-            assert!(!err.contains("deadbeef") && !err.contains("abc"), "secret echoed: {err}");
+            assert!(
+                !err.contains("deadbeef") && !err.contains("abc"),
+                "secret echoed: {err}"
+            );
         }
-        let err = ring_from_specs(&["text:short".into()]).unwrap_err().to_string();
+        let err = ring_from_specs(&["text:short".into()])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("keys[0] is 5 bytes"), "{err}");
         assert!(!err.contains("short"));
     }

@@ -4,7 +4,9 @@ use std::io::{Read, Write};
 use std::sync::Arc;
 
 use clap::{Args, Subcommand};
-use stateseal::{AesGcmCodec, Envelope, Principal, RequestIdentity, RingHandle, StateCodec, SystemClock, Clock};
+use stateseal::{
+    AesGcmCodec, Clock, Envelope, Principal, RequestIdentity, RingHandle, StateCodec, SystemClock,
+};
 
 use crate::error::CliError;
 use crate::key_spec::ring_from_specs;
@@ -77,10 +79,14 @@ pub(crate) struct VerifyArgs {
 
 /// `--now`/`--ttl`: seconds with an optional fraction.
 pub(crate) fn parse_seconds(s: &str) -> Result<f64, String> {
-    let ok = !s.is_empty() && s.chars().all(|c| c.is_ascii_digit() || c == '.') && s.matches('.').count() <= 1;
+    let ok = !s.is_empty()
+        && s.chars().all(|c| c.is_ascii_digit() || c == '.')
+        && s.matches('.').count() <= 1;
     match s.parse::<f64>() {
         Ok(v) if ok && v.is_finite() => Ok(v),
-        _ => Err(format!("expected seconds like 1782345600 or 1782345600.25, got {s:?}")),
+        _ => Err(format!(
+            "expected seconds like 1782345600 or 1782345600.25, got {s:?}"
+        )),
     }
 }
 
@@ -122,12 +128,14 @@ pub(crate) fn run(cmd: TokenCmd, out: &mut dyn Write) -> Result<(), CliError> {
         }
         TokenCmd::Mint(m) => {
             let (envelope, id, now) = m.round.envelope(m.ttl)?;
-            let token = envelope.mint_at(&id, m.state.as_bytes(), m.round.principal().as_ref(), now)?;
+            let token =
+                envelope.mint_at(&id, m.state.as_bytes(), m.round.principal().as_ref(), now)?;
             writeln!(out, "{token}").map_err(io)
         }
         TokenCmd::Verify(v) => {
             let (envelope, id, now) = v.round.envelope(stateseal::DEFAULT_TTL_SECS)?;
-            let state = envelope.verify_at(&id, v.token.trim(), v.round.principal().as_ref(), now)?;
+            let state =
+                envelope.verify_at(&id, v.token.trim(), v.round.principal().as_ref(), now)?;
             // Exactly the bytes the handler would see (WTF-8 if the state holds a lone surrogate).
             out.write_all(state.as_bytes()).map_err(io)
         }

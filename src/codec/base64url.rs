@@ -39,7 +39,10 @@ mod tests {
         assert!(decode("Q Q").is_none(), "whitespace");
         assert_eq!(encode(&[0xfb, 0xff]), "-_8");
         assert_eq!(decode("").as_deref(), Some(&b""[..]));
-        assert!(decode("QUJ").is_none(), "non-zero trailing bits, 3-char tail");
+        assert!(
+            decode("QUJ").is_none(),
+            "non-zero trailing bits, 3-char tail"
+        );
         for len in 0..64 {
             let bytes: Vec<u8> = (0..len as u8).map(|b| b.wrapping_mul(37)).collect();
             assert_eq!(decode(&encode(&bytes)), Some(bytes));

@@ -176,8 +176,13 @@ mod tests {
     use crate::{KeyRing, Secret};
 
     fn codec(keys: &[u8]) -> AesGcmCodec {
-        let secrets: Vec<Secret> = keys.iter().map(|b| Secret::new(vec![*b; 32]).unwrap()).collect();
-        AesGcmCodec::new(Arc::new(RingHandle::new(KeyRing::from_secrets(&secrets).unwrap())))
+        let secrets: Vec<Secret> = keys
+            .iter()
+            .map(|b| Secret::new(vec![*b; 32]).unwrap())
+            .collect();
+        AesGcmCodec::new(Arc::new(RingHandle::new(
+            KeyRing::from_secrets(&secrets).unwrap(),
+        )))
     }
 
     fn reason(r: Result<Vec<u8>, Error>) -> RejectReason {
@@ -207,7 +212,11 @@ mod tests {
                 r[i] ^= 1 << bit;
                 let forged = format!("v1.{}", b64u_encode(&r));
                 let why = reason(c.unseal(&forged));
-                let expect = if i < KID_LEN { RejectReason::UnknownKey } else { RejectReason::Seal };
+                let expect = if i < KID_LEN {
+                    RejectReason::UnknownKey
+                } else {
+                    RejectReason::Seal
+                };
                 assert_eq!(why, expect, "byte {i} bit {bit}");
             }
         }

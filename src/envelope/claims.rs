@@ -64,6 +64,11 @@ fn number(v: Option<&Scalar<'_>>) -> Option<f64> {
     }
 }
 
+/// Python's `claims.get(k)` compared with `None`: an absent member or JSON null is `None`.
+fn present<'c, 'a>(v: Option<&'c Scalar<'a>>) -> Option<&'c Scalar<'a>> {
+    v.filter(|v| !matches!(v, Scalar::Null))
+}
+
 fn str_eq(v: Option<&Scalar<'_>>, expected: &[u8]) -> bool {
     matches!(v, Some(Scalar::Str(t)) if t.as_ref() == expected)
 }
@@ -78,14 +83,31 @@ pub(crate) fn check(
     now: f64,
 ) -> Result<Text, Error> {
     let members = parse_flat_object(payload).map_err(|_| reject(RejectReason::Malformed))?;
-    let get = |key: &str| members.iter().find(|(k, _)| k.as_ref() == key.as_bytes()).map(|(_, v)| v);
-    // Python's `claims.get(k)` compared with None: an absent member or JSON null.
-    let present = |key: &str| get(key).filter(|v| !matches!(v, Scalar::Null));
-    let (Some(v), Some(iat), Some(exp), Some(s)) = (get("v"), get("iat"), get("exp"), get("s")) else {
+    // One pass files each known claim (keys are unique: duplicates were refused).
+    let mut c: [Option<&Scalar<'_>>; 9] = [None; 9];
+    for (key, value) in &members {
+        let slot = match key.as_ref() {
+            b"v" => 0,
+            b"iat" => 1,
+            b"exp" => 2,
+            b"m" => 3,
+            b"t" => 4,
+            b"a" => 5,
+            b"s" => 6,
+            b"aud" => 7,
+            b"p" => 8,
+            _ => continue, // unknown claims are ignored, as in Python
+        };
+        c[slot] = Some(value);
+    }
+    let [v, iat, exp, m, t, a, s, aud, p] = c;
+    let (Some(v), Some(iat), Some(exp), Some(s)) = (v, iat, exp, s) else {
         return Err(reject(RejectReason::Malformed));
     };
     // Stricter than Python: only the integer 1 is version 1 (not `true`, not `1.0`).
-    let Scalar::Str(state) = s else { return Err(reject(RejectReason::Malformed)) };
+    let Scalar::Str(state) = s else {
+        return Err(reject(RejectReason::Malformed));
+    };
     if *v != Scalar::Int("1") {
         return Err(reject(RejectReason::Malformed));
     }
@@ -99,13 +121,13 @@ pub(crate) fn check(
         Some(exp) if exp.is_finite() && now < exp => {}
         _ => return Err(reject(RejectReason::Expired)),
     }
-    if !str_eq(get("m"), identity.method().as_bytes())
-        || !str_eq(get("t"), identity.target().as_bytes())
-        || !str_eq(get("a"), identity.args_digest().as_bytes())
+    if !str_eq(m, identity.method().as_bytes())
+        || !str_eq(t, identity.target().as_bytes())
+        || !str_eq(a, identity.args_digest().as_bytes())
     {
         return Err(reject(RejectReason::RequestBinding));
     }
-    let aud_ok = match (present("aud"), audience) {
+    let aud_ok = match (present(aud), audience) {
         (None, None) => true,
         (Some(claim), Some(expected)) => str_eq(Some(claim), expected.as_bytes()),
         _ => false,
@@ -113,7 +135,7 @@ pub(crate) fn check(
     if !aud_ok {
         return Err(reject(RejectReason::Audience));
     }
-    match (present("p"), principal) {
+    match (present(p), principal) {
         (None, None) => {}
         (Some(Scalar::Str(claim)), Some(p)) => {
             let ok = std::str::from_utf8(claim).is_ok_and(|c| principal::matches(c, p));

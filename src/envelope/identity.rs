@@ -1,5 +1,7 @@
 //! The request a state is bound to: method, target and an arguments digest.
 
+use std::borrow::Cow;
+
 use sha2::{Digest, Sha256};
 
 use crate::codec::b64u_encode;
@@ -26,7 +28,7 @@ pub const CARRIER_METHODS: [&str; 3] = ["tools/call", "prompts/get", "resources/
 /// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct RequestIdentity {
-    method: String,
+    method: Cow<'static, str>,
     target: Text,
     args_digest: String,
 }
@@ -46,7 +48,11 @@ impl RequestIdentity {
     fn of<J: PyJson>(method: &str, params: &J) -> Result<Self, Error> {
         let is_object = params.object_or_null().ok_or(Error::UnsupportedParams)?;
         let member = |key| if is_object { params.member(key) } else { None };
-        let target_key = if method == "resources/read" { "uri" } else { "name" };
+        let target_key = if method == "resources/read" {
+            "uri"
+        } else {
+            "name"
+        };
         let target = match member(target_key) {
             None => Text::default(),
             Some(v) => v.py_str().ok_or(Error::UnsupportedParams)?,
@@ -57,7 +63,11 @@ impl RequestIdentity {
             None => canonical.extend_from_slice(b"{}"),
         }
         Ok(Self {
-            method: method.to_owned(),
+            // The carriers are the common case: name them without allocating.
+            method: CARRIER_METHODS
+                .iter()
+                .find(|m| **m == method)
+                .map_or_else(|| Cow::Owned(method.to_owned()), |m| Cow::Borrowed(*m)),
             target,
             args_digest: digest(&canonical),
         })
@@ -98,7 +108,9 @@ impl RequestIdentity {
 impl std::fmt::Debug for RequestIdentity {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Targets and digests are not secret, but arguments may be: print the method only.
-        f.debug_struct("RequestIdentity").field("method", &self.method).finish_non_exhaustive()
+        f.debug_struct("RequestIdentity")
+            .field("method", &self.method)
+            .finish_non_exhaustive()
     }
 }
 

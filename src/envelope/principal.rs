@@ -86,7 +86,9 @@ pub(crate) fn claim(principal: &Principal, random: &RandomSource) -> Result<Stri
 
 /// Whether `claim` was minted for `principal` (constant-time on the tag).
 pub(crate) fn matches(claim: &str, principal: &Principal) -> bool {
-    let Some(raw) = b64u_decode(claim) else { return false };
+    let Some(raw) = b64u_decode(claim) else {
+        return false;
+    };
     if raw.len() != SALT_LEN + TAG_LEN {
         return false;
     }

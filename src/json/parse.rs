@@ -35,7 +35,11 @@ pub fn parse(input: &[u8], duplicates: Duplicates) -> Result<Value, Error> {
     if std::str::from_utf8(input).is_err() {
         return Err(Error::InvalidJson { offset: 0 });
     }
-    let mut p = Parser { s: input, i: 0, duplicates };
+    let mut p = Parser {
+        s: input,
+        i: 0,
+        duplicates,
+    };
     p.ws();
     let v = p.value(0)?;
     p.ws();
@@ -76,7 +80,11 @@ pub(crate) fn parse_flat_object(input: &[u8]) -> Result<FlatObject<'_>, Error> {
     if std::str::from_utf8(input).is_err() {
         return Err(Error::InvalidJson { offset: 0 });
     }
-    let mut p = Parser { s: input, i: 0, duplicates: Duplicates::Reject };
+    let mut p = Parser {
+        s: input,
+        i: 0,
+        duplicates: Duplicates::Reject,
+    };
     p.ws();
     if !p.eat(b"{") {
         return Err(p.err());
@@ -98,11 +106,13 @@ pub(crate) fn parse_flat_object(input: &[u8]) -> Result<FlatObject<'_>, Error> {
         p.ws();
         let value = match p.s.get(p.i) {
             Some(b'"') => Scalar::Str(p.string_cow()?),
-            Some(b'-' | b'0'..=b'9') if !p.s[p.i..].starts_with(b"-Infinity") => match p.number_lexeme()? {
-                Number::Float(f) => Scalar::Float(f),
-                Number::Int(t) => Scalar::Int(t),
-                Number::NegZero => Scalar::Int("0"),
-            },
+            Some(b'-' | b'0'..=b'9') if !p.s[p.i..].starts_with(b"-Infinity") => {
+                match p.number_lexeme()? {
+                    Number::Float(f) => Scalar::Float(f),
+                    Number::Int(t) => Scalar::Int(t),
+                    Number::NegZero => Scalar::Int("0"),
+                }
+            }
             _ => match p.value(1)? {
                 Value::Null => Scalar::Null,
                 Value::Bool(b) => Scalar::Bool(b),
@@ -122,7 +132,11 @@ pub(crate) fn parse_flat_object(input: &[u8]) -> Result<FlatObject<'_>, Error> {
         }
     }
     p.ws();
-    if p.i == input.len() { Ok(members) } else { Err(p.err()) }
+    if p.i == input.len() {
+        Ok(members)
+    } else {
+        Err(p.err())
+    }
 }
 
 struct Parser<'a> {
@@ -202,7 +216,8 @@ impl<'a> Parser<'a> {
         let mut is_float = false;
         // A fraction or exponent that does not complete is not part of the number
         // (Python's regex backtracks), which then fails as trailing data.
-        if self.s.get(self.i) == Some(&b'.') && matches!(self.s.get(self.i + 1), Some(b'0'..=b'9')) {
+        if self.s.get(self.i) == Some(&b'.') && matches!(self.s.get(self.i + 1), Some(b'0'..=b'9'))
+        {
             self.i += 1;
             self.digits();
             is_float = true;
@@ -228,7 +243,11 @@ impl<'a> Parser<'a> {
             return Err(self.err());
         }
         // Python's int("-0") is 0: the only non-canonical spelling JSON allows.
-        Ok(if negative && int_digits == 1 && s[int_start] == b'0' { Number::NegZero } else { Number::Int(lexeme) })
+        Ok(if negative && int_digits == 1 && s[int_start] == b'0' {
+            Number::NegZero
+        } else {
+            Number::Int(lexeme)
+        })
     }
 
     fn hex4(&mut self) -> Result<u32, Error> {
@@ -408,22 +427,40 @@ mod tests {
         assert!(matches!(p("1e400").unwrap(), Value::Float(f) if f == f64::INFINITY));
         assert!(matches!(p("-0").unwrap(), Value::Int(ref s) if s == "0"));
         assert!(matches!(p("1E2").unwrap(), Value::Float(f) if f == 100.0));
-        for bad in ["01", "1.", ".5", "+1", "1e", "[1,]", "{\"a\":1,}", "\"\t\"", "\"\\x\"", "nul", "\u{feff}1"] {
+        for bad in [
+            "01",
+            "1.",
+            ".5",
+            "+1",
+            "1e",
+            "[1,]",
+            "{\"a\":1,}",
+            "\"\t\"",
+            "\"\\x\"",
+            "nul",
+            "\u{feff}1",
+        ] {
             assert!(p(bad).is_err(), "{bad:?} must fail");
         }
     }
 
     #[test]
     fn surrogates() {
-        let Value::Str(t) = p(r#""\ud83d\ude00""#).unwrap() else { panic!() };
+        let Value::Str(t) = p(r#""\ud83d\ude00""#).unwrap() else {
+            panic!()
+        };
         assert_eq!(t.as_str(), Some("😀"));
-        let Value::Str(t) = p(r#""\ude00\ud83d""#).unwrap() else { panic!() };
+        let Value::Str(t) = p(r#""\ude00\ud83d""#).unwrap() else {
+            panic!()
+        };
         assert_eq!(t.as_bytes(), &[0xed, 0xb8, 0x80, 0xed, 0xa0, 0xbd]);
     }
 
     #[test]
     fn duplicates_and_depth() {
-        let Value::Object(m) = p(r#"{"a":1,"b":0,"a":2}"#).unwrap() else { panic!() };
+        let Value::Object(m) = p(r#"{"a":1,"b":0,"a":2}"#).unwrap() else {
+            panic!()
+        };
         assert_eq!(m.len(), 2);
         assert!(matches!(&m[0].1, Value::Int(s) if s == "2"));
         assert!(parse(br#"{"a":1,"a":2}"#, Duplicates::Reject).is_err());
@@ -449,7 +486,15 @@ mod tests {
         assert_eq!(m[7].1, Scalar::Float(f64::NEG_INFINITY));
         assert!(parse_flat_object(br#"{"a":1,"\u0061":2}"#).is_err());
         assert_eq!(parse_flat_object(b" {} ").unwrap().len(), 0);
-        for bad in [&b"[1]"[..], b"null", b"{\"a\":1} x", b"\xef\xbb\xbf{}", b"{\"a\":1,}", b"{\"a\" 1}", b"{"] {
+        for bad in [
+            &b"[1]"[..],
+            b"null",
+            b"{\"a\":1} x",
+            b"\xef\xbb\xbf{}",
+            b"{\"a\":1,}",
+            b"{\"a\" 1}",
+            b"{",
+        ] {
             assert!(parse_flat_object(bad).is_err(), "{bad:?}");
         }
     }

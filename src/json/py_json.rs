@@ -4,7 +4,7 @@
 
 use super::text::Text;
 use super::value::Value;
-use super::write::{push_json_float, push_json_string, float_repr, write_compact};
+use super::write::{float_repr, push_json_float, push_json_string, write_compact};
 
 /// Python semantics over a JSON value type.
 pub(crate) trait PyJson {

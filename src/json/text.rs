@@ -34,7 +34,9 @@ impl Text {
         let b = &mut self.0;
         match cp {
             0..=0x7f => b.push(cp as u8),
-            0x80..=0x7ff => b.extend_from_slice(&[0xc0 | (cp >> 6) as u8, 0x80 | (cp & 0x3f) as u8]),
+            0x80..=0x7ff => {
+                b.extend_from_slice(&[0xc0 | (cp >> 6) as u8, 0x80 | (cp & 0x3f) as u8])
+            }
             0x800..=0xffff => b.extend_from_slice(&[
                 0xe0 | (cp >> 12) as u8,
                 0x80 | ((cp >> 6) & 0x3f) as u8,
@@ -64,7 +66,6 @@ impl Text {
         self.0.extend_from_slice(bytes);
     }
 
-
     /// Length in bytes.
     pub fn len(&self) -> usize {
         self.0.len()
@@ -84,7 +85,10 @@ pub(crate) fn decode_at(bytes: &[u8], i: usize) -> (u32, usize) {
         0..=0x7f => (b0, 1),
         0xc0..=0xdf => (((b0 & 0x1f) << 6) | cont(1), 2),
         0xe0..=0xef => (((b0 & 0x0f) << 12) | (cont(1) << 6) | cont(2), 3),
-        _ => (((b0 & 0x07) << 18) | (cont(1) << 12) | (cont(2) << 6) | cont(3), 4),
+        _ => (
+            ((b0 & 0x07) << 18) | (cont(1) << 12) | (cont(2) << 6) | cont(3),
+            4,
+        ),
     }
 }
 

@@ -35,7 +35,10 @@ impl Value {
     /// Member `key` of an object (`None` for a missing key or a non-object).
     pub fn get(&self, key: &str) -> Option<&Value> {
         match self {
-            Self::Object(m) => m.iter().find(|(k, _)| k.as_bytes() == key.as_bytes()).map(|(_, v)| v),
+            Self::Object(m) => m
+                .iter()
+                .find(|(k, _)| k.as_bytes() == key.as_bytes())
+                .map(|(_, v)| v),
             _ => None,
         }
     }
@@ -96,9 +99,11 @@ impl Value {
             }
             serde_json::Value::String(s) => Self::Str(Text::from(s.as_str())),
             serde_json::Value::Array(a) => Self::Array(a.iter().map(Self::from_serde).collect()),
-            serde_json::Value::Object(m) => {
-                Self::Object(m.iter().map(|(k, v)| (Text::from(k.as_str()), Self::from_serde(v))).collect())
-            }
+            serde_json::Value::Object(m) => Self::Object(
+                m.iter()
+                    .map(|(k, v)| (Text::from(k.as_str()), Self::from_serde(v)))
+                    .collect(),
+            ),
         }
     }
 }

@@ -51,28 +51,28 @@ fn push_float_repr(f: f64, out: &mut Vec<u8>) {
         out.extend_from_slice(b"0.0");
         return;
     }
-    let digits = std::str::from_utf8(&digits[..nd]).unwrap_or("0");
+    let digits = &digits[..nd];
     let nd = nd as i32;
     let decpt = int_part.len() as i32 + exp - leading; // value = 0.DIGITS * 10^decpt
     if (-4 < decpt) && (decpt <= 16) {
         if decpt <= 0 {
             out.extend_from_slice(b"0.");
             out.extend(std::iter::repeat_n(b'0', (-decpt) as usize));
-            out.extend_from_slice(digits.as_bytes());
+            out.extend_from_slice(digits);
         } else if decpt >= nd {
-            out.extend_from_slice(digits.as_bytes());
+            out.extend_from_slice(digits);
             out.extend(std::iter::repeat_n(b'0', (decpt - nd) as usize));
             out.extend_from_slice(b".0");
         } else {
-            out.extend_from_slice(digits[..decpt as usize].as_bytes());
+            out.extend_from_slice(&digits[..decpt as usize]);
             out.push(b'.');
-            out.extend_from_slice(digits[decpt as usize..].as_bytes());
+            out.extend_from_slice(&digits[decpt as usize..]);
         }
     } else {
-        out.extend_from_slice(digits[..1].as_bytes());
+        out.extend_from_slice(&digits[..1]);
         if nd > 1 {
             out.push(b'.');
-            out.extend_from_slice(digits[1..].as_bytes());
+            out.extend_from_slice(&digits[1..]);
         }
         let e = decpt - 1;
         out.push(b'e');
@@ -98,6 +98,17 @@ pub(crate) fn push_json_float(f: f64, out: &mut Vec<u8>) {
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
+/// Bytes `json.dumps(ensure_ascii=True)` copies verbatim: printable ASCII but `"` and `\`.
+const PLAIN: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0x20;
+    while b < 0x7f {
+        t[b] = b != b'"' as usize && b != b'\\' as usize;
+        b += 1;
+    }
+    t
+};
+
 fn push_u_escape(cp: u32, out: &mut Vec<u8>) {
     out.extend_from_slice(b"\\u");
     for shift in [12, 8, 4, 0] {
@@ -112,11 +123,11 @@ pub(crate) fn push_json_string(bytes: &[u8], out: &mut Vec<u8>) {
     let mut i = 0;
     while i < bytes.len() {
         let b = bytes[i];
-        if (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\' {
+        if PLAIN[usize::from(b)] {
             // Copy the longest run of printable ASCII at once, eight bytes at a time first.
             let start = i;
             i += plain_ascii_run(bytes, i);
-            while i < bytes.len() && (0x20..0x7f).contains(&bytes[i]) && bytes[i] != b'"' && bytes[i] != b'\\' {
+            while i < bytes.len() && PLAIN[usize::from(bytes[i])] {
                 i += 1;
             }
             out.extend_from_slice(&bytes[start..i]);

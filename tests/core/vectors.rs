@@ -7,32 +7,46 @@ use std::sync::Arc;
 use serde_json::Value as J;
 use stateseal::json::{Duplicates, Text, Value, parse};
 use stateseal::{
-    AesGcmCodec, Envelope, Error, KeyRing, Principal, RandomSource, RequestIdentity, RingHandle, Secret,
-    StateCodec, derived_key,
+    AesGcmCodec, Envelope, Error, KeyRing, Principal, RandomSource, RequestIdentity, RingHandle,
+    Secret, StateCodec, derived_key,
 };
 
 pub(crate) fn vectors() -> J {
-    let path = std::env::var_os("STATESEAL_VECTORS").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/vectors/python-mcp-2.3.0.json")
-    });
+    let path = std::env::var_os("STATESEAL_VECTORS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../shared/vectors/python-mcp-2.3.0.json")
+        });
     let raw = std::fs::read(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
     serde_json::from_slice(&raw).expect("vectors are JSON")
 }
 
 fn s<'a>(v: &'a J, k: &str) -> &'a str {
-    v[k].as_str().unwrap_or_else(|| panic!("field {k} is not a string in {v}"))
+    v[k].as_str()
+        .unwrap_or_else(|| panic!("field {k} is not a string in {v}"))
 }
 
 /// The ring secrets by label, as the Python generator defined them.
 pub(crate) fn secret(v: &J, label: &str) -> Secret {
     let keys = v["keys"].as_array().expect("keys");
-    let k = keys.iter().find(|k| k["label"] == label).unwrap_or_else(|| panic!("no key {label}"));
+    let k = keys
+        .iter()
+        .find(|k| k["label"] == label)
+        .unwrap_or_else(|| panic!("no key {label}"));
     Secret::new(hex::decode(s(k, "secret_hex")).expect("hex")).expect("valid secret")
 }
 
 pub(crate) fn ring(v: &J, labels: &J) -> Arc<RingHandle> {
-    let secrets: Vec<Secret> = labels.as_array().expect("ring").iter().map(|l| secret(v, l.as_str().expect("label"))).collect();
-    Arc::new(RingHandle::new(KeyRing::from_secrets(&secrets).expect("ring builds")))
+    let secrets: Vec<Secret> = labels
+        .as_array()
+        .expect("ring")
+        .iter()
+        .map(|l| secret(v, l.as_str().expect("label")))
+        .collect();
+    Arc::new(RingHandle::new(
+        KeyRing::from_secrets(&secrets).expect("ring builds"),
+    ))
 }
 
 /// A JSON text that holds one string (possibly with lone surrogates) → `Text`.
@@ -53,9 +67,24 @@ fn keys_derive_and_fingerprint_like_python() {
             "str" => Secret::from_text(s(k, "secret_text")).expect("text secret"),
             _ => Secret::new(hex::decode(s(k, "secret_hex")).expect("hex")).expect("secret"),
         };
-        assert_eq!(hex::encode(secret.expose()), s(k, "secret_hex"), "{}", k["label"]);
-        assert_eq!(hex::encode(*derived_key(&secret)), s(k, "derived_key_hex"), "{}", k["label"]);
-        assert_eq!(stateseal::KeyId::of(&secret).to_string(), s(k, "kid_hex"), "{}", k["label"]);
+        assert_eq!(
+            hex::encode(secret.expose()),
+            s(k, "secret_hex"),
+            "{}",
+            k["label"]
+        );
+        assert_eq!(
+            hex::encode(*derived_key(&secret)),
+            s(k, "derived_key_hex"),
+            "{}",
+            k["label"]
+        );
+        assert_eq!(
+            stateseal::KeyId::of(&secret).to_string(),
+            s(k, "kid_hex"),
+            "{}",
+            k["label"]
+        );
     }
 }
 
@@ -103,8 +132,12 @@ fn key_errors_match_python() {
         if label == "ttl_validation" {
             for t in case["cases"].as_array().expect("cases") {
                 let ttl: f64 = s(t, "ttl_repr").parse().expect("ttl");
-                let ring = Arc::new(RingHandle::new(KeyRing::from_secrets(&[Secret::new(vec![1; 32]).expect("s")]).expect("r")));
-                let built = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), None).ttl(ttl).build();
+                let ring = Arc::new(RingHandle::new(
+                    KeyRing::from_secrets(&[Secret::new(vec![1; 32]).expect("s")]).expect("r"),
+                ));
+                let built = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), None)
+                    .ttl(ttl)
+                    .build();
                 assert_eq!(built.is_ok(), t["ok"] == true, "ttl {ttl}");
                 if let Err(e) = built {
                     assert_eq!(e, Error::InvalidTtl);
@@ -126,7 +159,10 @@ fn key_errors_match_python() {
         match err {
             Error::EmptyRing => assert!(msg.contains("requires at least one key"), "{label}"),
             Error::KeyTooShort { .. } | Error::DuplicateKey { .. } => {
-                assert!(msg.starts_with(&err.to_string()), "{label}: python {msg:?} vs rust {err}")
+                assert!(
+                    msg.starts_with(&err.to_string()),
+                    "{label}: python {msg:?} vs rust {err}"
+                )
             }
             other => panic!("{label}: unexpected {other}"),
         }
@@ -148,8 +184,16 @@ fn request_identity_matches_stdlib_json_path() {
         let expect = &case["stdlib_json_loads"];
         match RequestIdentity::from_json(method, wire) {
             Ok(id) => {
-                assert_eq!(id.target(), &text(s(expect, "target_json")), "{label}: target");
-                assert_eq!(id.args_digest(), s(expect, "args_digest"), "{label}: digest");
+                assert_eq!(
+                    id.target(),
+                    &text(s(expect, "target_json")),
+                    "{label}: target"
+                );
+                assert_eq!(
+                    id.args_digest(),
+                    s(expect, "args_digest"),
+                    "{label}: digest"
+                );
             }
             Err(Error::UnsupportedParams) => refused.push(label.to_owned()),
             Err(e) => panic!("{label}: {e}"),
@@ -160,9 +204,16 @@ fn request_identity_matches_stdlib_json_path() {
         let args = if method == "resources/read" {
             &empty
         } else {
-            params.get("arguments").filter(|a| a.is_truthy()).unwrap_or(&empty)
+            params
+                .get("arguments")
+                .filter(|a| a.is_truthy())
+                .unwrap_or(&empty)
         };
-        assert_eq!(args.to_canonical_json(), s(expect, "args_canonical_json"), "{label}: canonical");
+        assert_eq!(
+            args.to_canonical_json(),
+            s(expect, "args_canonical_json"),
+            "{label}: canonical"
+        );
     }
     // Deliberate difference (README): a target given as a JSON object or array is
     // refused instead of being bound by its Python repr.
@@ -190,10 +241,17 @@ fn string_escapes_match_python() {
         let label = s(case, "label");
         let want = s(case, "python_json");
         let t = match case.get("utf8_hex") {
-            Some(h) => Text::from(String::from_utf8(hex::decode(h.as_str().expect("hex")).expect("hex")).expect("utf8")),
+            Some(h) => Text::from(
+                String::from_utf8(hex::decode(h.as_str().expect("hex")).expect("hex"))
+                    .expect("utf8"),
+            ),
             None => {
                 let t = text(want);
-                assert_eq!(hex::encode(t.as_bytes()), s(case, "surrogatepass_utf8_hex"), "{label}");
+                assert_eq!(
+                    hex::encode(t.as_bytes()),
+                    s(case, "surrogatepass_utf8_hex"),
+                    "{label}"
+                );
                 t
             }
         };
@@ -204,7 +262,9 @@ fn string_escapes_match_python() {
 #[test]
 fn principal_components_render_like_python() {
     let v = vectors();
-    let cases = v["principal_components"].as_array().expect("principal_components");
+    let cases = v["principal_components"]
+        .as_array()
+        .expect("principal_components");
     // The inputs are the Python AccessToken fields the generator used for each label.
     let inputs: [(&str, Option<&str>, Option<&str>); 5] = [
         ("client-123", None, None),
@@ -216,7 +276,12 @@ fn principal_components_render_like_python() {
     assert_eq!(cases.len(), inputs.len());
     for (case, (client, iss, sub)) in cases.iter().zip(inputs) {
         let p = Principal::from_components(client, iss, sub);
-        assert_eq!(p.as_bytes(), s(case, "principal_string").as_bytes(), "{}", case["label"]);
+        assert_eq!(
+            p.as_bytes(),
+            s(case, "principal_string").as_bytes(),
+            "{}",
+            case["label"]
+        );
     }
 }
 
@@ -249,23 +314,38 @@ fn seal_is_byte_exact_with_python() {
             other => panic!("{label}: {} draws", other.len()),
         };
         let ring = ring(&v, &case["ring"]);
-        let codec = Arc::new(AesGcmCodec::new(ring.clone()).with_random_source(RandomSource::scripted(nonce)));
+        let codec = Arc::new(
+            AesGcmCodec::new(ring.clone()).with_random_source(RandomSource::scripted(nonce)),
+        );
         let audience = case["effective_audience"].as_str();
         let envelope = Envelope::builder(codec.clone(), audience)
             .ttl(case["ttl"].as_f64().expect("ttl"))
             .random_source(RandomSource::scripted(salt))
             .build()
             .expect("envelope");
-        let id = RequestIdentity::from_json(s(case, "method"), s(case, "wire_params").as_bytes()).expect("identity");
-        assert_eq!(id.target(), &text(s(case, "expected_target_json")), "{label}");
+        let id = RequestIdentity::from_json(s(case, "method"), s(case, "wire_params").as_bytes())
+            .expect("identity");
+        assert_eq!(
+            id.target(),
+            &text(s(case, "expected_target_json")),
+            "{label}"
+        );
         assert_eq!(id.args_digest(), s(case, "expected_args_digest"), "{label}");
         let state = text(s(case, "state_json"));
         let now = case["now"].as_f64().expect("now");
-        let token = envelope.mint_at(&id, state.as_bytes(), principal.as_ref(), now).expect("mint");
+        let token = envelope
+            .mint_at(&id, state.as_bytes(), principal.as_ref(), now)
+            .expect("mint");
         assert_eq!(token, s(case, "token"), "{label}: token");
         let payload = codec.unseal(&token).expect("unseal");
-        assert_eq!(String::from_utf8(payload).expect("ascii"), s(case, "payload_exact"), "{label}: payload");
-        let back = envelope.verify_at(&id, &token, principal.as_ref(), now).expect("roundtrip");
+        assert_eq!(
+            String::from_utf8(payload).expect("ascii"),
+            s(case, "payload_exact"),
+            "{label}: payload"
+        );
+        let back = envelope
+            .verify_at(&id, &token, principal.as_ref(), now)
+            .expect("roundtrip");
         assert_eq!(back, state, "{label}: roundtrip");
     }
 }
@@ -282,12 +362,20 @@ fn failing_codec_never_yields_plaintext() {
             Err(Error::Seal("kms unavailable"))
         }
     }
-    let envelope = Envelope::builder(Arc::new(Broken), Some("svc")).build().expect("envelope");
+    let envelope = Envelope::builder(Arc::new(Broken), Some("svc"))
+        .build()
+        .expect("envelope");
     let id = RequestIdentity::from_json("tools/call", br#"{"name":"t"}"#).expect("id");
-    assert_eq!(envelope.mint(&id, "secret-state", None), Err(Error::Seal("kms unavailable")));
+    assert_eq!(
+        envelope.mint(&id, "secret-state", None),
+        Err(Error::Seal("kms unavailable"))
+    );
     // An unexpected unseal failure of a custom codec still rejects (fail closed).
     assert_eq!(
-        envelope.verify(&id, "anything", None).unwrap_err().reject_reason(),
+        envelope
+            .verify(&id, "anything", None)
+            .unwrap_err()
+            .reject_reason(),
         Some(stateseal::RejectReason::CodecError)
     );
 }

@@ -15,14 +15,42 @@ use crate::vectors::{ring, vectors};
 /// Where stateseal is deliberately stricter than Python (README, "Differences
 /// from the Python SDK"): label → (our reason, why).
 const STRICTER: [(&str, &str, &str); 7] = [
-    ("crafted_v_true", "malformed", "version must be the integer 1, not `true`"),
-    ("crafted_exp_Infinity", "expired", "non-finite exp is never minted"),
-    ("crafted_iat_neg_Infinity", "minted in the future", "non-finite iat is never minted"),
-    ("crafted_iat_true", "minted in the future", "a boolean is not a timestamp"),
-    ("crafted_duplicate_s_last_wins", "malformed", "duplicate claim keys are refused"),
-    ("crafted_utf8_bom", "malformed", "a byte-order mark is never minted"),
+    (
+        "crafted_v_true",
+        "malformed",
+        "version must be the integer 1, not `true`",
+    ),
+    (
+        "crafted_exp_Infinity",
+        "expired",
+        "non-finite exp is never minted",
+    ),
+    (
+        "crafted_iat_neg_Infinity",
+        "minted in the future",
+        "non-finite iat is never minted",
+    ),
+    (
+        "crafted_iat_true",
+        "minted in the future",
+        "a boolean is not a timestamp",
+    ),
+    (
+        "crafted_duplicate_s_last_wins",
+        "malformed",
+        "duplicate claim keys are refused",
+    ),
+    (
+        "crafted_utf8_bom",
+        "malformed",
+        "a byte-order mark is never minted",
+    ),
     // Rust's principal source is typed: it returns a principal or fails, and failure denies.
-    ("principal_non_string_on_verify", "principal binding error", "a failing principal source denies"),
+    (
+        "principal_non_string_on_verify",
+        "principal binding error",
+        "a failing principal source denies",
+    ),
 ];
 
 #[derive(Debug, PartialEq)]
@@ -33,10 +61,18 @@ enum Verdict {
 
 fn verdict_of(expected: &J) -> Verdict {
     match expected["outcome"].as_str() {
-        Some("accept") => Verdict::Accept(expected["plaintext_json"].as_str().expect("plaintext").to_owned()),
+        Some("accept") => Verdict::Accept(
+            expected["plaintext_json"]
+                .as_str()
+                .expect("plaintext")
+                .to_owned(),
+        ),
         _ => {
             assert_eq!(expected["error"]["code"], -32602);
-            assert_eq!(expected["error"]["message"], "Invalid or expired requestState");
+            assert_eq!(
+                expected["error"]["message"],
+                "Invalid or expired requestState"
+            );
             let log = expected["log"].as_str().expect("log");
             Verdict::Reject(log.split_once(": ").expect("reason").1.to_owned())
         }
@@ -46,7 +82,9 @@ fn verdict_of(expected: &J) -> Verdict {
 /// The verdict stateseal reaches for one echo.
 fn run(v: &J, case: &J, token_override: Option<&str>) -> Verdict {
     let method = case["method"].as_str().expect("method");
-    let rs_json = token_override.map(|t| format!("\"{t}\"")).unwrap_or_else(|| case["request_state_json"].as_str().expect("rs").to_owned());
+    let rs_json = token_override
+        .map(|t| format!("\"{t}\""))
+        .unwrap_or_else(|| case["request_state_json"].as_str().expect("rs").to_owned());
     let echo = parse(rs_json.as_bytes(), Duplicates::LastWins).expect("echo json");
     if !CARRIER_METHODS.contains(&method) {
         return Verdict::Accept(rs_json); // passes through untouched
@@ -56,16 +94,34 @@ fn run(v: &J, case: &J, token_override: Option<&str>) -> Verdict {
         Value::Str(t) => t,
         _ => return Verdict::Reject(RejectReason::NonStringState.as_str().into()),
     };
-    let principal = match parse(case["principal_json"].as_str().expect("p").as_bytes(), Duplicates::Reject).expect("p") {
+    let principal = match parse(
+        case["principal_json"].as_str().expect("p").as_bytes(),
+        Duplicates::Reject,
+    )
+    .expect("p")
+    {
         Value::Null => None,
         Value::Str(t) => Some(Principal::new(t)),
         _ => return Verdict::Reject(RejectReason::PrincipalBindingError.as_str().into()),
     };
     let codec = Arc::new(AesGcmCodec::new(ring(v, &case["ring"])));
-    let envelope = Envelope::builder(codec, case["audience"].as_str()).build().expect("envelope");
-    let id = RequestIdentity::from_json(method, case["params_json"].as_str().expect("params").as_bytes()).expect("identity");
-    let Some(token) = token.as_str() else { return Verdict::Reject("malformed".into()) };
-    match envelope.verify_at(&id, token, principal.as_ref(), case["now"].as_f64().expect("now")) {
+    let envelope = Envelope::builder(codec, case["audience"].as_str())
+        .build()
+        .expect("envelope");
+    let id = RequestIdentity::from_json(
+        method,
+        case["params_json"].as_str().expect("params").as_bytes(),
+    )
+    .expect("identity");
+    let Some(token) = token.as_str() else {
+        return Verdict::Reject("malformed".into());
+    };
+    match envelope.verify_at(
+        &id,
+        token,
+        principal.as_ref(),
+        case["now"].as_f64().expect("now"),
+    ) {
         Ok(state) => Verdict::Accept(Value::Str(state).to_canonical_json()),
         Err(e) => Verdict::Reject(e.reject_reason().expect("a rejection").as_str().into()),
     }
@@ -82,21 +138,31 @@ fn every_verify_vector() {
         let python = verdict_of(&case["expected"]);
         let ours = run(&v, case, None);
         if let Some((_, reason, _why)) = STRICTER.iter().find(|(l, ..)| *l == label) {
-            assert_eq!(ours, Verdict::Reject((*reason).into()), "{label}: stricter verdict");
+            assert_eq!(
+                ours,
+                Verdict::Reject((*reason).into()),
+                "{label}: stricter verdict"
+            );
             stricter_seen.push(label);
             continue;
         }
         // Python's plaintext_json for an accepted state is json.dumps of it: compare as Text.
         let normalise = |verdict: Verdict| match verdict {
-            Verdict::Accept(json) => Verdict::Accept(match parse(json.as_bytes(), Duplicates::LastWins).expect("plaintext") {
-                Value::Str(t) => Value::Str(t).to_canonical_json(),
-                other => other.to_canonical_json(),
-            }),
+            Verdict::Accept(json) => Verdict::Accept(
+                match parse(json.as_bytes(), Duplicates::LastWins).expect("plaintext") {
+                    Value::Str(t) => Value::Str(t).to_canonical_json(),
+                    other => other.to_canonical_json(),
+                },
+            ),
             r => r,
         };
         assert_eq!(normalise(ours), normalise(python), "{label}");
     }
-    assert_eq!(stricter_seen.len(), STRICTER.len(), "every listed difference is exercised");
+    assert_eq!(
+        stricter_seen.len(),
+        STRICTER.len(),
+        "every listed difference is exercised"
+    );
 }
 
 #[test]
@@ -109,11 +175,20 @@ fn all_63_final_char_substitutions() {
         .find(|c| c["label"] == "final_char_dont_care_bit_alias")
         .expect("case");
     let valid = case["valid_token"].as_str().expect("valid_token");
-    assert_eq!(run(&v, case, Some(valid)), verdict_of(&case["valid_token_verdict"]));
-    let subs = case["all_63_final_char_substitutions_reason"].as_object().expect("subs");
+    assert_eq!(
+        run(&v, case, Some(valid)),
+        verdict_of(&case["valid_token_verdict"])
+    );
+    let subs = case["all_63_final_char_substitutions_reason"]
+        .as_object()
+        .expect("subs");
     assert_eq!(subs.len(), 63);
     for (ch, reason) in subs {
         let forged = format!("{}{ch}", &valid[..valid.len() - 1]);
-        assert_eq!(run(&v, case, Some(&forged)), Verdict::Reject(reason.as_str().expect("r").into()), "final {ch}");
+        assert_eq!(
+            run(&v, case, Some(&forged)),
+            Verdict::Reject(reason.as_str().expect("r").into()),
+            "final {ch}"
+        );
     }
 }

@@ -15,7 +15,7 @@ pub(crate) fn fill_os(buf: &mut [u8]) -> Result<(), Error> {
 /// A source of random bytes for nonces and salts.
 ///
 /// Production code always uses the operating system. The
-/// `deterministic-testing` feature exposes [`RandomSource::Scripted`] so the
+/// `deterministic-testing` feature exposes `RandomSource::Scripted` so the
 /// Python SDK's byte-exact vectors (which fix the nonce and salt) can be
 /// reproduced; it must never be enabled in a server.
 #[derive(Debug, Default)]

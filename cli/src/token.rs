@@ -31,7 +31,7 @@ pub(crate) enum TokenCmd {
 
 #[derive(Debug, Args)]
 pub(crate) struct KeyArgs {
-    /// Ring key: hex:<hex>, b64:<base64>, text:<text>, file:<path> or env:<VAR>. The first seals, all unseal.
+    /// Ring key: `hex:<hex>`, `b64:<base64>`, `text:<text>`, `file:<path>` or `env:<VAR>`. The first seals, all unseal.
     #[arg(long = "key", required = true, value_name = "SPEC")]
     keys: Vec<String>,
 }

@@ -1,1 +1,119 @@
-//! Live interop with the real Python SDK (filled in below).
+//! Live interop with the real Python SDK (`mcp==2.3.0`, installed by `scripts/py-env.sh`):
+//! random nonces and the real clock, both directions, every carrier, with and
+//! without audience and principal, and tampered tokens rejected on both sides.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::Arc;
+
+use serde_json::{Value as J, json};
+use stateseal::{AesGcmCodec, Envelope, KeyRing, Principal, RequestIdentity, RingHandle, Secret};
+
+struct PythonSdk {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl PythonSdk {
+    fn start() -> Self {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        let python = match std::env::var("STATESEAL_PYTHON") {
+            Ok(p) => p,
+            Err(_) => {
+                // Creates the venv with the real SDK on first use (no silent skip).
+                let out = Command::new(root.join("scripts/py-env.sh")).output().expect("run scripts/py-env.sh");
+                assert!(out.status.success(), "scripts/py-env.sh failed: {}", String::from_utf8_lossy(&out.stderr));
+                String::from_utf8(out.stdout).expect("utf8").trim().to_owned()
+            }
+        };
+        let mut child = Command::new(python)
+            .arg(root.join("scripts/py_interop.py"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start the Python SDK driver");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        Self { child, stdin, stdout }
+    }
+
+    fn call(&mut self, req: &J) -> J {
+        writeln!(self.stdin, "{req}").expect("write to python");
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).expect("read from python");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("python answered {line:?}: {e}"))
+    }
+}
+
+impl Drop for PythonSdk {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn tamper(token: &str) -> String {
+    let mid = token.len() / 2;
+    let c = if &token[mid..=mid] == "A" { "B" } else { "A" };
+    format!("{}{c}{}", &token[..mid], &token[mid + 1..])
+}
+
+#[test]
+fn rust_and_python_accept_each_others_states() {
+    let mut py = PythonSdk::start();
+    let secret = Secret::generate().expect("rng");
+    let key_hex = hex::encode(secret.expose());
+    let ring = Arc::new(RingHandle::new(KeyRing::from_secrets(&[secret]).expect("ring")));
+    let rounds = [
+        ("tools/call", json!({"name": "deploy", "arguments": {"env": "prod", "n": [1, 2.5, 1e16], "ü": "😀"}})),
+        ("prompts/get", json!({"name": "brief", "arguments": {"topic": "x"}})),
+        ("resources/read", json!({"uri": "file:///srv/été.txt"})),
+    ];
+    let mut checked = 0;
+    for (method, params) in &rounds {
+        for audience in [None, Some("svc-é")] {
+            for principal in [None, Some(r#"["client-1","https://as.example","alice"]"#)] {
+                let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring.clone())), audience).build().expect("env");
+                let id = RequestIdentity::from_serde(method, params).expect("identity");
+                let p = principal.map(Principal::new);
+                let base = json!({"key_hex": key_hex, "audience": audience, "principal": principal, "method": method, "params": params});
+                let state = format!("state for {method} \"quoted\" ✓");
+
+                // Rust mints, Python verifies.
+                let token = envelope.mint(&id, &state, p.as_ref()).expect("mint");
+                let mut req = base.clone();
+                req["op"] = json!("verify");
+                req["token"] = json!(token);
+                assert_eq!(py.call(&req), json!({"ok": true, "state": state}), "{method} {audience:?} {principal:?}");
+                req["token"] = json!(tamper(&token));
+                assert_eq!(py.call(&req)["ok"], false, "python accepted a tampered rust token");
+
+                // Python mints, Rust verifies.
+                let mut req = base.clone();
+                req["op"] = json!("mint");
+                req["state"] = json!(state);
+                let py_token = py.call(&req)["token"].as_str().expect("token").to_owned();
+                let back = envelope.verify(&id, &py_token, p.as_ref()).expect("rust verifies python's state");
+                assert_eq!(back.as_str(), Some(state.as_str()));
+                let err = envelope.verify(&id, &tamper(&py_token), p.as_ref()).expect_err("tampered python token");
+                assert!(err.reject_reason().is_some());
+
+                // A state bound to one caller is refused to another, on both sides.
+                if let Some(p) = &p {
+                    let other = Principal::new(r#"["client-1","https://as.example","mallory"]"#);
+                    assert_ne!(&other, p);
+                    assert!(envelope.verify(&id, &py_token, Some(&other)).is_err());
+                    let mut req = base.clone();
+                    req["op"] = json!("verify");
+                    req["token"] = json!(token);
+                    req["principal"] = json!(r#"["client-1","https://as.example","mallory"]"#);
+                    assert_eq!(py.call(&req), json!({"ok": false, "reason": "principal"}));
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert_eq!(checked, 12);
+}

@@ -49,12 +49,79 @@ pub enum Error {
     /// Sealing failed (a custom codec or the ring refused); nothing was sent.
     #[error("sealing requestState failed: {0}")]
     Seal(&'static str),
+    /// The key ring has not been loaded yet (the scheduler never completed a refresh):
+    /// nothing is sealed, every echo is rejected.
+    #[error("no key ring is loaded yet; the instance is not ready")]
+    NotReady,
+    /// A keyset document is invalid; the message names the field.
+    #[error("keyset document: {field}: {problem}")]
+    Keyset {
+        /// The offending field (`keys[1].activate_at`, `format`, …).
+        field: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// A URI names a scheme no provider or store is registered for.
+    #[error("no provider or store is registered for scheme {scheme:?} (registered: {registered})")]
+    UnknownScheme {
+        /// The scheme that was asked for.
+        scheme: String,
+        /// The registered schemes, comma-separated.
+        registered: String,
+    },
+    /// A KEK or store URI is malformed.
+    #[error("invalid URI {uri:?}: {problem}")]
+    InvalidUri {
+        /// The URI (KEK and store URIs name keys and places, never key material).
+        uri: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// A keyset write lost a compare-and-swap race: someone else wrote first.
+    #[error(
+        "keyset changed concurrently: expected generation {expected:?}, found {found:?}; reload and retry"
+    )]
+    Conflict {
+        /// The generation this writer based its change on.
+        expected: Option<u64>,
+        /// The generation found in the store.
+        found: Option<u64>,
+    },
+    /// A rotation is already in flight; wait for it to finish or force.
+    #[error("a rotation is already in flight ({0}); wait until it completes, or force it")]
+    RotationInFlight(String),
+    /// A key store could not be read or written.
+    #[error("keyset store {uri}: {problem}")]
+    Store {
+        /// The store URI.
+        uri: String,
+        /// What failed (an I/O error kind, a permission problem, …).
+        problem: String,
+    },
+    /// A KMS call failed.
+    #[error("{provider} KMS: {class}: {detail}")]
+    Kms {
+        /// The provider's URI scheme (`aws-kms`, `local`, …).
+        provider: String,
+        /// How the caller should react.
+        class: crate::provider::ErrorClass,
+        /// What the KMS said (never key material).
+        detail: String,
+    },
     /// An echoed state failed verification; the reason code is for logs only.
     #[error("requestState rejected: {0}")]
     Rejected(RejectReason),
 }
 
 impl Error {
+    /// The KMS error class, when this error came from a key provider.
+    pub fn kms_class(&self) -> Option<crate::provider::ErrorClass> {
+        match self {
+            Self::Kms { class, .. } => Some(*class),
+            _ => None,
+        }
+    }
+
     /// The rejection reason, when this error is a verification failure.
     pub fn reject_reason(&self) -> Option<RejectReason> {
         match self {

@@ -25,9 +25,12 @@ mod envelope;
 mod error;
 pub mod json;
 mod key;
+pub mod keyset;
+pub mod provider;
 mod random;
 mod reason;
 mod ring;
+pub mod rotation;
 mod secret;
 
 pub use clock::{Clock, ManualClock, SystemClock};
@@ -40,7 +43,15 @@ pub use error::Error;
 #[cfg(feature = "deterministic-testing")]
 pub use key::derived_key;
 pub use key::{KDF_INFO, KID_INFO, KID_LEN, KeyId, RingKey};
+pub use keyset::{FileStore, KeyEntry, Keyset, KeysetStore};
+pub use provider::{ErrorClass, KeyProvider, LocalProvider, ProviderRegistry};
 pub use random::RandomSource;
 pub use reason::RejectReason;
 pub use ring::{KeyRing, RingHandle};
+pub use rotation::{RotationScheduler, SchedulerConfig};
 pub use secret::{MIN_SECRET_LEN, Secret};
+
+/// The README's examples, compiled and run as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

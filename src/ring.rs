@@ -4,7 +4,9 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
-use arc_swap::{ArcSwap, Guard};
+use std::sync::OnceLock;
+
+use arc_swap::{ArcSwapOption, Guard};
 
 use crate::error::Error;
 use crate::key::{KeyId, RingKey};
@@ -153,42 +155,87 @@ impl KeyRing {
     }
 }
 
+type MissHook = Box<dyn Fn() + Send + Sync>;
+
 /// A shared, atomically swappable [`KeyRing`].
 ///
 /// Readers call [`RingHandle::load`] once per seal or unseal: no lock, no
 /// await. A writer (the rotation scheduler, or an operator) calls
 /// [`RingHandle::store`] and in-flight readers keep the ring they loaded.
+/// A handle made with [`RingHandle::empty`] holds no ring until the first
+/// store: codecs then refuse to seal and reject every echo (fail closed).
 ///
 /// ```
 /// use stateseal::{KeyRing, RingHandle, Secret};
 /// let handle = RingHandle::new(KeyRing::from_secrets(&[Secret::new(vec![1; 32])?])?);
-/// let before = handle.load().primary().kid();
+/// let before = handle.current().unwrap().primary().kid();
 /// handle.store(KeyRing::from_secrets(&[Secret::new(vec![2; 32])?])?);
-/// assert_ne!(handle.load().primary().kid(), before);
+/// assert_ne!(handle.current().unwrap().primary().kid(), before);
+/// assert!(RingHandle::empty().current().is_none());
 /// # Ok::<(), stateseal::Error>(())
 /// ```
-#[derive(Debug)]
-pub struct RingHandle(ArcSwap<KeyRing>);
+pub struct RingHandle {
+    ring: ArcSwapOption<KeyRing>,
+    on_miss: OnceLock<MissHook>,
+}
+
+impl std::fmt::Debug for RingHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RingHandle")
+            .field("ring", &self.current().map(|r| r.kids().to_vec()))
+            .finish()
+    }
+}
 
 impl RingHandle {
     /// A handle holding `ring`.
     pub fn new(ring: KeyRing) -> Self {
-        Self(ArcSwap::from_pointee(ring))
+        Self {
+            ring: ArcSwapOption::from_pointee(ring),
+            on_miss: OnceLock::new(),
+        }
     }
 
-    /// The current ring (cheap; hold it only for one operation).
-    pub fn load(&self) -> Guard<Arc<KeyRing>> {
-        self.0.load()
+    /// A handle holding no ring yet (not ready).
+    pub fn empty() -> Self {
+        Self {
+            ring: ArcSwapOption::empty(),
+            on_miss: OnceLock::new(),
+        }
     }
 
-    /// The current ring as an owned `Arc`.
-    pub fn load_full(&self) -> Arc<KeyRing> {
-        self.0.load_full()
+    /// The current ring, if any (cheap; hold it only for one operation).
+    pub fn load(&self) -> Guard<Option<Arc<KeyRing>>> {
+        self.ring.load()
+    }
+
+    /// The current ring as an owned `Arc`, if any.
+    pub fn current(&self) -> Option<Arc<KeyRing>> {
+        self.ring.load_full()
     }
 
     /// Replaces the ring; readers see the new one from their next `load`.
     pub fn store(&self, ring: KeyRing) {
-        self.0.store(Arc::new(ring));
+        self.ring.store(Some(Arc::new(ring)));
+    }
+
+    /// Removes the ring: from now on nothing seals and every echo is rejected.
+    pub fn clear(&self) {
+        self.ring.store(None);
+    }
+
+    /// Installs the callback run when an unseal meets an unknown key id or no
+    /// ring (the scheduler uses it to refresh early). It must not block. Only
+    /// the first installed hook is kept; returns whether this one was.
+    pub fn set_miss_hook(&self, hook: impl Fn() + Send + Sync + 'static) -> bool {
+        self.on_miss.set(Box::new(hook)).is_ok()
+    }
+
+    /// Reports a key-id miss (called by codecs).
+    pub fn report_miss(&self) {
+        if let Some(hook) = self.on_miss.get() {
+            hook();
+        }
     }
 }
 

@@ -106,7 +106,8 @@ fn reject(reason: RejectReason) -> Error {
 
 impl StateCodec for AesGcmCodec {
     fn seal(&self, payload: &[u8]) -> Result<String, Error> {
-        let ring = self.ring.load();
+        let guard = self.ring.load();
+        let ring = guard.as_ref().ok_or(Error::NotReady)?;
         let key = ring.primary();
         let kid = key.kid().0;
         let mut nonce = [0u8; NONCE_LEN];
@@ -143,10 +144,12 @@ impl StateCodec for AesGcmCodec {
         kid.copy_from_slice(&raw[..KID_LEN]);
         let mut nonce = [0u8; NONCE_LEN];
         nonce.copy_from_slice(&raw[KID_LEN..KID_LEN + NONCE_LEN]);
-        let ring = self.ring.load();
-        let key = ring
-            .get(&KeyId(kid))
-            .ok_or(reject(RejectReason::UnknownKey))?;
+        let guard = self.ring.load();
+        let Some(key) = guard.as_ref().and_then(|ring| ring.get(&KeyId(kid))) else {
+            // A key we do not know yet may have just been rotated in: ask for an early refresh.
+            self.ring.report_miss();
+            return Err(reject(RejectReason::UnknownKey));
+        };
         // ring checks the tag in constant time and leaves no plaintext behind on failure.
         let plain_len = key
             .cipher()
@@ -198,7 +201,7 @@ mod tests {
         let new_old = codec(b"no");
         assert_eq!(new_old.unseal(&t).unwrap(), b"hello");
         assert_eq!(reason(codec(b"n").unseal(&t)), RejectReason::UnknownKey);
-        assert_eq!(old.ring().load().primary().seal_count(), 2);
+        assert_eq!(old.ring().current().unwrap().primary().seal_count(), 2);
     }
 
     #[test]
@@ -220,6 +223,22 @@ mod tests {
                 assert_eq!(why, expect, "byte {i} bit {bit}");
             }
         }
+    }
+
+    #[test]
+    fn empty_ring_fails_closed_and_reports_misses() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let handle = Arc::new(RingHandle::empty());
+        let misses = Arc::new(AtomicUsize::new(0));
+        let m = misses.clone();
+        assert!(handle.set_miss_hook(move || {
+            m.fetch_add(1, Ordering::SeqCst);
+        }));
+        let c = AesGcmCodec::new(handle.clone());
+        assert_eq!(c.seal(b"x"), Err(Error::NotReady));
+        let foreign = codec(b"z").seal(b"x").unwrap();
+        assert_eq!(reason(c.unseal(&foreign)), RejectReason::UnknownKey);
+        assert_eq!(misses.load(Ordering::SeqCst), 1);
     }
 
     #[test]

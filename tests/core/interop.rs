@@ -23,9 +23,18 @@ impl PythonSdk {
             Ok(p) => p,
             Err(_) => {
                 // Creates the venv with the real SDK on first use (no silent skip).
-                let out = Command::new(root.join("scripts/py-env.sh")).output().expect("run scripts/py-env.sh");
-                assert!(out.status.success(), "scripts/py-env.sh failed: {}", String::from_utf8_lossy(&out.stderr));
-                String::from_utf8(out.stdout).expect("utf8").trim().to_owned()
+                let out = Command::new(root.join("scripts/py-env.sh"))
+                    .output()
+                    .expect("run scripts/py-env.sh");
+                assert!(
+                    out.status.success(),
+                    "scripts/py-env.sh failed: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                String::from_utf8(out.stdout)
+                    .expect("utf8")
+                    .trim()
+                    .to_owned()
             }
         };
         let mut child = Command::new(python)
@@ -36,7 +45,11 @@ impl PythonSdk {
             .expect("start the Python SDK driver");
         let stdin = child.stdin.take().expect("stdin");
         let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        Self { child, stdin, stdout }
+        Self {
+            child,
+            stdin,
+            stdout,
+        }
     }
 
     fn call(&mut self, req: &J) -> J {
@@ -65,17 +78,28 @@ fn rust_and_python_accept_each_others_states() {
     let mut py = PythonSdk::start();
     let secret = Secret::generate().expect("rng");
     let key_hex = hex::encode(secret.expose());
-    let ring = Arc::new(RingHandle::new(KeyRing::from_secrets(&[secret]).expect("ring")));
+    let ring = Arc::new(RingHandle::new(
+        KeyRing::from_secrets(&[secret]).expect("ring"),
+    ));
     let rounds = [
-        ("tools/call", json!({"name": "deploy", "arguments": {"env": "prod", "n": [1, 2.5, 1e16], "ü": "😀"}})),
-        ("prompts/get", json!({"name": "brief", "arguments": {"topic": "x"}})),
+        (
+            "tools/call",
+            json!({"name": "deploy", "arguments": {"env": "prod", "n": [1, 2.5, 1e16], "ü": "😀"}}),
+        ),
+        (
+            "prompts/get",
+            json!({"name": "brief", "arguments": {"topic": "x"}}),
+        ),
         ("resources/read", json!({"uri": "file:///srv/été.txt"})),
     ];
     let mut checked = 0;
     for (method, params) in &rounds {
         for audience in [None, Some("svc-é")] {
             for principal in [None, Some(r#"["client-1","https://as.example","alice"]"#)] {
-                let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring.clone())), audience).build().expect("env");
+                let envelope =
+                    Envelope::builder(Arc::new(AesGcmCodec::new(ring.clone())), audience)
+                        .build()
+                        .expect("env");
                 let id = RequestIdentity::from_serde(method, params).expect("identity");
                 let p = principal.map(Principal::new);
                 let base = json!({"key_hex": key_hex, "audience": audience, "principal": principal, "method": method, "params": params});
@@ -86,18 +110,30 @@ fn rust_and_python_accept_each_others_states() {
                 let mut req = base.clone();
                 req["op"] = json!("verify");
                 req["token"] = json!(token);
-                assert_eq!(py.call(&req), json!({"ok": true, "state": state}), "{method} {audience:?} {principal:?}");
+                assert_eq!(
+                    py.call(&req),
+                    json!({"ok": true, "state": state}),
+                    "{method} {audience:?} {principal:?}"
+                );
                 req["token"] = json!(tamper(&token));
-                assert_eq!(py.call(&req)["ok"], false, "python accepted a tampered rust token");
+                assert_eq!(
+                    py.call(&req)["ok"],
+                    false,
+                    "python accepted a tampered rust token"
+                );
 
                 // Python mints, Rust verifies.
                 let mut req = base.clone();
                 req["op"] = json!("mint");
                 req["state"] = json!(state);
                 let py_token = py.call(&req)["token"].as_str().expect("token").to_owned();
-                let back = envelope.verify(&id, &py_token, p.as_ref()).expect("rust verifies python's state");
+                let back = envelope
+                    .verify(&id, &py_token, p.as_ref())
+                    .expect("rust verifies python's state");
                 assert_eq!(back.as_str(), Some(state.as_str()));
-                let err = envelope.verify(&id, &tamper(&py_token), p.as_ref()).expect_err("tampered python token");
+                let err = envelope
+                    .verify(&id, &tamper(&py_token), p.as_ref())
+                    .expect_err("tampered python token");
                 assert!(err.reject_reason().is_some());
 
                 // A state bound to one caller is refused to another, on both sides.

@@ -1,0 +1,312 @@
+//! The keyset document (`stateseal.keyset/v1`): wrapped data keys and their timeline.
+//!
+//! It holds only wrapped keys, so it is safe to store anywhere (a file, Vault
+//! KV, S3). Parsing is strict: unknown fields, duplicate entries, bad
+//! timestamps and bad base64 are errors that name the field.
+
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+use crate::error::Error;
+
+/// The document's format tag.
+pub const KEYSET_FORMAT: &str = "stateseal.keyset/v1";
+
+/// One wrapped data key and when it seals and unseals.
+#[derive(Clone, PartialEq)]
+pub struct KeyEntry {
+    /// Entry id (`k_…`), unique in the document; bound into the wrap context.
+    pub entry: String,
+    /// The KEK URI that wrapped it (`local://…`, `aws-kms://…`, …).
+    pub kek: String,
+    /// The wrapped data key, as the KMS returned it.
+    pub wrapped: Vec<u8>,
+    /// Unix seconds when the entry was written.
+    pub created_at: f64,
+    /// Unix seconds from which it is the primary (sealing) key, unless a later key is.
+    pub activate_at: f64,
+    /// Unix seconds from which it no longer unseals (`None`: not scheduled).
+    pub retire_at: Option<f64>,
+}
+
+impl std::fmt::Debug for KeyEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeyEntry")
+            .field("entry", &self.entry)
+            .field("kek", &self.kek)
+            .field("activate_at", &self.activate_at)
+            .field("retire_at", &self.retire_at)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A keyset: the shared source of every instance's key ring.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Keyset {
+    /// Keyset id (`ks_…`); bound into every wrap context.
+    pub id: String,
+    /// Incremented by every write; compare-and-swap is on this number.
+    pub generation: u64,
+    /// The entries, in the order written.
+    pub keys: Vec<KeyEntry>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawKeyset {
+    format: String,
+    id: String,
+    generation: u64,
+    keys: Vec<RawEntry>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEntry {
+    entry: String,
+    kek: String,
+    wrapped: String,
+    created_at: String,
+    activate_at: String,
+    retire_at: Option<String>,
+}
+
+fn bad(field: impl Into<String>, problem: impl Into<String>) -> Error {
+    Error::Keyset {
+        field: field.into(),
+        problem: problem.into(),
+    }
+}
+
+/// Unix seconds → RFC 3339 (UTC, millisecond precision when fractional).
+pub fn format_rfc3339(secs: f64) -> String {
+    let nanos = (secs * 1e9).round() as i128;
+    let nanos = nanos - nanos.rem_euclid(1_000_000); // keep milliseconds
+    OffsetDateTime::from_unix_timestamp_nanos(nanos)
+        .ok()
+        .and_then(|t| t.format(&Rfc3339).ok())
+        .unwrap_or_else(|| "invalid-time".to_owned())
+}
+
+/// RFC 3339 → Unix seconds.
+///
+/// # Errors
+/// A message describing the parse failure.
+pub fn parse_rfc3339(text: &str) -> Result<f64, String> {
+    let t = OffsetDateTime::parse(text, &Rfc3339)
+        .map_err(|e| format!("not an RFC 3339 timestamp ({e})"))?;
+    Ok(t.unix_timestamp_nanos() as f64 / 1e9)
+}
+
+fn b64_decode(text: &str) -> Option<Vec<u8>> {
+    base64_simd::STANDARD.decode_to_vec(text).ok()
+}
+
+impl Keyset {
+    /// Parses and validates a document.
+    ///
+    /// # Errors
+    /// [`Error::Keyset`] naming the first invalid field.
+    pub fn from_json(bytes: &[u8]) -> Result<Self, Error> {
+        let raw: RawKeyset = serde_json::from_slice(bytes)
+            .map_err(|e| bad("document", format!("not a keyset document: {e}")))?;
+        if raw.format != KEYSET_FORMAT {
+            return Err(bad(
+                "format",
+                format!("expected {KEYSET_FORMAT:?}, found {:?}", raw.format),
+            ));
+        }
+        let mut keys = Vec::with_capacity(raw.keys.len());
+        for (i, e) in raw.keys.into_iter().enumerate() {
+            let field = |name: &str| format!("keys[{i}].{name}");
+            let time = |name: &str, v: &str| parse_rfc3339(v).map_err(|p| bad(field(name), p));
+            let wrapped =
+                b64_decode(&e.wrapped).ok_or_else(|| bad(field("wrapped"), "not valid base64"))?;
+            keys.push(KeyEntry {
+                created_at: time("created_at", &e.created_at)?,
+                activate_at: time("activate_at", &e.activate_at)?,
+                retire_at: e
+                    .retire_at
+                    .as_deref()
+                    .map(|r| time("retire_at", r))
+                    .transpose()?,
+                entry: e.entry,
+                kek: e.kek,
+                wrapped,
+            });
+        }
+        let doc = Self {
+            id: raw.id,
+            generation: raw.generation,
+            keys,
+        };
+        doc.validate()?;
+        Ok(doc)
+    }
+
+    /// Checks the invariants every reader relies on.
+    ///
+    /// # Errors
+    /// [`Error::Keyset`] naming the first invalid field.
+    pub fn validate(&self) -> Result<(), Error> {
+        if !self.id.starts_with("ks_") || self.id.len() < 4 {
+            return Err(bad("id", "must look like ks_<random>"));
+        }
+        if self.keys.is_empty() {
+            return Err(bad("keys", "a keyset needs at least one key"));
+        }
+        for (i, e) in self.keys.iter().enumerate() {
+            if !e.entry.starts_with("k_") || e.entry.len() < 3 {
+                return Err(bad(format!("keys[{i}].entry"), "must look like k_<random>"));
+            }
+            if self.keys[..i].iter().any(|o| o.entry == e.entry) {
+                return Err(bad(
+                    format!("keys[{i}].entry"),
+                    format!("duplicates an earlier entry {:?}", e.entry),
+                ));
+            }
+            if e.kek
+                .split_once("://")
+                .is_none_or(|(scheme, rest)| scheme.is_empty() || rest.is_empty())
+            {
+                return Err(bad(
+                    format!("keys[{i}].kek"),
+                    "must be a KEK URI like local://PATH or aws-kms://ARN",
+                ));
+            }
+            if e.wrapped.is_empty() {
+                return Err(bad(format!("keys[{i}].wrapped"), "is empty"));
+            }
+            if let Some(r) = e.retire_at
+                && r < e.activate_at
+            {
+                return Err(bad(format!("keys[{i}].retire_at"), "is before activate_at"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The canonical JSON form (pretty-printed, stable field order).
+    pub fn to_json(&self) -> Vec<u8> {
+        let raw = RawKeyset {
+            format: KEYSET_FORMAT.to_owned(),
+            id: self.id.clone(),
+            generation: self.generation,
+            keys: self
+                .keys
+                .iter()
+                .map(|e| RawEntry {
+                    entry: e.entry.clone(),
+                    kek: e.kek.clone(),
+                    wrapped: base64_simd::STANDARD.encode_to_string(&e.wrapped),
+                    created_at: format_rfc3339(e.created_at),
+                    activate_at: format_rfc3339(e.activate_at),
+                    retire_at: e.retire_at.map(format_rfc3339),
+                })
+                .collect(),
+        };
+        let mut out = serde_json::to_vec_pretty(&raw).unwrap_or_default();
+        out.push(b'\n');
+        out
+    }
+
+    /// The entry named `entry`.
+    pub fn entry(&self, entry: &str) -> Option<&KeyEntry> {
+        self.keys.iter().find(|e| e.entry == entry)
+    }
+}
+
+/// A fresh random id with `prefix` (`ks_`, `k_`): 16 random bytes, base32-ish lowercase hex.
+///
+/// # Errors
+/// [`Error::Random`] when the OS cannot supply randomness.
+pub fn random_id(prefix: &str) -> Result<String, Error> {
+    let mut b = [0u8; 12];
+    crate::random::fill_os(&mut b)?;
+    let mut s = String::with_capacity(prefix.len() + 24);
+    s.push_str(prefix);
+    for x in b {
+        s.push_str(&format!("{x:02x}"));
+    }
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc() -> Keyset {
+        Keyset {
+            id: "ks_abc".into(),
+            generation: 3,
+            keys: vec![KeyEntry {
+                entry: "k_1".into(),
+                kek: "local:///tmp/kek".into(),
+                wrapped: vec![1, 2, 3],
+                created_at: 1_782_345_600.0,
+                activate_at: 1_782_345_600.0,
+                retire_at: Some(1_782_346_600.5),
+            }],
+        }
+    }
+
+    #[test]
+    fn roundtrip() {
+        let d = doc();
+        let json = d.to_json();
+        assert!(
+            String::from_utf8_lossy(&json).contains("2026-06-25T00:16:40.5Z"),
+            "{}",
+            String::from_utf8_lossy(&json)
+        );
+        assert_eq!(Keyset::from_json(&json).unwrap(), d);
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let mut v: serde_json::Value = serde_json::from_slice(&doc().to_json()).unwrap();
+        let cases: Vec<(Box<dyn Fn(&mut serde_json::Value)>, &str)> = vec![
+            (
+                Box::new(|v| v["format"] = "stateseal.keyset/v9".into()),
+                "format",
+            ),
+            (
+                Box::new(|v| v["keys"][0]["activate_at"] = "yesterday".into()),
+                "keys[0].activate_at",
+            ),
+            (
+                Box::new(|v| v["keys"][0]["wrapped"] = "***".into()),
+                "keys[0].wrapped",
+            ),
+            (
+                Box::new(|v| v["keys"][0]["kek"] = "no-scheme".into()),
+                "keys[0].kek",
+            ),
+            (Box::new(|v| v["id"] = "abc".into()), "id"),
+            (Box::new(|v| v["extra"] = 1.into()), "document"),
+            (
+                Box::new(|v| {
+                    let e = v["keys"][0].clone();
+                    v["keys"].as_array_mut().unwrap().push(e);
+                }),
+                "keys[1].entry",
+            ),
+            (
+                Box::new(|v| v["keys"][0]["retire_at"] = "2020-01-01T00:00:00Z".into()),
+                "keys[0].retire_at",
+            ),
+        ];
+        for (mutate, field) in cases {
+            let mut bad = v.clone();
+            mutate(&mut bad);
+            let err = Keyset::from_json(&serde_json::to_vec(&bad).unwrap()).unwrap_err();
+            assert!(
+                matches!(&err, Error::Keyset { field: f, .. } if f == field),
+                "{field}: {err}"
+            );
+        }
+        v["keys"] = serde_json::json!([]);
+        assert!(Keyset::from_json(&serde_json::to_vec(&v).unwrap()).is_err());
+    }
+}

@@ -1,0 +1,269 @@
+//! Where keyset documents live: the `KeysetStore` contract and the `file://` store.
+
+use std::fmt;
+use std::fs::{self, File, OpenOptions};
+use std::io::{ErrorKind, Write};
+use std::path::{Path, PathBuf};
+
+use super::document::Keyset;
+use crate::error::Error;
+use crate::provider::BoxFuture;
+
+/// A place that holds one keyset document, with compare-and-swap writes.
+///
+/// Every write names the generation it was based on; exactly one of several
+/// concurrent writers based on the same generation wins, the others get
+/// [`Error::Conflict`] and must reload. This is what makes concurrent
+/// rotations by many instances and operators safe without a coordinator.
+pub trait KeysetStore: Send + Sync + fmt::Debug {
+    /// The store's URI (for messages and `status`).
+    fn uri(&self) -> &str;
+
+    /// The current document, or `None` when the store holds none yet.
+    fn load(&self) -> BoxFuture<'_, Result<Option<Keyset>, Error>>;
+
+    /// Writes `doc` if the stored generation is still `expected` (`None`: the
+    /// store must be empty). `doc.generation` must be `expected + 1` (or 1).
+    fn compare_and_swap<'a>(
+        &'a self,
+        expected: Option<u64>,
+        doc: &'a Keyset,
+    ) -> BoxFuture<'a, Result<(), Error>>;
+}
+
+/// Checks the generation a writer proposes against the one it based it on (for store implementations).
+///
+/// # Errors
+/// [`Error::Store`] when `doc.generation` is not `expected + 1` (or 1).
+pub fn check_next_generation(uri: &str, expected: Option<u64>, doc: &Keyset) -> Result<(), Error> {
+    let want = expected.map_or(1, |g| g + 1);
+    if doc.generation != want {
+        return Err(Error::Store {
+            uri: uri.to_owned(),
+            problem: format!(
+                "a write based on generation {expected:?} must carry generation {want}, not {}",
+                doc.generation
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// A keyset in a local file (`file://<path>`): the embedded default.
+///
+/// Writes take an exclusive lock on `<path>.lock` (held across processes),
+/// re-read the generation, write a temporary file in the same directory, fsync
+/// it, rename it over the document and fsync the directory, so a reader never
+/// sees a torn document and concurrent writers cannot both win.
+///
+/// ```
+/// use stateseal::{FileStore, KeysetStore};
+/// let store = FileStore::from_uri("file:///var/lib/stateseal/keyset.json")?;
+/// assert_eq!(store.uri(), "file:///var/lib/stateseal/keyset.json");
+/// # Ok::<(), stateseal::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct FileStore {
+    uri: String,
+    path: PathBuf,
+}
+
+impl FileStore {
+    /// URI scheme of this store.
+    pub const SCHEME: &'static str = "file";
+
+    /// A store at `path`.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        let path = path.into();
+        Self {
+            uri: format!("file://{}", path.display()),
+            path,
+        }
+    }
+
+    /// A store from `file://<path>` (`file:///abs/path` or `file://relative/path`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidUri`] for another scheme or an empty path.
+    pub fn from_uri(uri: &str) -> Result<Self, Error> {
+        match uri.strip_prefix("file://") {
+            Some(p) if !p.is_empty() => Ok(Self {
+                uri: uri.to_owned(),
+                path: PathBuf::from(p),
+            }),
+            _ => Err(Error::InvalidUri {
+                uri: uri.to_owned(),
+                problem: "expected file://<path>".into(),
+            }),
+        }
+    }
+
+    /// The document's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn io(&self, what: &str, e: &std::io::Error) -> Error {
+        Error::Store {
+            uri: self.uri.clone(),
+            problem: format!("{what}: {e}"),
+        }
+    }
+
+    fn read(&self) -> Result<Option<Keyset>, Error> {
+        match fs::read(&self.path) {
+            Ok(bytes) => Keyset::from_json(&bytes).map(Some),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(self.io("read", &e)),
+        }
+    }
+
+    fn cas_blocking(&self, expected: Option<u64>, doc: &Keyset) -> Result<(), Error> {
+        check_next_generation(&self.uri, expected, doc)?;
+        doc.validate()?;
+        let dir = match self.path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let mut lock_path = self.path.clone().into_os_string();
+        lock_path.push(".lock");
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| self.io("open lock file", &e))?;
+        lock.lock().map_err(|e| self.io("lock", &e))?;
+        let found = self.read()?.map(|d| d.generation);
+        if found != expected {
+            return Err(Error::Conflict { expected, found });
+        }
+        let mut tmp_name = self.path.clone().into_os_string();
+        tmp_name.push(format!(".tmp-{}", std::process::id()));
+        let tmp = PathBuf::from(tmp_name);
+        let result = (|| {
+            let mut f = File::create(&tmp)?;
+            f.write_all(&doc.to_json())?;
+            f.sync_all()?;
+            fs::rename(&tmp, &self.path)?;
+            File::open(&dir)?.sync_all()
+        })();
+        if result.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        drop(lock); // releases the lock
+        result.map_err(|e| self.io("write", &e))
+    }
+}
+
+impl KeysetStore for FileStore {
+    fn uri(&self) -> &str {
+        &self.uri
+    }
+
+    fn load(&self) -> BoxFuture<'_, Result<Option<Keyset>, Error>> {
+        let this = self.clone();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || this.read())
+                .await
+                .map_err(|e| Error::Store {
+                    uri: String::new(),
+                    problem: format!("read task failed: {e}"),
+                })?
+        })
+    }
+
+    fn compare_and_swap<'a>(
+        &'a self,
+        expected: Option<u64>,
+        doc: &'a Keyset,
+    ) -> BoxFuture<'a, Result<(), Error>> {
+        let this = self.clone();
+        let doc = doc.clone();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || this.cas_blocking(expected, &doc))
+                .await
+                .map_err(|e| Error::Store {
+                    uri: String::new(),
+                    problem: format!("write task failed: {e}"),
+                })?
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keyset::KeyEntry;
+
+    fn doc(generation: u64) -> Keyset {
+        Keyset {
+            id: "ks_t".into(),
+            generation,
+            keys: vec![KeyEntry {
+                entry: "k_1".into(),
+                kek: "local:///k".into(),
+                wrapped: vec![1],
+                created_at: 1.0,
+                activate_at: 1.0,
+                retire_at: None,
+            }],
+        }
+    }
+
+    #[test]
+    fn cas_across_threads_has_exactly_one_winner() {
+        let dir = std::env::temp_dir().join(format!(
+            "stateseal-store-{}-{}",
+            std::process::id(),
+            line!()
+        ));
+        fs::create_dir_all(&dir).unwrap();
+        let store = FileStore::new(dir.join("keyset.json"));
+        assert!(store.read().unwrap().is_none());
+        store.cas_blocking(None, &doc(1)).unwrap();
+        assert!(matches!(
+            store.cas_blocking(None, &doc(1)),
+            Err(Error::Conflict {
+                expected: None,
+                found: Some(1)
+            })
+        ));
+        let wins: usize = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|_| s.spawn(|| store.cas_blocking(Some(1), &doc(2)).is_ok()))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| usize::from(h.join().unwrap()))
+                .sum()
+        });
+        assert_eq!(wins, 1);
+        assert_eq!(store.read().unwrap().unwrap().generation, 2);
+        assert!(
+            store.cas_blocking(Some(2), &doc(9)).is_err(),
+            "generation must be expected + 1"
+        );
+        let leftovers: Vec<_> = fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().contains(".tmp-"))
+            .collect();
+        assert!(leftovers.is_empty());
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn uri_parsing() {
+        assert_eq!(
+            FileStore::from_uri("file:///a/b.json").unwrap().path(),
+            Path::new("/a/b.json")
+        );
+        assert_eq!(
+            FileStore::from_uri("file://rel.json").unwrap().path(),
+            Path::new("rel.json")
+        );
+        assert!(FileStore::from_uri("s3://b/k").is_err());
+        assert!(FileStore::from_uri("file://").is_err());
+    }
+}

@@ -1,0 +1,120 @@
+//! Key providers (KMS clients) and the registry that picks one by URI scheme.
+//!
+//! A provider generates data keys (plaintext + wrapped) and unwraps them, with
+//! a wrap context that binds the keyset id and entry id wherever the KMS
+//! supports it, so a wrapped key cannot be moved to another keyset or entry.
+//! Providers are async and object-safe; they are only called by the rotation
+//! scheduler and the CLI, never on the seal/unseal path.
+
+mod local;
+mod registry;
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+
+pub use local::LocalProvider;
+pub use registry::{ProviderRegistry, scheme_of};
+
+use crate::error::Error;
+use crate::secret::Secret;
+
+/// A boxed, sendable future (what the object-safe async traits return).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// How a caller should react to a KMS failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorClass {
+    /// Throttling, timeouts, 5xx, network: retry with backoff; keep serving cached keys.
+    Transient,
+    /// Access revoked, key disabled or deleted: drop the key once its cached unwrap expires.
+    Denied,
+    /// The ciphertext or its context is wrong: the entry can never unwrap.
+    Invalid,
+    /// The provider is misconfigured (bad URI, missing credentials).
+    Config,
+}
+
+impl fmt::Display for ErrorClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Transient => "transient",
+            Self::Denied => "denied",
+            Self::Invalid => "invalid",
+            Self::Config => "configuration",
+        })
+    }
+}
+
+/// What a wrapped key is bound to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WrapContext<'a> {
+    /// The keyset id (`ks_…`).
+    pub keyset_id: &'a str,
+    /// The entry id (`k_…`).
+    pub entry_id: &'a str,
+}
+
+impl WrapContext<'_> {
+    /// The context as one byte string: `stateseal/wrap/v1\0<keyset>\0<entry>`,
+    /// for KMSs that take opaque associated data.
+    pub fn associated_data(&self) -> Vec<u8> {
+        let mut aad = b"stateseal/wrap/v1\0".to_vec();
+        aad.extend_from_slice(self.keyset_id.as_bytes());
+        aad.push(0);
+        aad.extend_from_slice(self.entry_id.as_bytes());
+        aad
+    }
+}
+
+/// A freshly generated data key.
+pub struct DataKey {
+    /// The plaintext key (zeroized on drop).
+    pub plaintext: Secret,
+    /// The key wrapped under the KEK, for the keyset document.
+    pub wrapped: Vec<u8>,
+}
+
+impl fmt::Debug for DataKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DataKey")
+            .field("plaintext", &self.plaintext)
+            .field("wrapped_len", &self.wrapped.len())
+            .finish()
+    }
+}
+
+/// A KMS client: generates and unwraps data keys under a KEK named by a URI.
+///
+/// Implementations classify every failure ([`ErrorClass`]) in an
+/// [`Error::Kms`], never put key material in a message, and move plaintext
+/// keys into a [`Secret`] at once.
+pub trait KeyProvider: Send + Sync + fmt::Debug {
+    /// The URI scheme this provider serves (`local`, `aws-kms`, `gcp-kms`, `hcvault`).
+    fn scheme(&self) -> &'static str;
+
+    /// Generates a 32-byte data key and wraps it under `kek`, bound to `ctx`.
+    fn generate<'a>(
+        &'a self,
+        kek: &'a str,
+        ctx: WrapContext<'a>,
+    ) -> BoxFuture<'a, Result<DataKey, Error>>;
+
+    /// Unwraps `wrapped` under `kek`, checking it is bound to `ctx`.
+    fn unwrap<'a>(
+        &'a self,
+        kek: &'a str,
+        wrapped: &'a [u8],
+        ctx: WrapContext<'a>,
+    ) -> BoxFuture<'a, Result<Secret, Error>>;
+}
+
+/// Builds an [`Error::Kms`].
+pub fn kms_error(provider: &str, class: ErrorClass, detail: impl Into<String>) -> Error {
+    Error::Kms {
+        provider: provider.to_owned(),
+        class,
+        detail: detail.into(),
+    }
+}

@@ -1,0 +1,164 @@
+//! `ProviderRegistry`: URI scheme → key provider and keyset store. A value, not a global.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use super::{KeyProvider, LocalProvider};
+use crate::error::Error;
+use crate::keyset::{FileStore, KeysetStore};
+
+type StoreFactory = Arc<dyn Fn(&str) -> Result<Arc<dyn KeysetStore>, Error> + Send + Sync>;
+
+/// Maps URI schemes to key providers (`local://`, `aws-kms://`, …) and keyset
+/// stores (`file://`, `s3://`, …).
+///
+/// [`ProviderRegistry::with_defaults`] knows the embedded `local` provider and
+/// `file` store; provider crates add theirs (`stateseal_aws_kms::register(&mut registry)`).
+///
+/// ```
+/// use stateseal::ProviderRegistry;
+/// let registry = ProviderRegistry::with_defaults();
+/// let err = registry.provider_for("aws-kms://arn:aws:kms:eu-west-1:1:key/x").unwrap_err();
+/// assert!(err.to_string().contains("registered: file, local"));
+/// ```
+#[derive(Clone, Default)]
+pub struct ProviderRegistry {
+    providers: BTreeMap<String, Arc<dyn KeyProvider>>,
+    stores: BTreeMap<String, StoreFactory>,
+}
+
+impl fmt::Debug for ProviderRegistry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProviderRegistry")
+            .field("providers", &self.providers.keys().collect::<Vec<_>>())
+            .field("stores", &self.stores.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// The scheme of `uri` (`scheme://rest`), or an error that says what a URI looks like.
+///
+/// # Errors
+/// [`Error::InvalidUri`].
+pub fn scheme_of(uri: &str) -> Result<&str, Error> {
+    match uri.split_once("://") {
+        Some((scheme, rest))
+            if !scheme.is_empty()
+                && !rest.is_empty()
+                && scheme
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') =>
+        {
+            Ok(scheme)
+        }
+        _ => Err(Error::InvalidUri {
+            uri: uri.to_owned(),
+            problem: "expected <scheme>://<location>".into(),
+        }),
+    }
+}
+
+impl ProviderRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The `local` provider and the `file` store.
+    pub fn with_defaults() -> Self {
+        let mut r = Self::new();
+        r.register_provider(Arc::new(LocalProvider::new()));
+        r.register_store(FileStore::SCHEME, |uri| {
+            Ok(Arc::new(FileStore::from_uri(uri)?) as Arc<dyn KeysetStore>)
+        });
+        r
+    }
+
+    /// Adds (or replaces) the provider for its scheme.
+    pub fn register_provider(&mut self, provider: Arc<dyn KeyProvider>) -> &mut Self {
+        self.providers
+            .insert(provider.scheme().to_owned(), provider);
+        self
+    }
+
+    /// Adds (or replaces) the store for `scheme`, built from a URI by `open`.
+    pub fn register_store(
+        &mut self,
+        scheme: &str,
+        open: impl Fn(&str) -> Result<Arc<dyn KeysetStore>, Error> + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.stores.insert(scheme.to_owned(), Arc::new(open));
+        self
+    }
+
+    fn registered(&self) -> String {
+        let mut all: Vec<&str> = self
+            .providers
+            .keys()
+            .chain(self.stores.keys())
+            .map(String::as_str)
+            .collect();
+        all.sort_unstable();
+        all.dedup();
+        all.join(", ")
+    }
+
+    /// The provider for a KEK URI.
+    ///
+    /// # Errors
+    /// [`Error::InvalidUri`] or [`Error::UnknownScheme`] (listing what is registered).
+    pub fn provider_for(&self, kek_uri: &str) -> Result<Arc<dyn KeyProvider>, Error> {
+        let scheme = scheme_of(kek_uri)?;
+        self.providers
+            .get(scheme)
+            .cloned()
+            .ok_or_else(|| Error::UnknownScheme {
+                scheme: scheme.to_owned(),
+                registered: self.registered(),
+            })
+    }
+
+    /// Opens the keyset store a URI names.
+    ///
+    /// # Errors
+    /// [`Error::InvalidUri`], [`Error::UnknownScheme`] or the store's own error.
+    pub fn open_store(&self, store_uri: &str) -> Result<Arc<dyn KeysetStore>, Error> {
+        let scheme = scheme_of(store_uri)?;
+        let open = self
+            .stores
+            .get(scheme)
+            .ok_or_else(|| Error::UnknownScheme {
+                scheme: scheme.to_owned(),
+                registered: self.registered(),
+            })?;
+        open(store_uri)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_and_malformed() {
+        let r = ProviderRegistry::with_defaults();
+        assert!(r.provider_for("local:///tmp/k").is_ok());
+        assert!(r.open_store("file:///tmp/k.json").is_ok());
+        let e = r.provider_for("gcp-kms://projects/p").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "no provider or store is registered for scheme \"gcp-kms\" (registered: file, local)"
+        );
+        for bad in ["", "local", "://x", "local://", "LOCAL://x", "lo cal://x"] {
+            assert!(
+                matches!(r.provider_for(bad), Err(Error::InvalidUri { .. })),
+                "{bad:?}"
+            );
+        }
+        assert!(matches!(
+            r.open_store("s3://b/k"),
+            Err(Error::UnknownScheme { .. })
+        ));
+    }
+}

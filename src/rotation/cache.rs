@@ -1,0 +1,176 @@
+//! The unwrapped-key cache: KMS calls happen here, rarely, and never on the request path.
+//!
+//! Entries are unwrapped once (single-flight through moka, so concurrent
+//! refreshes share one KMS call), re-unwrapped after `max_key_age` so a
+//! revocation takes effect, kept through a KMS outage for `outage_grace`, and
+//! dropped at once when the KMS denies a stale entry. Plaintext data keys live
+//! only long enough to build the cipher; the `Secret` is wiped on drop.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use moka::future::Cache;
+
+use crate::error::Error;
+use crate::key::RingKey;
+use crate::keyset::{KeyEntry, Keyset};
+use crate::provider::{ErrorClass, ProviderRegistry, WrapContext};
+
+#[derive(Debug)]
+pub(crate) struct CachedKey {
+    pub(crate) key: Arc<RingKey>,
+    pub(crate) unwrapped_at: f64,
+    wrapped: Vec<u8>,
+}
+
+/// What happened to one entry during a refresh.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    Fresh,
+    Unwrapped,
+    KeptThroughOutage,
+    Dropped(ErrorClass),
+    Unavailable(ErrorClass),
+}
+
+#[derive(Debug)]
+pub(crate) struct KeyCache {
+    cache: Cache<String, Arc<CachedKey>>,
+    max_key_age: f64,
+    outage_grace: f64,
+    kms_calls: AtomicU64,
+}
+
+impl KeyCache {
+    pub(crate) fn new(max_key_age: f64, outage_grace: f64) -> Self {
+        Self {
+            cache: Cache::builder().max_capacity(1024).build(),
+            max_key_age,
+            outage_grace,
+            kms_calls: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn kms_calls(&self) -> u64 {
+        self.kms_calls.load(Ordering::Relaxed)
+    }
+
+    async fn unwrap(
+        &self,
+        registry: &ProviderRegistry,
+        keyset_id: &str,
+        e: &KeyEntry,
+    ) -> Result<Arc<RingKey>, Error> {
+        let provider = registry.provider_for(&e.kek)?;
+        self.kms_calls.fetch_add(1, Ordering::Relaxed);
+        let ctx = WrapContext {
+            keyset_id,
+            entry_id: &e.entry,
+        };
+        let result = provider.unwrap(&e.kek, &e.wrapped, ctx).await;
+        let outcome = match &result {
+            Ok(_) => "ok".to_owned(),
+            Err(err) => err
+                .kms_class()
+                .map_or("error".to_owned(), |c| c.to_string()),
+        };
+        metrics::counter!("stateseal_kms_calls_total", "provider" => provider.scheme(), "op" => "unwrap", "outcome" => outcome)
+            .increment(1);
+        let secret = result?;
+        Ok(Arc::new(RingKey::new(&secret)))
+    }
+
+    /// The prepared key for `e` at `now`, unwrapping when needed.
+    pub(crate) async fn get(
+        &self,
+        registry: &ProviderRegistry,
+        doc: &Keyset,
+        e: &KeyEntry,
+        now: f64,
+    ) -> (Option<Arc<RingKey>>, Outcome) {
+        let cached = self
+            .cache
+            .get(&e.entry)
+            .await
+            .filter(|c| c.wrapped == e.wrapped);
+        match cached {
+            Some(c) if now - c.unwrapped_at < self.max_key_age => {
+                (Some(c.key.clone()), Outcome::Fresh)
+            }
+            Some(c) => match self.unwrap(registry, &doc.id, e).await {
+                Ok(k) => {
+                    // Same entry, same key: keep the prepared key so its seal count carries on.
+                    let key = if k.kid() == c.key.kid() {
+                        c.key.clone()
+                    } else {
+                        k
+                    };
+                    self.insert(e, key.clone(), now).await;
+                    (Some(key), Outcome::Unwrapped)
+                }
+                Err(err) => {
+                    let class = err.kms_class().unwrap_or(ErrorClass::Config);
+                    if class == ErrorClass::Transient
+                        && now - c.unwrapped_at < self.max_key_age + self.outage_grace
+                    {
+                        tracing::warn!(entry = %e.entry, error = %err, "KMS unavailable; serving the cached key within outage_grace");
+                        (Some(c.key.clone()), Outcome::KeptThroughOutage)
+                    } else {
+                        tracing::warn!(entry = %e.entry, error = %err, "dropping key: its cached unwrap expired and the KMS refused to renew it");
+                        self.cache.invalidate(&e.entry).await;
+                        (None, Outcome::Dropped(class))
+                    }
+                }
+            },
+            None => {
+                let loaded = self
+                    .cache
+                    .try_get_with(e.entry.clone(), async {
+                        let key = self.unwrap(registry, &doc.id, e).await?;
+                        Ok::<_, Error>(Arc::new(CachedKey {
+                            key,
+                            unwrapped_at: now,
+                            wrapped: e.wrapped.clone(),
+                        }))
+                    })
+                    .await;
+                match loaded {
+                    Ok(c) => (Some(c.key.clone()), Outcome::Unwrapped),
+                    Err(err) => {
+                        tracing::warn!(entry = %e.entry, error = %err, "cannot unwrap key");
+                        (
+                            None,
+                            Outcome::Unavailable(err.kms_class().unwrap_or(ErrorClass::Config)),
+                        )
+                    }
+                }
+            }
+        }
+    }
+
+    async fn insert(&self, e: &KeyEntry, key: Arc<RingKey>, now: f64) {
+        self.cache
+            .insert(
+                e.entry.clone(),
+                Arc::new(CachedKey {
+                    key,
+                    unwrapped_at: now,
+                    wrapped: e.wrapped.clone(),
+                }),
+            )
+            .await;
+    }
+
+    /// Forgets entries no longer in the document.
+    pub(crate) async fn retain(&self, doc: &Keyset) {
+        let stale: Vec<String> = self
+            .cache
+            .iter()
+            .map(|(k, _)| (*k).clone())
+            .filter(|k| doc.entry(k).is_none())
+            .collect();
+        for k in stale {
+            self.cache.invalidate(&k).await;
+        }
+    }
+}

@@ -1,0 +1,122 @@
+//! Scheduler configuration with validated defaults.
+
+use super::timeline::Timing;
+use crate::error::Error;
+
+/// How the rotation scheduler behaves. All durations are seconds.
+///
+/// ```
+/// use stateseal::rotation::{SchedulerConfig, Timing};
+/// let config = SchedulerConfig::default().timing(Timing::new(1.0, 2.0, 20.0)).max_key_age(60.0);
+/// config.validate()?;
+/// # Ok::<(), stateseal::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct SchedulerConfig {
+    /// R, S, T and P.
+    pub timing: Timing,
+    /// After this long a cached unwrap is renewed with the KMS (default 1 h).
+    pub max_key_age: f64,
+    /// How long past `max_key_age` a key keeps serving while the KMS is unreachable (default 24 h).
+    pub outage_grace: f64,
+    /// Rotate when the primary key is this old (default 30 days; `None`: never by age).
+    pub rotation_period: Option<f64>,
+    /// Rotate when this instance has sealed this many states under one key.
+    /// AES-GCM with random nonces allows 2^32 seals per key in total, across
+    /// the fleet; the default 2^26 leaves room for 64 instances at equal load.
+    pub max_seals_per_key: u64,
+    /// Least time between two early refreshes triggered by unknown key ids (default 1 s).
+    pub early_refresh_min_interval: f64,
+    /// Refresh interval jitter as a fraction (default 0.1 = ±10%).
+    pub jitter: f64,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        Self {
+            timing: Timing::default(),
+            max_key_age: 3600.0,
+            outage_grace: 24.0 * 3600.0,
+            rotation_period: Some(30.0 * 24.0 * 3600.0),
+            max_seals_per_key: 1 << 26,
+            early_refresh_min_interval: 1.0,
+            jitter: 0.1,
+        }
+    }
+}
+
+impl SchedulerConfig {
+    /// Sets R, S, T and P.
+    pub fn timing(mut self, timing: Timing) -> Self {
+        self.timing = timing;
+        self
+    }
+
+    /// Sets `max_key_age`.
+    pub fn max_key_age(mut self, secs: f64) -> Self {
+        self.max_key_age = secs;
+        self
+    }
+
+    /// Sets `outage_grace`.
+    pub fn outage_grace(mut self, secs: f64) -> Self {
+        self.outage_grace = secs;
+        self
+    }
+
+    /// Sets `rotation_period` (`None` disables rotation by age).
+    pub fn rotation_period(mut self, secs: Option<f64>) -> Self {
+        self.rotation_period = secs;
+        self
+    }
+
+    /// Sets `max_seals_per_key`.
+    pub fn max_seals_per_key(mut self, seals: u64) -> Self {
+        self.max_seals_per_key = seals;
+        self
+    }
+
+    /// Checks every field; the error names the one to fix.
+    ///
+    /// # Errors
+    /// [`Error::Config`].
+    pub fn validate(&self) -> Result<(), Error> {
+        self.timing.validate()?;
+        let positive = |name: &str, v: f64| {
+            if v.is_finite() && v > 0.0 {
+                Ok(())
+            } else {
+                Err(Error::Config(format!(
+                    "{name} must be a positive number of seconds"
+                )))
+            }
+        };
+        positive("max_key_age", self.max_key_age)?;
+        if !(self.outage_grace.is_finite() && self.outage_grace >= 0.0) {
+            return Err(Error::Config(
+                "outage_grace must be zero or a positive number of seconds".into(),
+            ));
+        }
+        if let Some(p) = self.rotation_period {
+            positive("rotation_period", p)?;
+            if p <= self.timing.propagation + self.timing.retire_delay() {
+                return Err(Error::Config(
+                    "rotation_period must be longer than one full rotation (2P + T + S)".into(),
+                ));
+            }
+        }
+        if self.max_seals_per_key == 0 || self.max_seals_per_key > 1 << 32 {
+            return Err(Error::Config(
+                "max_seals_per_key must be between 1 and 2^32".into(),
+            ));
+        }
+        positive(
+            "early_refresh_min_interval",
+            self.early_refresh_min_interval,
+        )?;
+        if !(0.0..0.5).contains(&self.jitter) {
+            return Err(Error::Config("jitter must be in [0, 0.5)".into()));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,461 @@
+//! `RotationScheduler`: polls the keyset store, unwraps keys through the
+//! provider registry, swaps the ring, and rotates on demand, by age or by seal count.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+
+use super::cache::{KeyCache, Outcome};
+use super::config::SchedulerConfig;
+use super::timeline::{Phase, RotateMode, ring_at, rotated};
+use crate::clock::{Clock, SystemClock};
+use crate::error::Error;
+use crate::keyset::{KeyEntry, Keyset, KeysetStore, random_id};
+use crate::provider::{ProviderRegistry, WrapContext};
+use crate::ring::{KeyRing, RingHandle};
+
+/// What an instance knows about its ring, for `status`, readiness and metrics.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SchedulerStatus {
+    /// Whether a ring has ever been loaded (the boundary fails closed until then).
+    pub ready: bool,
+    /// Generation of the document the current ring came from.
+    pub generation: Option<u64>,
+    /// The rotation phase at the last refresh.
+    pub phase: Option<Phase>,
+    /// Key ids of the current ring, primary first (hex).
+    pub ring: Vec<String>,
+    /// Unix seconds of the last successful refresh.
+    pub last_refresh: Option<f64>,
+    /// The last refresh error, if the last refresh failed.
+    pub last_error: Option<String>,
+    /// KMS calls made by this instance so far.
+    pub kms_calls: u64,
+}
+
+struct Inner {
+    store: Arc<dyn KeysetStore>,
+    registry: ProviderRegistry,
+    ring: Arc<RingHandle>,
+    clock: Arc<dyn Clock>,
+    config: SchedulerConfig,
+    cache: KeyCache,
+    refresh_lock: tokio::sync::Mutex<()>,
+    status: Mutex<SchedulerStatus>,
+    wake: Notify,
+    early_requested: AtomicBool,
+    last_early_ms: AtomicU64,
+}
+
+/// Keeps one instance's [`RingHandle`] in step with the shared keyset.
+///
+/// Every network call (store and KMS) happens here, off the request path.
+/// Tests drive it with [`RotationScheduler::refresh_at`] and simulated time;
+/// servers call [`RotationScheduler::spawn`].
+#[derive(Clone)]
+pub struct RotationScheduler {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for RotationScheduler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RotationScheduler")
+            .field("store", &self.inner.store.uri())
+            .field("status", &self.status())
+            .finish()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Writes a new keyset with one key, active from `now` (`stateseal init`).
+///
+/// # Errors
+/// [`Error::Conflict`] when the store already holds a keyset; provider errors.
+pub async fn init_keyset(
+    store: &dyn KeysetStore,
+    registry: &ProviderRegistry,
+    kek: &str,
+    now: f64,
+) -> Result<Keyset, Error> {
+    if let Some(existing) = store.load().await? {
+        return Err(Error::Conflict {
+            expected: None,
+            found: Some(existing.generation),
+        });
+    }
+    let id = random_id("ks_")?;
+    let entry = random_id("k_")?;
+    let provider = registry.provider_for(kek)?;
+    let dk = provider
+        .generate(
+            kek,
+            WrapContext {
+                keyset_id: &id,
+                entry_id: &entry,
+            },
+        )
+        .await?;
+    let doc = Keyset {
+        id,
+        generation: 1,
+        keys: vec![KeyEntry {
+            entry,
+            kek: kek.to_owned(),
+            wrapped: dk.wrapped,
+            created_at: now,
+            activate_at: now,
+            retire_at: None,
+        }],
+    };
+    store.compare_and_swap(None, &doc).await?;
+    Ok(doc)
+}
+
+impl RotationScheduler {
+    /// A scheduler for `store`, unwrapping through `registry`, swapping `ring`.
+    ///
+    /// # Errors
+    /// [`Error::Config`] when `config` is invalid.
+    pub fn new(
+        config: SchedulerConfig,
+        store: Arc<dyn KeysetStore>,
+        registry: ProviderRegistry,
+        ring: Arc<RingHandle>,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, Error> {
+        config.validate()?;
+        let inner = Arc::new(Inner {
+            cache: KeyCache::new(config.max_key_age, config.outage_grace),
+            store,
+            registry,
+            ring,
+            clock,
+            config,
+            refresh_lock: tokio::sync::Mutex::new(()),
+            status: Mutex::new(SchedulerStatus {
+                ready: false,
+                generation: None,
+                phase: None,
+                ring: Vec::new(),
+                last_refresh: None,
+                last_error: None,
+                kms_calls: 0,
+            }),
+            wake: Notify::new(),
+            early_requested: AtomicBool::new(false),
+            last_early_ms: AtomicU64::new(0),
+        });
+        let weak: Weak<Inner> = Arc::downgrade(&inner);
+        inner.ring.set_miss_hook(move || {
+            if let Some(inner) = weak.upgrade() {
+                inner.request_early_refresh();
+            }
+        });
+        Ok(Self { inner })
+    }
+
+    /// A scheduler on the system clock with a fresh, empty ring handle.
+    ///
+    /// # Errors
+    /// As [`RotationScheduler::new`].
+    pub fn with_defaults(
+        config: SchedulerConfig,
+        store: Arc<dyn KeysetStore>,
+        registry: ProviderRegistry,
+    ) -> Result<Self, Error> {
+        Self::new(
+            config,
+            store,
+            registry,
+            Arc::new(RingHandle::empty()),
+            Arc::new(SystemClock),
+        )
+    }
+
+    /// The ring handle this scheduler swaps (give it to the codec).
+    pub fn ring(&self) -> Arc<RingHandle> {
+        self.inner.ring.clone()
+    }
+
+    /// Whether a ring is loaded.
+    pub fn is_ready(&self) -> bool {
+        lock(&self.inner.status).ready
+    }
+
+    /// A snapshot of this instance's state.
+    pub fn status(&self) -> SchedulerStatus {
+        let mut s = lock(&self.inner.status).clone();
+        s.kms_calls = self.inner.cache.kms_calls();
+        s
+    }
+
+    /// KMS calls made so far (steady-state traffic makes none).
+    pub fn kms_calls(&self) -> u64 {
+        self.inner.cache.kms_calls()
+    }
+
+    /// Whether an unknown key id asked for an early refresh since the last call (clears it).
+    pub fn take_early_refresh_request(&self) -> bool {
+        self.inner.early_requested.swap(false, Ordering::SeqCst)
+    }
+
+    /// Refreshes now (system or injected clock).
+    ///
+    /// # Errors
+    /// As [`RotationScheduler::refresh_at`].
+    pub async fn refresh(&self) -> Result<SchedulerStatus, Error> {
+        self.refresh_at(self.inner.clock.now()).await
+    }
+
+    /// Loads the document, unwraps what is new or stale, computes the ring at
+    /// `now`, swaps it in, and rotates if the primary is due.
+    ///
+    /// # Errors
+    /// Store errors, or [`Error::NotReady`] when no key can seal (the ring is
+    /// then cleared: fail closed). The current ring keeps serving on store errors.
+    pub async fn refresh_at(&self, now: f64) -> Result<SchedulerStatus, Error> {
+        let result = self.refresh_inner(now).await;
+        self.record_refresh(now, result.as_ref().err());
+        result?;
+        self.maybe_auto_rotate(now).await;
+        Ok(self.status())
+    }
+
+    fn record_refresh(&self, now: f64, error: Option<&Error>) {
+        let mut st = lock(&self.inner.status);
+        match error {
+            None => {
+                st.last_refresh = Some(now);
+                st.last_error = None;
+            }
+            Some(e) => {
+                tracing::warn!(store = %self.inner.store.uri(), error = %e, "keyset refresh failed");
+                st.last_error = Some(e.to_string());
+            }
+        }
+        if let Some(last) = st.last_refresh {
+            metrics::gauge!("stateseal_seconds_since_refresh").set(now - last);
+        }
+    }
+
+    async fn refresh_inner(&self, now: f64) -> Result<(), Error> {
+        let inner = &self.inner;
+        let _guard = inner.refresh_lock.lock().await;
+        let doc = inner.store.load().await?.ok_or_else(|| Error::Store {
+            uri: inner.store.uri().to_owned(),
+            problem: "no keyset document; create one with `stateseal init`".into(),
+        })?;
+        inner.cache.retain(&doc).await;
+        let plan = ring_at(&doc, now);
+        let mut keys = Vec::new();
+        let mut primary = None;
+        for entry_id in plan.iter().flat_map(|p| p.ring.iter()) {
+            let Some(e) = doc.entry(entry_id) else {
+                continue;
+            };
+            let (key, outcome) = inner.cache.get(&inner.registry, &doc, e, now).await;
+            if let Outcome::Dropped(c) | Outcome::Unavailable(c) = outcome {
+                metrics::counter!("stateseal_key_unavailable_total", "class" => c.to_string())
+                    .increment(1);
+            }
+            let Some(key) = key else { continue };
+            // The planned primary, or failing that the newest active key we hold.
+            if primary.is_none() && e.activate_at <= now {
+                primary = Some(keys.len());
+            }
+            keys.push(key);
+        }
+        let Some(p) = primary else {
+            // No key can seal: fail closed rather than keep a ring that no longer matches the keyset.
+            inner.ring.clear();
+            lock(&inner.status).ready = false;
+            return Err(Error::NotReady);
+        };
+        keys.swap(0, p);
+        let ring = KeyRing::from_keys(keys)?;
+        let kids: Vec<String> = ring.kids().iter().map(|k| k.to_hex()).collect();
+        let phase = plan.as_ref().map(|p| p.phase);
+        if let Some(e) = plan.as_ref().and_then(|p| doc.entry(&p.primary)) {
+            metrics::gauge!("stateseal_primary_key_age_seconds").set(now - e.activate_at);
+        }
+        inner.ring.store(ring);
+        metrics::gauge!("stateseal_ring_generation").set(doc.generation as f64);
+        metrics::gauge!("stateseal_rotation_phase").set(phase.map_or(0.0, |p| p as u8 as f64));
+        let mut st = lock(&inner.status);
+        st.ready = true;
+        st.generation = Some(doc.generation);
+        st.phase = phase;
+        st.ring = kids;
+        drop(st);
+        Ok(())
+    }
+
+    async fn maybe_auto_rotate(&self, now: f64) {
+        let Some(ring) = self.inner.ring.current() else {
+            return;
+        };
+        if lock(&self.inner.status).phase != Some(Phase::Three) {
+            return;
+        }
+        let Ok(Some(doc)) = self.inner.store.load().await else {
+            return;
+        };
+        let Some(plan) = ring_at(&doc, now) else {
+            return;
+        };
+        let Some(primary) = doc.entry(&plan.primary) else {
+            return;
+        };
+        let by_age = self
+            .inner
+            .config
+            .rotation_period
+            .is_some_and(|p| now - primary.activate_at >= p);
+        let by_count = ring.primary().seal_count() >= self.inner.config.max_seals_per_key;
+        if !(by_age || by_count) {
+            return;
+        }
+        match self.rotate_at(now, RotateMode::Scheduled).await {
+            Ok(doc) => tracing::info!(
+                generation = doc.generation,
+                by_age,
+                by_count,
+                "rotated the keyset automatically"
+            ),
+            // Another instance won the race, or started a rotation: nothing to do.
+            Err(Error::Conflict { .. } | Error::RotationInFlight(_)) => {}
+            Err(e) => tracing::warn!(error = %e, "automatic rotation failed"),
+        }
+    }
+
+    /// Rotates now (system or injected clock).
+    ///
+    /// # Errors
+    /// As [`RotationScheduler::rotate_at`].
+    pub async fn rotate(&self, mode: RotateMode) -> Result<Keyset, Error> {
+        self.rotate_at(self.inner.clock.now(), mode).await
+    }
+
+    /// Adds a new key under the current primary's KEK with one compare-and-swap
+    /// write (see [`rotated`]), then refreshes this instance.
+    ///
+    /// # Errors
+    /// [`Error::RotationInFlight`], [`Error::Conflict`] (another writer won), provider errors.
+    pub async fn rotate_at(&self, now: f64, mode: RotateMode) -> Result<Keyset, Error> {
+        let doc = rotate_store_at(
+            self.inner.store.as_ref(),
+            &self.inner.registry,
+            &self.inner.config,
+            now,
+            mode,
+        )
+        .await?;
+        // The new key is known from now on; a failed refresh here does not undo the rotation.
+        let _ = self.refresh_inner(now).await;
+        Ok(doc)
+    }
+
+    /// Runs the refresh loop: every R (±jitter), sooner when an unknown key id
+    /// asks, with backoff while refreshes fail. Needs a tokio runtime.
+    pub fn spawn(&self) -> tokio::task::JoinHandle<()> {
+        let this = self.clone();
+        tokio::spawn(async move {
+            let mut failures = 0u32;
+            loop {
+                let ok = this.refresh().await.is_ok();
+                failures = if ok { 0 } else { failures.saturating_add(1) };
+                let r = this.inner.config.timing.refresh_interval;
+                let wait = if failures > 0 {
+                    r.min(2f64.powi(failures.min(6) as i32 - 1))
+                } else {
+                    this.jittered(r)
+                };
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_secs_f64(wait)) => {}
+                    () = this.inner.wake.notified() => {}
+                }
+            }
+        })
+    }
+
+    fn jittered(&self, r: f64) -> f64 {
+        let mut b = [0u8; 8];
+        let unit = if crate::random::fill_os(&mut b).is_ok() {
+            (u64::from_le_bytes(b) >> 11) as f64 / (1u64 << 53) as f64
+        } else {
+            0.5
+        };
+        r * (1.0 + self.inner.config.jitter * (2.0 * unit - 1.0))
+    }
+}
+
+impl Inner {
+    fn request_early_refresh(&self) {
+        let now_ms = (self.clock.now() * 1000.0) as u64;
+        let last = self.last_early_ms.load(Ordering::Relaxed);
+        let min_gap = (self.config.early_refresh_min_interval * 1000.0) as u64;
+        if now_ms.saturating_sub(last) >= min_gap
+            && self
+                .last_early_ms
+                .compare_exchange(last, now_ms, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            self.early_requested.store(true, Ordering::SeqCst);
+            self.wake.notify_one();
+        }
+    }
+}
+
+/// One rotation against a store: generate a data key under the current
+/// primary's KEK, plan the timeline, compare-and-swap. Used by the scheduler and the CLI.
+///
+/// # Errors
+/// [`Error::RotationInFlight`], [`Error::Conflict`], store and provider errors.
+pub async fn rotate_store_at(
+    store: &dyn KeysetStore,
+    registry: &ProviderRegistry,
+    config: &SchedulerConfig,
+    now: f64,
+    mode: RotateMode,
+) -> Result<Keyset, Error> {
+    let doc = store.load().await?.ok_or_else(|| Error::Store {
+        uri: store.uri().to_owned(),
+        problem: "no keyset document; create one with `stateseal init`".into(),
+    })?;
+    if mode == RotateMode::Scheduled
+        && let Some(why) = super::timeline::in_flight(&doc, now)
+    {
+        return Err(Error::RotationInFlight(why));
+    }
+    let kek = ring_at(&doc, now)
+        .and_then(|p| doc.entry(&p.primary).map(|e| e.kek.clone()))
+        .or_else(|| doc.keys.last().map(|e| e.kek.clone()))
+        .ok_or(Error::NotReady)?;
+    let entry = random_id("k_")?;
+    let provider = registry.provider_for(&kek)?;
+    let dk = provider
+        .generate(
+            &kek,
+            WrapContext {
+                keyset_id: &doc.id,
+                entry_id: &entry,
+            },
+        )
+        .await?;
+    let new = KeyEntry {
+        entry,
+        kek,
+        wrapped: dk.wrapped,
+        created_at: now,
+        activate_at: now,
+        retire_at: None,
+    };
+    let next = rotated(&doc, new, now, &config.timing, mode)?;
+    store.compare_and_swap(Some(doc.generation), &next).await?;
+    Ok(next)
+}

@@ -1,0 +1,234 @@
+//! The rotation timeline as pure functions of (document, time).
+//!
+//! Every instance computes its ring from the shared document and its own
+//! clock, so there is no coordinator. With R = refresh interval, S = max clock
+//! skew, T = state TTL and P = propagation window (default 2R + S):
+//!
+//! ```text
+//! rotate at t0:   new.activate_at = t0 + P      old.retire_at = new.activate_at + P + T + S
+//!   phase 1  [old, new]  t0 <= t < activate     every instance loads new within R (+S skew)
+//!   phase 2  [new, old]  activate <= t < retire new seals; old states live out their TTL
+//!   phase 3  [new]       t >= retire            old is gone from every ring
+//! ```
+
+use crate::error::Error;
+use crate::keyset::{KeyEntry, Keyset};
+
+/// Timing parameters, in seconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Timing {
+    /// R: how often instances re-read the keyset (jittered ±10%).
+    pub refresh_interval: f64,
+    /// S: the largest clock difference between instances.
+    pub max_skew: f64,
+    /// T: how long a sealed state lives.
+    pub ttl: f64,
+    /// P: how long a new key is known before it seals (default 2R + S).
+    pub propagation: f64,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Self::new(30.0, 60.0, 600.0)
+    }
+}
+
+impl Timing {
+    /// R, S and T, with P = 2R + S.
+    pub fn new(refresh_interval: f64, max_skew: f64, ttl: f64) -> Self {
+        Self {
+            refresh_interval,
+            max_skew,
+            ttl,
+            propagation: 2.0 * refresh_interval + max_skew,
+        }
+    }
+
+    /// Overrides P.
+    pub fn with_propagation(mut self, propagation: f64) -> Self {
+        self.propagation = propagation;
+        self
+    }
+
+    /// How long after a new key activates the previous one retires: P + T + S.
+    pub fn retire_delay(&self) -> f64 {
+        self.propagation + self.ttl + self.max_skew
+    }
+
+    /// Checks the parameters make zero-downtime rotation possible.
+    ///
+    /// # Errors
+    /// [`Error::Config`] naming the parameter.
+    pub fn validate(&self) -> Result<(), Error> {
+        let finite = |v: f64| v.is_finite();
+        let cfg = |m: String| Err(Error::Config(m));
+        if !(finite(self.refresh_interval) && self.refresh_interval > 0.0) {
+            return cfg("refresh_interval must be a positive number of seconds".into());
+        }
+        if !(finite(self.max_skew) && self.max_skew >= 0.0) {
+            return cfg("max_skew must be zero or a positive number of seconds".into());
+        }
+        if !(finite(self.ttl) && self.ttl > 0.0) {
+            return cfg("ttl must be a positive number of seconds".into());
+        }
+        // Jitter stretches one interval by up to 10%.
+        let floor = self.refresh_interval * 1.1 + self.max_skew;
+        if !(finite(self.propagation) && self.propagation >= floor) {
+            return cfg(format!(
+                "propagation ({}) must be at least 1.1 x refresh_interval + max_skew ({floor}) so every instance knows a key before it seals",
+                self.propagation
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Where a keyset is in its rotation at one instant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Phase {
+    /// `[old, new]`: a new key is known but not yet sealing.
+    One = 1,
+    /// `[new, old]`: the new key seals; older keys still unseal.
+    Two = 2,
+    /// `[new]`: one key; no rotation in flight.
+    Three = 3,
+}
+
+/// The ring an instance should hold at one instant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RingPlan {
+    /// Entry id of the sealing key.
+    pub primary: String,
+    /// Entry ids that unseal: the primary first, then the others, newest first.
+    pub ring: Vec<String>,
+    /// The rotation phase.
+    pub phase: Phase,
+}
+
+/// Whether entry `e` unseals at `t`.
+pub fn unseals_at(e: &KeyEntry, t: f64) -> bool {
+    e.retire_at.is_none_or(|r| t < r)
+}
+
+/// The ring at `t`: every key not yet retired unseals (a new key from the
+/// moment an instance loads it); the primary is the key with the latest
+/// `activate_at <= t`. `None` when no key is active at `t`.
+pub fn ring_at(doc: &Keyset, t: f64) -> Option<RingPlan> {
+    let mut live: Vec<&KeyEntry> = doc.keys.iter().filter(|e| unseals_at(e, t)).collect();
+    // Newest first; ties broken by entry id so every instance agrees.
+    live.sort_by(|a, b| {
+        b.activate_at
+            .total_cmp(&a.activate_at)
+            .then_with(|| a.entry.cmp(&b.entry))
+    });
+    let primary = live.iter().find(|e| e.activate_at <= t)?;
+    let mut ring = vec![primary.entry.clone()];
+    ring.extend(
+        live.iter()
+            .filter(|e| e.entry != primary.entry)
+            .map(|e| e.entry.clone()),
+    );
+    let phase = if live.iter().any(|e| e.activate_at > t) {
+        Phase::One
+    } else if live.len() > 1 {
+        Phase::Two
+    } else {
+        Phase::Three
+    };
+    Some(RingPlan {
+        primary: primary.entry.clone(),
+        ring,
+        phase,
+    })
+}
+
+/// When the next phase change happens after `t`, if any is scheduled.
+pub fn next_change_after(doc: &Keyset, t: f64) -> Option<(f64, Phase)> {
+    let mut events: Vec<f64> = doc
+        .keys
+        .iter()
+        .flat_map(|e| [Some(e.activate_at), e.retire_at])
+        .flatten()
+        .filter(|x| *x > t)
+        .collect();
+    events.sort_by(f64::total_cmp);
+    events.into_iter().find_map(|at| {
+        let before = ring_at(doc, t).map(|p| (p.phase, p.ring));
+        let after = ring_at(doc, at).map(|p| (p.phase, p.ring));
+        (before != after).then(|| (at, after.map_or(Phase::Three, |a| a.0)))
+    })
+}
+
+/// How a rotation treats the current timeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RotateMode {
+    /// Refuse while a rotation is in flight.
+    Scheduled,
+    /// Rotate even while one is in flight (the timeline is extended safely).
+    Forced,
+    /// Key compromise: the new key seals at once and every other key retires
+    /// now, so states sealed under them are rejected from now on.
+    Compromise,
+}
+
+/// Why a rotation now would overlap one in flight, if it would.
+pub fn in_flight(doc: &Keyset, now: f64) -> Option<String> {
+    let plan = ring_at(doc, now)?;
+    match plan.phase {
+        Phase::Three => None,
+        Phase::One => Some(format!(
+            "phase 1: key {} is not sealing yet",
+            plan.ring
+                .iter()
+                .find(|e| *e != &plan.primary)
+                .map_or("?", String::as_str)
+        )),
+        Phase::Two => Some(format!(
+            "phase 2: older keys still unseal until their retire time ({} keys in the ring)",
+            plan.ring.len()
+        )),
+    }
+}
+
+/// The document after a rotation that adds `new` (its `activate_at`/`retire_at` are set here).
+///
+/// # Errors
+/// [`Error::RotationInFlight`] in `Scheduled` mode while a rotation is in flight.
+pub fn rotated(
+    doc: &Keyset,
+    mut new: KeyEntry,
+    now: f64,
+    timing: &Timing,
+    mode: RotateMode,
+) -> Result<Keyset, Error> {
+    if mode == RotateMode::Scheduled
+        && let Some(why) = in_flight(doc, now)
+    {
+        return Err(Error::RotationInFlight(why));
+    }
+    new.created_at = now;
+    new.activate_at = if mode == RotateMode::Compromise {
+        now
+    } else {
+        now + timing.propagation
+    };
+    new.retire_at = None;
+    let retire = if mode == RotateMode::Compromise {
+        now
+    } else {
+        new.activate_at + timing.retire_delay()
+    };
+    let mut next = doc.clone();
+    // Entries out of every instance's ring (even one S behind) are dropped.
+    next.keys
+        .retain(|e| e.retire_at.is_none_or(|r| r + timing.max_skew > now));
+    for e in &mut next.keys {
+        let r = e.retire_at.map_or(retire, |r| r.min(retire));
+        // A key cut short before it ever activated is cancelled: it never enters a ring.
+        e.activate_at = e.activate_at.min(r);
+        e.retire_at = Some(r);
+    }
+    next.keys.push(new);
+    next.generation += 1;
+    Ok(next)
+}

@@ -1,0 +1,103 @@
+//! No token, key, plaintext state or principal in any log line, error message or `Debug` output.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use stateseal::{
+    AesGcmCodec, Envelope, Error, KeyRing, Principal, RequestIdentity, RingHandle, Secret,
+};
+
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("lock").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn secrets_never_reach_logs_errors_or_debug() {
+    let logs = Captured::default();
+    let writer = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let mut seen = String::new();
+    let secret_text = "k3y-MATERIAL-that-is-at-least-32-bytes-long";
+    let state = "STATE-plaintext-do-not-log";
+    let principal_text = r#"["client-PRINCIPAL","iss","subject-PRINCIPAL"]"#;
+    let mut tokens = Vec::new();
+    tracing::subscriber::with_default(subscriber, || {
+        let secret = Secret::from_text(secret_text).expect("secret");
+        let ring = Arc::new(RingHandle::new(
+            KeyRing::from_secrets(&[secret.clone()]).expect("ring"),
+        ));
+        let _ephemeral = KeyRing::ephemeral().expect("ephemeral"); // logs its warning
+        let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring.clone())), Some("svc"))
+            .build()
+            .expect("env");
+        let id = RequestIdentity::from_json(
+            "tools/call",
+            br#"{"name":"deploy","arguments":{"env":"ARG-value"}}"#,
+        )
+        .expect("id");
+        let other = RequestIdentity::from_json(
+            "tools/call",
+            br#"{"name":"deploy","arguments":{"env":"x"}}"#,
+        )
+        .expect("id");
+        let p = Principal::new(principal_text);
+        let token = envelope.mint(&id, state, Some(&p)).expect("mint");
+        tokens.push(token.clone());
+        let failures: Vec<Error> = vec![
+            envelope
+                .verify(&other, &token, Some(&p))
+                .expect_err("binding"),
+            envelope.verify(&id, &token, None).expect_err("drift"),
+            envelope
+                .verify(&id, &token, Some(&Principal::new("mallory")))
+                .expect_err("principal"),
+            envelope
+                .verify(&id, &format!("{token}A"), Some(&p))
+                .expect_err("malformed"),
+            envelope
+                .verify_at(&id, &token, Some(&p), 4e9)
+                .expect_err("expired"),
+            KeyRing::from_bytes(vec![b"short-SECRET".to_vec()]).expect_err("short"),
+        ];
+        for e in &failures {
+            seen.push_str(&format!("{e}\n{e:?}\n"));
+        }
+        seen.push_str(&format!("{secret:?} {ring:?} {envelope:?} {id:?} {p:?}"));
+        seen.push_str(&format!(
+            "{:?}",
+            envelope.verify(&id, &token, Some(&p)).expect("ok")
+        ));
+    });
+    let logs = String::from_utf8(logs.0.lock().expect("lock").clone()).expect("utf8");
+    assert!(logs.contains("ephemeral"), "the capture works: {logs}");
+    let everything = format!("{logs}\n{seen}");
+    let key_hex = hex::encode(secret_text);
+    for needle in [
+        secret_text,
+        &key_hex,
+        state,
+        "PRINCIPAL",
+        "ARG-value",
+        "SECRET",
+        tokens[0].as_str(),
+        &tokens[0][3..20],
+    ] {
+        assert!(
+            !everything.contains(needle),
+            "{needle:?} leaked into:\n{everything}"
+        );
+    }
+}

@@ -266,7 +266,8 @@ mod tests {
     #[test]
     fn errors_name_the_field() {
         let mut v: serde_json::Value = serde_json::from_slice(&doc().to_json()).unwrap();
-        let cases: Vec<(Box<dyn Fn(&mut serde_json::Value)>, &str)> = vec![
+        type Mutation = Box<dyn Fn(&mut serde_json::Value)>;
+        let cases: Vec<(Mutation, &str)> = vec![
             (
                 Box::new(|v| v["format"] = "stateseal.keyset/v9".into()),
                 "format",

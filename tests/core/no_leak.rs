@@ -37,7 +37,7 @@ fn secrets_never_reach_logs_errors_or_debug() {
     tracing::subscriber::with_default(subscriber, || {
         let secret = Secret::from_text(secret_text).expect("secret");
         let ring = Arc::new(RingHandle::new(
-            KeyRing::from_secrets(&[secret.clone()]).expect("ring"),
+            KeyRing::from_secrets(std::slice::from_ref(&secret)).expect("ring"),
         ));
         let _ephemeral = KeyRing::ephemeral().expect("ephemeral"); // logs its warning
         let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring.clone())), Some("svc"))

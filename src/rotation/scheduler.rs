@@ -265,7 +265,8 @@ impl RotationScheduler {
             }
             let Some(key) = key else { continue };
             // The planned primary, or failing that the newest active key we hold.
-            if primary.is_none() && e.activate_at <= now {
+            let planned = plan.as_ref().is_some_and(|p| p.primary == e.entry);
+            if primary.is_none() && (planned || e.activate_at <= now) {
                 primary = Some(keys.len());
             }
             keys.push(key);

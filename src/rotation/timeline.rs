@@ -112,7 +112,8 @@ pub fn unseals_at(e: &KeyEntry, t: f64) -> bool {
 
 /// The ring at `t`: every key not yet retired unseals (a new key from the
 /// moment an instance loads it); the primary is the key with the latest
-/// `activate_at <= t`. `None` when no key is active at `t`.
+/// `activate_at <= t` (or, before any key activates, the earliest one).
+/// `None` when every key has retired.
 pub fn ring_at(doc: &Keyset, t: f64) -> Option<RingPlan> {
     let mut live: Vec<&KeyEntry> = doc.keys.iter().filter(|e| unseals_at(e, t)).collect();
     // Newest first; ties broken by entry id so every instance agrees.
@@ -121,7 +122,9 @@ pub fn ring_at(doc: &Keyset, t: f64) -> Option<RingPlan> {
             .total_cmp(&a.activate_at)
             .then_with(|| a.entry.cmp(&b.entry))
     });
-    let primary = live.iter().find(|e| e.activate_at <= t)?;
+    // A keyset created by a clock ahead of this one has no active key yet: its
+    // earliest key seals (every instance unseals it already).
+    let primary = live.iter().find(|e| e.activate_at <= t).or_else(|| live.last())?;
     let mut ring = vec![primary.entry.clone()];
     ring.extend(
         live.iter()

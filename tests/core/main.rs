@@ -3,5 +3,6 @@
 mod fleet;
 mod interop;
 mod no_leak;
+mod timeline_props;
 mod vectors;
 mod vectors_verify;

@@ -3,6 +3,7 @@
 mod fleet;
 mod interop;
 mod no_leak;
+mod outage;
 mod timeline_props;
 mod vectors;
 mod vectors_verify;

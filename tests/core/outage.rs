@@ -1,0 +1,150 @@
+//! KMS outages and revocation: cached keys keep serving through a transient
+//! outage (within `outage_grace`), a denied key is dropped once its cached
+//! unwrap expires, and a restart during an outage stays not-ready.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+
+use stateseal::provider::{BoxFuture, DataKey, ErrorClass, KeyProvider, WrapContext, kms_error};
+use stateseal::rotation::{SchedulerConfig, init_keyset};
+use stateseal::{
+    AesGcmCodec, Envelope, Error, FileStore, KeysetStore, LocalProvider, ManualClock, ProviderRegistry, RequestIdentity,
+    RingHandle, RotationScheduler, Secret,
+};
+
+use crate::fleet::temp_dir;
+
+/// The local provider behind a switch: 0 = healthy, 1 = transient outage, 2 = access denied.
+#[derive(Debug, Default)]
+struct Switchable {
+    mode: AtomicU8,
+}
+
+impl KeyProvider for Switchable {
+    fn scheme(&self) -> &'static str {
+        "local"
+    }
+    fn generate<'a>(&'a self, kek: &'a str, ctx: WrapContext<'a>) -> BoxFuture<'a, Result<DataKey, Error>> {
+        Box::pin(async move { LocalProvider::new().generate(kek, ctx).await })
+    }
+    fn unwrap<'a>(&'a self, kek: &'a str, wrapped: &'a [u8], ctx: WrapContext<'a>) -> BoxFuture<'a, Result<Secret, Error>> {
+        Box::pin(async move {
+            match self.mode.load(Ordering::SeqCst) {
+                1 => Err(kms_error("local", ErrorClass::Transient, "connection refused")),
+                2 => Err(kms_error("local", ErrorClass::Denied, "access denied")),
+                _ => LocalProvider::new().unwrap(kek, wrapped, ctx).await,
+            }
+        })
+    }
+}
+
+struct Setup {
+    provider: Arc<Switchable>,
+    store: Arc<dyn KeysetStore>,
+    registry: ProviderRegistry,
+    config: SchedulerConfig,
+    t0: f64,
+    _dir: std::path::PathBuf,
+}
+
+async fn setup() -> Setup {
+    let dir = temp_dir("outage");
+    let kek = dir.join("kek.bin");
+    LocalProvider::create_kek(&kek).expect("kek");
+    let provider = Arc::new(Switchable::default());
+    let mut registry = ProviderRegistry::with_defaults();
+    registry.register_provider(provider.clone());
+    let store: Arc<dyn KeysetStore> = Arc::new(FileStore::new(dir.join("keyset.json")));
+    let t0 = 1_782_345_600.0;
+    init_keyset(store.as_ref(), &registry, &format!("local://{}", kek.display()), t0).await.expect("init");
+    let config = SchedulerConfig::default().max_key_age(3600.0).outage_grace(86_400.0).rotation_period(None);
+    Setup { provider, store, registry, config, t0, _dir: dir }
+}
+
+fn instance(s: &Setup) -> (RotationScheduler, Envelope) {
+    let ring = Arc::new(RingHandle::empty());
+    let sched = RotationScheduler::new(s.config.clone(), s.store.clone(), s.registry.clone(), ring.clone(), Arc::new(ManualClock::new(s.t0)))
+        .expect("scheduler");
+    let env = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("svc")).build().expect("env");
+    (sched, env)
+}
+
+fn round() -> RequestIdentity {
+    RequestIdentity::from_json("tools/call", br#"{"name":"t","arguments":{}}"#).expect("id")
+}
+
+fn works(env: &Envelope, now: f64) -> bool {
+    env.mint_at(&round(), b"s", None, now).and_then(|t| env.verify_at(&round(), &t, None, now)).is_ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transient_outage_within_grace_causes_no_rejection() {
+    let s = setup().await;
+    let (sched, env) = instance(&s);
+    sched.refresh_at(s.t0).await.expect("refresh");
+    let token = env.mint_at(&round(), b"before", None, s.t0).expect("mint");
+    s.provider.mode.store(1, Ordering::SeqCst);
+    let calls = sched.kms_calls();
+    // Past max_key_age the key is re-unwrapped; the KMS is down; the cached key keeps serving.
+    for dt in [3_601.0, 7_200.0, 50_000.0, 3_600.0 + 86_399.0] {
+        sched.refresh_at(s.t0 + dt).await.expect("refresh during outage");
+        assert!(sched.is_ready());
+        assert!(works(&env, s.t0 + dt), "rejected at +{dt}s during a transient outage");
+    }
+    assert!(sched.kms_calls() > calls, "the scheduler kept trying the KMS");
+    assert!(env.verify_at(&round(), &token, None, s.t0 + 1.0).is_ok());
+    // Past max_key_age + outage_grace the key is dropped: fail closed.
+    let late = s.t0 + 3_600.0 + 86_400.0 + 1.0;
+    assert_eq!(sched.refresh_at(late).await.unwrap_err(), Error::NotReady);
+    assert!(!sched.is_ready());
+    assert_eq!(env.mint_at(&round(), b"x", None, late).unwrap_err(), Error::NotReady);
+    // The KMS comes back: the next refresh recovers.
+    s.provider.mode.store(0, Ordering::SeqCst);
+    sched.refresh_at(late + 30.0).await.expect("recovered");
+    assert!(works(&env, late + 30.0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn denied_key_is_dropped_after_max_key_age() {
+    let s = setup().await;
+    let (sched, env) = instance(&s);
+    sched.refresh_at(s.t0).await.expect("refresh");
+    s.provider.mode.store(2, Ordering::SeqCst);
+    // Within max_key_age the cached unwrap is still valid: no KMS call, still serving.
+    sched.refresh_at(s.t0 + 3_599.0).await.expect("refresh");
+    assert!(works(&env, s.t0 + 3_599.0));
+    // Once it expires, the KMS's "denied" drops the key.
+    assert_eq!(sched.refresh_at(s.t0 + 3_601.0).await.unwrap_err(), Error::NotReady);
+    assert!(!works(&env, s.t0 + 3_601.0));
+    assert_eq!(sched.status().last_error.as_deref(), Some("no key ring is loaded yet; the instance is not ready"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restart_during_outage_stays_not_ready_and_never_seals() {
+    let s = setup().await;
+    s.provider.mode.store(1, Ordering::SeqCst);
+    let (sched, env) = instance(&s);
+    assert!(sched.refresh_at(s.t0).await.is_err());
+    assert!(!sched.is_ready());
+    assert_eq!(env.mint_at(&round(), b"x", None, s.t0).unwrap_err(), Error::NotReady);
+    s.provider.mode.store(0, Ordering::SeqCst);
+    sched.refresh_at(s.t0 + 1.0).await.expect("recovers");
+    assert!(works(&env, s.t0 + 1.0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn steady_state_traffic_makes_no_kms_calls() {
+    let s = setup().await;
+    let (sched, env) = instance(&s);
+    sched.refresh_at(s.t0).await.expect("refresh");
+    let after_load = sched.kms_calls();
+    assert_eq!(after_load, 1);
+    for i in 0..20_000u32 {
+        let now = s.t0 + f64::from(i) * 0.1;
+        if i % 300 == 0 {
+            sched.refresh_at(now).await.expect("refresh");
+        }
+        assert!(works(&env, now));
+    }
+    assert_eq!(sched.kms_calls(), after_load, "no KMS call within max_key_age, whatever the traffic");
+}

@@ -178,7 +178,7 @@ async fn fleet_rotates_three_times_with_zero_rejections() {
         }
         conversations = still_open;
         // Attack: a state past its TTL by more than the clock skew is rejected everywhere.
-        if (t - t0) as u64 % 97 == 0 {
+        if ((t - t0) as u64).is_multiple_of(97) {
             let id = RequestIdentity::from_json("tools/call", br#"{"name":"deploy","arguments":{}}"#).expect("id");
             let old = fleet[1].envelope.mint_at(&id, b"stale", None, t + fleet[1].offset - timing.ttl - timing.max_skew - 1.0);
             if let Ok(old) = old {

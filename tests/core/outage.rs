@@ -141,7 +141,7 @@ async fn steady_state_traffic_makes_no_kms_calls() {
     assert_eq!(after_load, 1);
     for i in 0..20_000u32 {
         let now = s.t0 + f64::from(i) * 0.1;
-        if i % 300 == 0 {
+        if i.is_multiple_of(300) {
             sched.refresh_at(now).await.expect("refresh");
         }
         assert!(works(&env, now));

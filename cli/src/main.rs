@@ -4,6 +4,7 @@
 mod bench;
 mod error;
 mod key_spec;
+mod keyset_cmd;
 mod token;
 
 use clap::{Parser, Subcommand};
@@ -21,6 +22,12 @@ enum Command {
     /// Token tools: seal, open, mint, verify.
     #[command(subcommand)]
     Token(token::TokenCmd),
+    /// Create a keyset with one active key.
+    Init(keyset_cmd::InitArgs),
+    /// Start a three-phase rotation (or an emergency one).
+    Rotate(keyset_cmd::RotateArgs),
+    /// Show the keys, the phase, and what happens next.
+    Status(keyset_cmd::StatusArgs),
     /// Measure mint and verify in this process.
     Bench(bench::BenchArgs),
 }
@@ -32,10 +39,25 @@ fn main() {
         .init();
     let cli = Cli::parse();
     let mut stdout = std::io::stdout().lock();
-    let result = match cli.command {
-        Command::Token(cmd) => token::run(cmd, &mut stdout),
-        Command::Bench(args) => bench::run(&args, &mut stdout),
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            std::process::exit(2);
+        }
     };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Token(cmd) => token::run(cmd, &mut stdout).await,
+            Command::Init(args) => keyset_cmd::init(args, &mut stdout).await,
+            Command::Rotate(args) => keyset_cmd::rotate(args, &mut stdout).await,
+            Command::Status(args) => keyset_cmd::status(args, &mut stdout).await,
+            Command::Bench(args) => bench::run(&args, &mut stdout),
+        }
+    });
     if let Err(e) = result {
         eprintln!("{}", render(&e));
         std::process::exit(e.exit_code());

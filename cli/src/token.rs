@@ -10,6 +10,7 @@ use stateseal::{
 
 use crate::error::CliError;
 use crate::key_spec::ring_from_specs;
+use crate::keyset_cmd::ring_handle_from_store;
 
 /// Token tools.
 #[derive(Debug, Subcommand)]
@@ -30,10 +31,14 @@ pub(crate) enum TokenCmd {
 }
 
 #[derive(Debug, Args)]
+#[group(required = true, multiple = false)]
 pub(crate) struct KeyArgs {
     /// Ring key: `hex:<hex>`, `b64:<base64>`, `text:<text>`, `file:<path>` or `env:<VAR>`. The first seals, all unseal.
-    #[arg(long = "key", required = true, value_name = "SPEC")]
+    #[arg(long = "key", value_name = "SPEC")]
     keys: Vec<String>,
+    /// Take the ring from a keyset store instead (what a server holds at --now).
+    #[arg(long, value_name = "STORE_URI")]
+    keyset: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -90,20 +95,24 @@ pub(crate) fn parse_seconds(s: &str) -> Result<f64, String> {
     }
 }
 
-fn codec(keys: &KeyArgs) -> Result<Arc<AesGcmCodec>, CliError> {
-    let ring = ring_from_specs(&keys.keys)?;
-    Ok(Arc::new(AesGcmCodec::new(Arc::new(RingHandle::new(ring)))))
+async fn codec(keys: &KeyArgs, now: f64) -> Result<Arc<AesGcmCodec>, CliError> {
+    let handle = match &keys.keyset {
+        Some(uri) => ring_handle_from_store(uri, now).await?,
+        None => Arc::new(RingHandle::new(ring_from_specs(&keys.keys)?)),
+    };
+    Ok(Arc::new(AesGcmCodec::new(handle)))
 }
 
 impl RoundArgs {
-    fn envelope(&self, ttl: f64) -> Result<(Envelope, RequestIdentity, f64), CliError> {
-        let envelope = Envelope::builder(codec(&self.keys)?, self.audience.as_deref())
+    async fn envelope(&self, ttl: f64) -> Result<(Envelope, RequestIdentity, f64), CliError> {
+        let now = self.now.unwrap_or_else(|| SystemClock.now());
+        let envelope = Envelope::builder(codec(&self.keys, now).await?, self.audience.as_deref())
             .ttl(ttl)
             .build()
             .map_err(|e| CliError::Usage(format!("--ttl: {e}")))?;
         let id = RequestIdentity::from_json(&self.method, self.params.as_bytes())
             .map_err(|e| CliError::Usage(format!("--params: {e}")))?;
-        Ok((envelope, id, self.now.unwrap_or_else(|| SystemClock.now())))
+        Ok((envelope, id, now))
     }
 
     fn principal(&self) -> Option<Principal> {
@@ -111,7 +120,7 @@ impl RoundArgs {
     }
 }
 
-pub(crate) fn run(cmd: TokenCmd, out: &mut dyn Write) -> Result<(), CliError> {
+pub(crate) async fn run(cmd: TokenCmd, out: &mut dyn Write) -> Result<(), CliError> {
     let io = |e: std::io::Error| CliError::Failed(format!("writing output: {e}"));
     match cmd {
         TokenCmd::Seal(keys) => {
@@ -119,21 +128,23 @@ pub(crate) fn run(cmd: TokenCmd, out: &mut dyn Write) -> Result<(), CliError> {
             std::io::stdin()
                 .read_to_end(&mut payload)
                 .map_err(|e| CliError::Failed(format!("reading stdin: {e}")))?;
-            let token = codec(&keys)?.seal(&payload)?;
+            let token = codec(&keys, SystemClock.now()).await?.seal(&payload)?;
             writeln!(out, "{token}").map_err(io)
         }
         TokenCmd::Open { keys, token } => {
-            let payload = codec(&keys)?.unseal(token.trim())?;
+            let payload = codec(&keys, SystemClock.now())
+                .await?
+                .unseal(token.trim())?;
             out.write_all(&payload).map_err(io)
         }
         TokenCmd::Mint(m) => {
-            let (envelope, id, now) = m.round.envelope(m.ttl)?;
+            let (envelope, id, now) = m.round.envelope(m.ttl).await?;
             let token =
                 envelope.mint_at(&id, m.state.as_bytes(), m.round.principal().as_ref(), now)?;
             writeln!(out, "{token}").map_err(io)
         }
         TokenCmd::Verify(v) => {
-            let (envelope, id, now) = v.round.envelope(stateseal::DEFAULT_TTL_SECS)?;
+            let (envelope, id, now) = v.round.envelope(stateseal::DEFAULT_TTL_SECS).await?;
             let state =
                 envelope.verify_at(&id, v.token.trim(), v.round.principal().as_ref(), now)?;
             // Exactly the bytes the handler would see (WTF-8 if the state holds a lone surrogate).

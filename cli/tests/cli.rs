@@ -293,3 +293,187 @@ fn bench_json_prints_one_object_per_line() {
         assert!(l["ns_per_op"].as_f64().expect("ns") > 0.0);
     }
 }
+
+fn json_of(out: &Output) -> serde_json::Value {
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)))
+}
+
+#[test]
+fn keyset_walks_through_three_phases_with_status_and_keyset_tokens() {
+    let dir = std::env::temp_dir().join(format!("stateseal-cli-ks-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("tmp");
+    let store = format!("file://{}", dir.join("keyset.json").display());
+    let kek = format!("local://{}", dir.join("kek.bin").display());
+    let t0 = 1_782_345_600u64;
+    let at = |dt: u64| (t0 + dt).to_string();
+    let init = json_of(&stateseal(
+        &[
+            "init",
+            "--kek",
+            &kek,
+            "--store",
+            &store,
+            "--now",
+            &at(0),
+            "--json",
+        ],
+        None,
+    ));
+    let first = init["primary"].as_str().expect("primary").to_owned();
+    let status = |dt: u64| {
+        json_of(&stateseal(
+            &["status", "--store", &store, "--json", "--now", &at(dt)],
+            None,
+        ))
+    };
+    assert_eq!(status(0)["ring"], serde_json::json!([first]));
+    assert_eq!(status(0)["phase"], 3);
+
+    let mint = |dt: u64| {
+        let out = stateseal(
+            &[
+                "token",
+                "mint",
+                "--keyset",
+                &store,
+                "--method",
+                "tools/call",
+                "--params",
+                PARAMS,
+                "--state",
+                "s",
+                "--now",
+                &at(dt),
+            ],
+            None,
+        );
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout).trim().to_owned()
+    };
+    let verify = |token: &str, dt: u64| {
+        stateseal(
+            &[
+                "token",
+                "verify",
+                "--keyset",
+                &store,
+                "--method",
+                "tools/call",
+                "--params",
+                PARAMS,
+                "--now",
+                &at(dt),
+                token,
+            ],
+            None,
+        )
+    };
+    let before = mint(10);
+
+    // Rotate at +100: P = 2R + S = 120, so the new key seals from +220; the old one retires at +220 + 780.
+    let rot = stateseal(&["rotate", "--store", &store, "--now", &at(100)], None);
+    assert!(rot.status.success(), "{}", text(&rot.stderr));
+    assert!(
+        text(&rot.stdout).contains("in 2m 0s"),
+        "{}",
+        text(&rot.stdout)
+    );
+    let refused = stateseal(&["rotate", "--store", &store, "--now", &at(110)], None);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(text(&refused.stderr).contains("rotation refused: phase 1"));
+
+    let p1 = status(150);
+    assert_eq!(p1["phase"], 1);
+    assert_eq!(p1["primary"], first.as_str());
+    let second = p1["ring"][1].as_str().expect("new kid").to_owned();
+    assert_eq!(p1["next_change"]["phase"], 2);
+    let p2 = status(230);
+    assert_eq!(
+        (p2["phase"].clone(), p2["ring"].clone()),
+        (serde_json::json!(2), serde_json::json!([second, first]))
+    );
+    let p3 = status(1000);
+    assert_eq!(
+        (p3["phase"].clone(), p3["ring"].clone()),
+        (serde_json::json!(3), serde_json::json!([second]))
+    );
+
+    // A state sealed in phase 1 (old key) opens in phase 2; one sealed in phase 2 uses the new key.
+    let in_phase1 = mint(200);
+    assert_eq!(verify(&in_phase1, 700).status.code(), Some(0));
+    assert_eq!(verify(&before, 300).status.code(), Some(0));
+    // Retired: rejected as an unknown key (past the TTL too, but the key goes first).
+    let retired = verify(&in_phase1, 1000);
+    assert_eq!(retired.status.code(), Some(1));
+    assert_eq!(text(&retired.stderr).trim(), "rejected: unknown key");
+
+    // Emergency rotation: everything sealed before it is rejected at once.
+    let fresh = mint(1100);
+    let emergency = stateseal(
+        &[
+            "rotate",
+            "--store",
+            &store,
+            "--now-compromise",
+            "--now",
+            &at(1200),
+        ],
+        None,
+    );
+    assert!(emergency.status.success(), "{}", text(&emergency.stderr));
+    assert!(text(&emergency.stdout).contains("This breaks"));
+    let after = verify(&fresh, 1201);
+    assert_eq!(text(&after.stderr).trim(), "rejected: unknown key");
+    assert_eq!(status(1201)["ring"].as_array().expect("ring").len(), 1);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn keyset_errors_say_what_to_fix() {
+    let dir = std::env::temp_dir().join(format!("stateseal-cli-kse-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("tmp");
+    let store = format!("file://{}", dir.join("keyset.json").display());
+    let missing = stateseal(&["status", "--store", &store], None);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(
+        text(&missing.stderr).contains("stateseal init"),
+        "{}",
+        text(&missing.stderr)
+    );
+    let scheme = stateseal(
+        &[
+            "init",
+            "--kek",
+            "aws-kms://arn:aws:kms:eu-west-1:1:key/x",
+            "--store",
+            &store,
+        ],
+        None,
+    );
+    assert_eq!(scheme.status.code(), Some(2));
+    assert!(
+        text(&scheme.stderr).contains("registered: file, local"),
+        "{}",
+        text(&scheme.stderr)
+    );
+    let kek = dir.join("kek.bin");
+    let kek_uri = format!("local://{}", kek.display());
+    assert!(
+        stateseal(&["init", "--kek", &kek_uri, "--store", &store], None)
+            .status
+            .success()
+    );
+    // An unreadable KEK: the KMS error names the fix.
+    std::fs::remove_file(&kek).expect("rm kek");
+    let broken = stateseal(&["status", "--store", &store], None);
+    assert_eq!(broken.status.code(), Some(2));
+    assert!(
+        text(&broken.stderr).contains("stateseal init"),
+        "{}",
+        text(&broken.stderr)
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

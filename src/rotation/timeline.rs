@@ -124,7 +124,10 @@ pub fn ring_at(doc: &Keyset, t: f64) -> Option<RingPlan> {
     });
     // A keyset created by a clock ahead of this one has no active key yet: its
     // earliest key seals (every instance unseals it already).
-    let primary = live.iter().find(|e| e.activate_at <= t).or_else(|| live.last())?;
+    let primary = live
+        .iter()
+        .find(|e| e.activate_at <= t)
+        .or_else(|| live.last())?;
     let mut ring = vec![primary.entry.clone()];
     ring.extend(
         live.iter()

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use stateseal::rotation::{Phase, RotateMode, SchedulerConfig, Timing, init_keyset, ring_at};
 use stateseal::{
-    AesGcmCodec, Envelope, FileStore, KeysetStore, LocalProvider, ManualClock, ProviderRegistry, RejectReason,
-    RequestIdentity, RingHandle, RotationScheduler,
+    AesGcmCodec, Envelope, FileStore, KeysetStore, LocalProvider, ManualClock, ProviderRegistry,
+    RejectReason, RequestIdentity, RingHandle, RotationScheduler,
 };
 
 /// A small deterministic PRNG (xorshift64*), so a failure replays from its seed.
@@ -54,7 +54,12 @@ pub(crate) fn temp_dir(tag: &str) -> std::path::PathBuf {
     dir
 }
 
-pub(crate) fn instance(store: Arc<dyn KeysetStore>, config: &SchedulerConfig, offset: f64, lateness: f64) -> Instance {
+pub(crate) fn instance(
+    store: Arc<dyn KeysetStore>,
+    config: &SchedulerConfig,
+    offset: f64,
+    lateness: f64,
+) -> Instance {
     let ring = Arc::new(RingHandle::empty());
     let scheduler = RotationScheduler::new(
         config.clone(),
@@ -64,8 +69,17 @@ pub(crate) fn instance(store: Arc<dyn KeysetStore>, config: &SchedulerConfig, of
         Arc::new(ManualClock::new(0.0)),
     )
     .expect("scheduler");
-    let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("fleet")).ttl(config.timing.ttl).build().expect("env");
-    Instance { scheduler, envelope, offset, next_refresh: 0.0, lateness }
+    let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("fleet"))
+        .ttl(config.timing.ttl)
+        .build()
+        .expect("env");
+    Instance {
+        scheduler,
+        envelope,
+        offset,
+        next_refresh: 0.0,
+        lateness,
+    }
 }
 
 struct Conversation {
@@ -77,16 +91,28 @@ struct Conversation {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fleet_rotates_three_times_with_zero_rejections() {
-    let seed = std::env::var("STATESEAL_FLEET_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5eed_u64);
+    let seed = std::env::var("STATESEAL_FLEET_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5eed_u64);
     let mut rng = Rng::new(seed);
     let dir = temp_dir("fleet");
     let kek = dir.join("kek.bin");
     LocalProvider::create_kek(&kek).expect("kek");
     let store: Arc<dyn KeysetStore> = Arc::new(FileStore::new(dir.join("keyset.json")));
     let timing = Timing::new(30.0, 60.0, 600.0);
-    let config = SchedulerConfig::default().timing(timing).rotation_period(None);
+    let config = SchedulerConfig::default()
+        .timing(timing)
+        .rotation_period(None);
     let t0 = 1_782_345_600.0;
-    init_keyset(store.as_ref(), &ProviderRegistry::with_defaults(), &format!("local://{}", kek.display()), t0).await.expect("init");
+    init_keyset(
+        store.as_ref(),
+        &ProviderRegistry::with_defaults(),
+        &format!("local://{}", kek.display()),
+        t0,
+    )
+    .await
+    .expect("init");
 
     // Offsets within ±S/2 keep every pair of clocks within S of each other.
     let mut fleet: Vec<Instance> = [(-30.0, 1.0), (30.0, 1.0), (-12.5, 1.0), (4.0, 1.8)]
@@ -94,7 +120,10 @@ async fn fleet_rotates_three_times_with_zero_rejections() {
         .map(|(off, late)| instance(store.clone(), &config, off, late))
         .collect();
     for inst in &mut fleet {
-        inst.scheduler.refresh_at(t0 + inst.offset).await.expect("first refresh");
+        inst.scheduler
+            .refresh_at(t0 + inst.offset)
+            .await
+            .expect("first refresh");
         inst.next_refresh = t0 + rng.range(0.0, timing.refresh_interval);
     }
 
@@ -111,8 +140,15 @@ async fn fleet_rotates_three_times_with_zero_rejections() {
         // Refreshes, jittered ±10%; the late instance refreshes at 1.8 R for the whole run.
         for inst in &mut fleet {
             if t >= inst.next_refresh {
-                inst.scheduler.refresh_at(t + inst.offset).await.expect("refresh");
-                let jitter = if inst.lateness > 1.0 { 1.0 } else { rng.range(0.9, 1.1) };
+                inst.scheduler
+                    .refresh_at(t + inst.offset)
+                    .await
+                    .expect("refresh");
+                let jitter = if inst.lateness > 1.0 {
+                    1.0
+                } else {
+                    rng.range(0.9, 1.1)
+                };
                 inst.next_refresh = t + timing.refresh_interval * inst.lateness * jitter;
             }
         }
@@ -123,27 +159,56 @@ async fn fleet_rotates_three_times_with_zero_rejections() {
         if phase == Phase::Three && rotations < 3 && t > t0 + 100.0 {
             let who = rng.below(fleet.len());
             let now = t + fleet[who].offset;
-            match fleet[who].scheduler.rotate_at(now, RotateMode::Scheduled).await {
+            match fleet[who]
+                .scheduler
+                .rotate_at(now, RotateMode::Scheduled)
+                .await
+            {
                 Ok(_) => rotations += 1,
                 // That instance's clock is behind: on its clock the last rotation is still in flight.
                 Err(stateseal::Error::RotationInFlight(_)) => continue,
                 Err(e) => panic!("rotate: {e}"),
             }
             // A token minted under the old key, to replay after that key retires.
-            let id = RequestIdentity::from_json("tools/call", br#"{"name":"deploy","arguments":{}}"#).expect("id");
-            let token = fleet[who].envelope.mint_at(&id, b"old-key-state", None, now).expect("mint");
+            let id =
+                RequestIdentity::from_json("tools/call", br#"{"name":"deploy","arguments":{}}"#)
+                    .expect("id");
+            let token = fleet[who]
+                .envelope
+                .mint_at(&id, b"old-key-state", None, now)
+                .expect("mint");
             // The key this rotation retires is the one with the latest retire time.
-            let retire = store.load().await.expect("load").expect("doc").keys.iter().filter_map(|k| k.retire_at).fold(f64::NEG_INFINITY, f64::max);
+            let retire = store
+                .load()
+                .await
+                .expect("load")
+                .expect("doc")
+                .keys
+                .iter()
+                .filter_map(|k| k.retire_at)
+                .fold(f64::NEG_INFINITY, f64::max);
             retired_tokens.push((token, id, retire));
         }
         // Traffic: start a conversation, and answer each open one after a random delay within the TTL.
         let who = rng.below(fleet.len());
         let tool = tools[rng.below(tools.len())];
-        let id = RequestIdentity::from_serde("tools/call", &serde_json::json!({"name": tool, "arguments": {"n": rng.below(5)}})).expect("id");
+        let id = RequestIdentity::from_serde(
+            "tools/call",
+            &serde_json::json!({"name": tool, "arguments": {"n": rng.below(5)}}),
+        )
+        .expect("id");
         let now = t + fleet[who].offset;
-        let token = fleet[who].envelope.mint_at(&id, b"round-1", None, now).expect("mint");
+        let token = fleet[who]
+            .envelope
+            .mint_at(&id, b"round-1", None, now)
+            .expect("mint");
         // Echo delays stay below T minus the largest clock difference, so every round is valid.
-        conversations.push(Conversation { token, round: 1, due: t + rng.range(0.0, 0.85 * timing.ttl), id });
+        conversations.push(Conversation {
+            token,
+            round: 1,
+            due: t + rng.range(0.0, 0.85 * timing.ttl),
+            id,
+        });
         let mut still_open = Vec::new();
         for mut c in conversations.drain(..) {
             if t < c.due {
@@ -155,8 +220,14 @@ async fn fleet_rotates_three_times_with_zero_rejections() {
             let inst = &fleet[who];
             // Attack: the same token replayed to another tool is rejected.
             attacks += 1;
-            let other = RequestIdentity::from_json("tools/call", br#"{"name":"other","arguments":{}}"#).expect("id");
-            if inst.envelope.verify_at(&other, &c.token, None, now).is_err() {
+            let other =
+                RequestIdentity::from_json("tools/call", br#"{"name":"other","arguments":{}}"#)
+                    .expect("id");
+            if inst
+                .envelope
+                .verify_at(&other, &c.token, None, now)
+                .is_err()
+            {
                 attacks_rejected += 1;
             }
             match inst.envelope.verify_at(&c.id, &c.token, None, now) {
@@ -165,7 +236,10 @@ async fn fleet_rotates_three_times_with_zero_rejections() {
                     assert_eq!(state.as_str(), Some(format!("round-{}", c.round).as_str()));
                     if c.round < 4 {
                         c.round += 1;
-                        c.token = inst.envelope.mint_at(&c.id, format!("round-{}", c.round).as_bytes(), None, now).expect("mint");
+                        c.token = inst
+                            .envelope
+                            .mint_at(&c.id, format!("round-{}", c.round).as_bytes(), None, now)
+                            .expect("mint");
                         c.due = t + rng.range(0.0, 0.85 * timing.ttl);
                         still_open.push(c);
                     }
@@ -179,12 +253,23 @@ async fn fleet_rotates_three_times_with_zero_rejections() {
         conversations = still_open;
         // Attack: a state past its TTL by more than the clock skew is rejected everywhere.
         if ((t - t0) as u64).is_multiple_of(97) {
-            let id = RequestIdentity::from_json("tools/call", br#"{"name":"deploy","arguments":{}}"#).expect("id");
-            let old = fleet[1].envelope.mint_at(&id, b"stale", None, t + fleet[1].offset - timing.ttl - timing.max_skew - 1.0);
+            let id =
+                RequestIdentity::from_json("tools/call", br#"{"name":"deploy","arguments":{}}"#)
+                    .expect("id");
+            let old = fleet[1].envelope.mint_at(
+                &id,
+                b"stale",
+                None,
+                t + fleet[1].offset - timing.ttl - timing.max_skew - 1.0,
+            );
             if let Ok(old) = old {
                 attacks += 1;
                 let who = rng.below(fleet.len());
-                if fleet[who].envelope.verify_at(&id, &old, None, t + fleet[who].offset).is_err() {
+                if fleet[who]
+                    .envelope
+                    .verify_at(&id, &old, None, t + fleet[who].offset)
+                    .is_err()
+                {
                     attacks_rejected += 1;
                 }
             }
@@ -195,13 +280,19 @@ async fn fleet_rotates_three_times_with_zero_rejections() {
         for inst in &fleet {
             let now = retire + 61.0 + inst.offset;
             inst.scheduler.refresh_at(now).await.expect("refresh");
-            let err = inst.envelope.verify_at(id, token, None, now).expect_err("retired key");
+            let err = inst
+                .envelope
+                .verify_at(id, token, None, now)
+                .expect_err("retired key");
             assert_eq!(err.reject_reason(), Some(RejectReason::UnknownKey));
         }
     }
     eprintln!(
         "fleet: seed {seed:#x}, {rounds} rounds, {unexpected} unexpected rejections, {attacks_rejected}/{attacks} attacks rejected, phases {phases_seen:?}, kms calls {:?}",
-        fleet.iter().map(|i| i.scheduler.kms_calls()).collect::<Vec<_>>()
+        fleet
+            .iter()
+            .map(|i| i.scheduler.kms_calls())
+            .collect::<Vec<_>>()
     );
     assert_eq!(unexpected, 0, "valid rounds were rejected");
     assert_eq!(attacks, attacks_rejected, "an attack was accepted");
@@ -210,7 +301,11 @@ async fn fleet_rotates_three_times_with_zero_rejections() {
     assert!(rounds > 10_000, "{rounds} rounds");
     for inst in &fleet {
         // O(keys), not O(requests): four keys, at most one re-unwrap each after max_key_age.
-        assert!(inst.scheduler.kms_calls() <= 8, "kms calls {}", inst.scheduler.kms_calls());
+        assert!(
+            inst.scheduler.kms_calls() <= 8,
+            "kms calls {}",
+            inst.scheduler.kms_calls()
+        );
     }
     let _ = std::fs::remove_dir_all(dir);
 }

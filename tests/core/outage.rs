@@ -2,14 +2,14 @@
 //! outage (within `outage_grace`), a denied key is dropped once its cached
 //! unwrap expires, and a restart during an outage stays not-ready.
 
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use stateseal::provider::{BoxFuture, DataKey, ErrorClass, KeyProvider, WrapContext, kms_error};
 use stateseal::rotation::{SchedulerConfig, init_keyset};
 use stateseal::{
-    AesGcmCodec, Envelope, Error, FileStore, KeysetStore, LocalProvider, ManualClock, ProviderRegistry, RequestIdentity,
-    RingHandle, RotationScheduler, Secret,
+    AesGcmCodec, Envelope, Error, FileStore, KeysetStore, LocalProvider, ManualClock,
+    ProviderRegistry, RequestIdentity, RingHandle, RotationScheduler, Secret,
 };
 
 use crate::fleet::temp_dir;
@@ -24,13 +24,26 @@ impl KeyProvider for Switchable {
     fn scheme(&self) -> &'static str {
         "local"
     }
-    fn generate<'a>(&'a self, kek: &'a str, ctx: WrapContext<'a>) -> BoxFuture<'a, Result<DataKey, Error>> {
+    fn generate<'a>(
+        &'a self,
+        kek: &'a str,
+        ctx: WrapContext<'a>,
+    ) -> BoxFuture<'a, Result<DataKey, Error>> {
         Box::pin(async move { LocalProvider::new().generate(kek, ctx).await })
     }
-    fn unwrap<'a>(&'a self, kek: &'a str, wrapped: &'a [u8], ctx: WrapContext<'a>) -> BoxFuture<'a, Result<Secret, Error>> {
+    fn unwrap<'a>(
+        &'a self,
+        kek: &'a str,
+        wrapped: &'a [u8],
+        ctx: WrapContext<'a>,
+    ) -> BoxFuture<'a, Result<Secret, Error>> {
         Box::pin(async move {
             match self.mode.load(Ordering::SeqCst) {
-                1 => Err(kms_error("local", ErrorClass::Transient, "connection refused")),
+                1 => Err(kms_error(
+                    "local",
+                    ErrorClass::Transient,
+                    "connection refused",
+                )),
                 2 => Err(kms_error("local", ErrorClass::Denied, "access denied")),
                 _ => LocalProvider::new().unwrap(kek, wrapped, ctx).await,
             }
@@ -56,16 +69,41 @@ async fn setup() -> Setup {
     registry.register_provider(provider.clone());
     let store: Arc<dyn KeysetStore> = Arc::new(FileStore::new(dir.join("keyset.json")));
     let t0 = 1_782_345_600.0;
-    init_keyset(store.as_ref(), &registry, &format!("local://{}", kek.display()), t0).await.expect("init");
-    let config = SchedulerConfig::default().max_key_age(3600.0).outage_grace(86_400.0).rotation_period(None);
-    Setup { provider, store, registry, config, t0, _dir: dir }
+    init_keyset(
+        store.as_ref(),
+        &registry,
+        &format!("local://{}", kek.display()),
+        t0,
+    )
+    .await
+    .expect("init");
+    let config = SchedulerConfig::default()
+        .max_key_age(3600.0)
+        .outage_grace(86_400.0)
+        .rotation_period(None);
+    Setup {
+        provider,
+        store,
+        registry,
+        config,
+        t0,
+        _dir: dir,
+    }
 }
 
 fn instance(s: &Setup) -> (RotationScheduler, Envelope) {
     let ring = Arc::new(RingHandle::empty());
-    let sched = RotationScheduler::new(s.config.clone(), s.store.clone(), s.registry.clone(), ring.clone(), Arc::new(ManualClock::new(s.t0)))
-        .expect("scheduler");
-    let env = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("svc")).build().expect("env");
+    let sched = RotationScheduler::new(
+        s.config.clone(),
+        s.store.clone(),
+        s.registry.clone(),
+        ring.clone(),
+        Arc::new(ManualClock::new(s.t0)),
+    )
+    .expect("scheduler");
+    let env = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("svc"))
+        .build()
+        .expect("env");
     (sched, env)
 }
 
@@ -74,7 +112,9 @@ fn round() -> RequestIdentity {
 }
 
 fn works(env: &Envelope, now: f64) -> bool {
-    env.mint_at(&round(), b"s", None, now).and_then(|t| env.verify_at(&round(), &t, None, now)).is_ok()
+    env.mint_at(&round(), b"s", None, now)
+        .and_then(|t| env.verify_at(&round(), &t, None, now))
+        .is_ok()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -87,17 +127,29 @@ async fn transient_outage_within_grace_causes_no_rejection() {
     let calls = sched.kms_calls();
     // Past max_key_age the key is re-unwrapped; the KMS is down; the cached key keeps serving.
     for dt in [3_601.0, 7_200.0, 50_000.0, 3_600.0 + 86_399.0] {
-        sched.refresh_at(s.t0 + dt).await.expect("refresh during outage");
+        sched
+            .refresh_at(s.t0 + dt)
+            .await
+            .expect("refresh during outage");
         assert!(sched.is_ready());
-        assert!(works(&env, s.t0 + dt), "rejected at +{dt}s during a transient outage");
+        assert!(
+            works(&env, s.t0 + dt),
+            "rejected at +{dt}s during a transient outage"
+        );
     }
-    assert!(sched.kms_calls() > calls, "the scheduler kept trying the KMS");
+    assert!(
+        sched.kms_calls() > calls,
+        "the scheduler kept trying the KMS"
+    );
     assert!(env.verify_at(&round(), &token, None, s.t0 + 1.0).is_ok());
     // Past max_key_age + outage_grace the key is dropped: fail closed.
     let late = s.t0 + 3_600.0 + 86_400.0 + 1.0;
     assert_eq!(sched.refresh_at(late).await.unwrap_err(), Error::NotReady);
     assert!(!sched.is_ready());
-    assert_eq!(env.mint_at(&round(), b"x", None, late).unwrap_err(), Error::NotReady);
+    assert_eq!(
+        env.mint_at(&round(), b"x", None, late).unwrap_err(),
+        Error::NotReady
+    );
     // The KMS comes back: the next refresh recovers.
     s.provider.mode.store(0, Ordering::SeqCst);
     sched.refresh_at(late + 30.0).await.expect("recovered");
@@ -114,9 +166,15 @@ async fn denied_key_is_dropped_after_max_key_age() {
     sched.refresh_at(s.t0 + 3_599.0).await.expect("refresh");
     assert!(works(&env, s.t0 + 3_599.0));
     // Once it expires, the KMS's "denied" drops the key.
-    assert_eq!(sched.refresh_at(s.t0 + 3_601.0).await.unwrap_err(), Error::NotReady);
+    assert_eq!(
+        sched.refresh_at(s.t0 + 3_601.0).await.unwrap_err(),
+        Error::NotReady
+    );
     assert!(!works(&env, s.t0 + 3_601.0));
-    assert_eq!(sched.status().last_error.as_deref(), Some("no key ring is loaded yet; the instance is not ready"));
+    assert_eq!(
+        sched.status().last_error.as_deref(),
+        Some("no key ring is loaded yet; the instance is not ready")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -126,7 +184,10 @@ async fn restart_during_outage_stays_not_ready_and_never_seals() {
     let (sched, env) = instance(&s);
     assert!(sched.refresh_at(s.t0).await.is_err());
     assert!(!sched.is_ready());
-    assert_eq!(env.mint_at(&round(), b"x", None, s.t0).unwrap_err(), Error::NotReady);
+    assert_eq!(
+        env.mint_at(&round(), b"x", None, s.t0).unwrap_err(),
+        Error::NotReady
+    );
     s.provider.mode.store(0, Ordering::SeqCst);
     sched.refresh_at(s.t0 + 1.0).await.expect("recovers");
     assert!(works(&env, s.t0 + 1.0));
@@ -146,5 +207,9 @@ async fn steady_state_traffic_makes_no_kms_calls() {
         }
         assert!(works(&env, now));
     }
-    assert_eq!(sched.kms_calls(), after_load, "no KMS call within max_key_age, whatever the traffic");
+    assert_eq!(
+        sched.kms_calls(),
+        after_load,
+        "no KMS call within max_key_age, whatever the traffic"
+    );
 }

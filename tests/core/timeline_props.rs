@@ -7,13 +7,24 @@ use stateseal::rotation::{Phase, RotateMode, Timing, ring_at, rotated, unseals_a
 use stateseal::{KeyEntry, Keyset};
 
 fn entry(n: usize, at: f64) -> KeyEntry {
-    KeyEntry { entry: format!("k_{n}"), kek: "local:///k".into(), wrapped: vec![1], created_at: at, activate_at: at, retire_at: None }
+    KeyEntry {
+        entry: format!("k_{n}"),
+        kek: "local:///k".into(),
+        wrapped: vec![1],
+        created_at: at,
+        activate_at: at,
+        retire_at: None,
+    }
 }
 
 /// A document history: (true time of the write, document), built by rotating
 /// at the given gaps (in units of one full rotation) from a rotator with a skewed clock.
 fn history(timing: &Timing, gaps: &[(f64, f64, u8)], t0: f64) -> Vec<(f64, Keyset)> {
-    let mut doc = Keyset { id: "ks_p".into(), generation: 1, keys: vec![entry(0, t0)] };
+    let mut doc = Keyset {
+        id: "ks_p".into(),
+        generation: 1,
+        keys: vec![entry(0, t0)],
+    };
     let mut out = vec![(t0, doc.clone())];
     let cycle = timing.propagation + timing.retire_delay();
     let mut t = t0;
@@ -34,7 +45,12 @@ fn history(timing: &Timing, gaps: &[(f64, f64, u8)], t0: f64) -> Vec<(f64, Keyse
 }
 
 fn view(history: &[(f64, Keyset)], t: f64) -> &Keyset {
-    &history.iter().rev().find(|(w, _)| *w <= t).unwrap_or(&history[0]).1
+    &history
+        .iter()
+        .rev()
+        .find(|(w, _)| *w <= t)
+        .unwrap_or(&history[0])
+        .1
 }
 
 fn timing() -> impl Strategy<Value = Timing> {

@@ -341,7 +341,12 @@ pub(crate) async fn status(a: StatusArgs, out: &mut dyn Write) -> Result<(), Cli
     )
     .map_err(io)?;
     writeln!(out, "{}", paint("1", phase_text)).map_err(io)?;
-    writeln!(out, "{:<10} {:<12} {:<40} {:<40} KEK", "KID", "ROLE", "ACTIVATES", "RETIRES").map_err(io)?;
+    writeln!(
+        out,
+        "{:<10} {:<12} {:<40} {:<40} KEK",
+        "KID", "ROLE", "ACTIVATES", "RETIRES"
+    )
+    .map_err(io)?;
     for k in &doc.keys {
         let (role, code) = if k.entry == plan.primary {
             ("primary", "32")

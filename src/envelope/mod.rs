@@ -156,7 +156,9 @@ impl Envelope {
             audience: self.audience.as_deref(),
             principal_claim: p_claim.as_deref(),
         });
-        self.codec.seal(&payload)
+        let token = self.codec.seal(&payload)?;
+        metrics::counter!("stateseal_seals_total").increment(1);
+        Ok(token)
     }
 
     /// Verifies an echoed `token` for the round `identity` and returns the state it carries.
@@ -183,12 +185,22 @@ impl Envelope {
         principal: Option<&Principal>,
         now: f64,
     ) -> Result<Text, Error> {
-        let payload = self.codec.unseal(token).map_err(|e| match e {
+        let result = self.codec.unseal(token).map_err(|e| match e {
             Error::Rejected(r) => Error::Rejected(r),
             // A custom codec failing in another way still fails closed.
             _ => Error::Rejected(RejectReason::CodecError),
-        })?;
-        claims::check(&payload, identity, self.audience.as_deref(), principal, now)
+        });
+        let result = result.and_then(|payload| {
+            claims::check(&payload, identity, self.audience.as_deref(), principal, now)
+        });
+        match &result {
+            Ok(_) => metrics::counter!("stateseal_unseals_total").increment(1),
+            Err(e) => {
+                let reason = e.reject_reason().map_or("error", RejectReason::as_str);
+                metrics::counter!("stateseal_rejections_total", "reason" => reason).increment(1);
+            }
+        }
+        result
     }
 }
 

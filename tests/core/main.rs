@@ -3,6 +3,7 @@
 mod fleet;
 mod interop;
 mod no_leak;
+mod observability;
 mod outage;
 mod timeline_props;
 mod vectors;

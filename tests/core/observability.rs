@@ -1,0 +1,109 @@
+//! The metrics of DESIGN.md "Observability" are emitted, with reasons as labels.
+
+use std::sync::Arc;
+
+use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+use stateseal::rotation::{SchedulerConfig, init_keyset};
+use stateseal::{
+    AesGcmCodec, Envelope, FileStore, KeysetStore, LocalProvider, ManualClock, ProviderRegistry,
+    RequestIdentity, RingHandle, RotationScheduler,
+};
+
+use crate::fleet::temp_dir;
+
+#[test]
+fn counters_and_gauges_are_recorded() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    metrics::with_local_recorder(&recorder, || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("rt");
+        rt.block_on(async {
+            let dir = temp_dir("metrics");
+            let kek = dir.join("kek.bin");
+            LocalProvider::create_kek(&kek).expect("kek");
+            let store: Arc<dyn KeysetStore> = Arc::new(FileStore::new(dir.join("keyset.json")));
+            let registry = ProviderRegistry::with_defaults();
+            let t0 = 1_782_345_600.0;
+            init_keyset(
+                store.as_ref(),
+                &registry,
+                &format!("local://{}", kek.display()),
+                t0,
+            )
+            .await
+            .expect("init");
+            let ring = Arc::new(RingHandle::empty());
+            let sched = RotationScheduler::new(
+                SchedulerConfig::default(),
+                store,
+                registry,
+                ring.clone(),
+                Arc::new(ManualClock::new(t0)),
+            )
+            .expect("scheduler");
+            sched.refresh_at(t0 + 5.0).await.expect("refresh");
+            let env = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("svc"))
+                .build()
+                .expect("env");
+            let id = RequestIdentity::from_json("tools/call", br#"{"name":"t"}"#).expect("id");
+            let other = RequestIdentity::from_json("tools/call", br#"{"name":"u"}"#).expect("id");
+            let token = env.mint_at(&id, b"s", None, t0 + 5.0).expect("mint");
+            env.verify_at(&id, &token, None, t0 + 6.0).expect("verify");
+            assert!(env.verify_at(&other, &token, None, t0 + 6.0).is_err());
+            assert!(env.verify_at(&id, "v1.garbage", None, t0 + 6.0).is_err());
+            let _ = std::fs::remove_dir_all(dir);
+        });
+    });
+    let snapshot = snapshotter.snapshot().into_vec();
+    let find = |name: &str, label: Option<(&str, &str)>| {
+        snapshot
+            .iter()
+            .find(|(key, ..)| {
+                key.key().name() == name
+                    && label.is_none_or(|(k, v)| {
+                        key.key().labels().any(|l| l.key() == k && l.value() == v)
+                    })
+            })
+            .map(|(_, _, _, value)| value)
+    };
+    assert_eq!(
+        find("stateseal_seals_total", None),
+        Some(&DebugValue::Counter(1))
+    );
+    assert_eq!(
+        find("stateseal_unseals_total", None),
+        Some(&DebugValue::Counter(1))
+    );
+    assert_eq!(
+        find(
+            "stateseal_rejections_total",
+            Some(("reason", "request binding"))
+        ),
+        Some(&DebugValue::Counter(1))
+    );
+    assert_eq!(
+        find("stateseal_rejections_total", Some(("reason", "malformed"))),
+        Some(&DebugValue::Counter(1))
+    );
+    assert_eq!(
+        find("stateseal_kms_calls_total", Some(("outcome", "ok"))),
+        Some(&DebugValue::Counter(1))
+    );
+    for gauge in [
+        "stateseal_ring_generation",
+        "stateseal_rotation_phase",
+        "stateseal_primary_key_age_seconds",
+        "stateseal_seconds_since_refresh",
+    ] {
+        assert!(
+            matches!(find(gauge, None), Some(DebugValue::Gauge(_))),
+            "{gauge} missing"
+        );
+    }
+    assert!(
+        matches!(find("stateseal_primary_key_age_seconds", None), Some(DebugValue::Gauge(v)) if v.into_inner() == 5.0)
+    );
+}

@@ -12,6 +12,8 @@ echo "== cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
 echo "== cargo test"
 cargo test --workspace
+echo "== MCP conformance suite (input-required-result-*)"
+scripts/conformance.sh
 echo "== cargo doc"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
 echo "== all checks passed"

@@ -19,6 +19,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod boundary;
 mod clock;
 mod codec;
 mod envelope;
@@ -30,6 +31,8 @@ pub mod provider;
 mod random;
 mod reason;
 mod ring;
+#[cfg(feature = "rmcp")]
+pub mod rmcp_adapter;
 pub mod rotation;
 mod secret;
 

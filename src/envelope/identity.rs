@@ -63,11 +63,7 @@ impl RequestIdentity {
             None => canonical.extend_from_slice(b"{}"),
         }
         Ok(Self {
-            // The carriers are the common case: name them without allocating.
-            method: CARRIER_METHODS
-                .iter()
-                .find(|m| **m == method)
-                .map_or_else(|| Cow::Owned(method.to_owned()), |m| Cow::Borrowed(*m)),
+            method: Self::method_name(method),
             target,
             args_digest: digest(&canonical),
         })
@@ -87,6 +83,33 @@ impl RequestIdentity {
     /// As [`Self::from_params`].
     pub fn from_serde(method: &str, params: &serde_json::Value) -> Result<Self, Error> {
         Self::of(method, params)
+    }
+
+    /// The identity of a request given by parts, as rmcp hands them to a handler:
+    /// the tool or prompt `name` (or the resource `uri`) and its `arguments`.
+    pub fn for_call(
+        method: &str,
+        target: &str,
+        arguments: Option<&serde_json::Map<String, serde_json::Value>>,
+    ) -> Self {
+        let mut canonical = Vec::with_capacity(128);
+        match arguments.filter(|a| method != "resources/read" && !a.is_empty()) {
+            Some(args) => crate::json::write_sorted_map(args, &mut canonical),
+            None => canonical.extend_from_slice(b"{}"),
+        }
+        Self {
+            method: Self::method_name(method),
+            target: Text::from(target),
+            args_digest: digest(&canonical),
+        }
+    }
+
+    fn method_name(method: &str) -> Cow<'static, str> {
+        // The carriers are the common case: name them without allocating.
+        CARRIER_METHODS
+            .iter()
+            .find(|m| **m == method)
+            .map_or_else(|| Cow::Owned(method.to_owned()), |m| Cow::Borrowed(*m))
     }
 
     /// The method (`tools/call`, `prompts/get` or `resources/read`).

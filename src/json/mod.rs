@@ -19,5 +19,5 @@ pub use value::Value;
 pub use write::float_repr;
 
 pub(crate) use parse::{Scalar, parse_flat_object};
-pub(crate) use py_json::PyJson;
+pub(crate) use py_json::{PyJson, write_sorted_map};
 pub(crate) use write::{push_json_float, push_json_string as push_wtf8, push_text};

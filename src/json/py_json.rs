@@ -92,32 +92,38 @@ impl PyJson for serde_json::Value {
                 }
                 out.push(b']');
             }
-            Self::Object(map) => {
-                // serde_json's map iterates sorted unless a crate enabled `preserve_order`.
-                let write_member = |n: usize, k: &String, item: &Self, out: &mut Vec<u8>| {
-                    if n > 0 {
-                        out.push(b',');
-                    }
-                    push_json_string(k.as_bytes(), out);
-                    out.push(b':');
-                    item.write_sorted(out);
-                };
-                out.push(b'{');
-                if map.keys().is_sorted_by(|a, b| a.as_bytes() < b.as_bytes()) {
-                    for (n, (k, item)) in map.iter().enumerate() {
-                        write_member(n, k, item, out);
-                    }
-                } else {
-                    let mut members: Vec<(&String, &Self)> = map.iter().collect();
-                    members.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-                    for (n, (k, item)) in members.into_iter().enumerate() {
-                        write_member(n, k, item, out);
-                    }
-                }
-                out.push(b'}');
-            }
+            Self::Object(map) => write_sorted_map(map, out),
         }
     }
+}
+
+/// `json.dumps(map, sort_keys=True, separators=(",", ":"))` of a `serde_json` object.
+pub(crate) fn write_sorted_map(
+    map: &serde_json::Map<String, serde_json::Value>,
+    out: &mut Vec<u8>,
+) {
+    let write_member = |n: usize, k: &String, item: &serde_json::Value, out: &mut Vec<u8>| {
+        if n > 0 {
+            out.push(b',');
+        }
+        push_json_string(k.as_bytes(), out);
+        out.push(b':');
+        item.write_sorted(out);
+    };
+    out.push(b'{');
+    // serde_json's map iterates sorted unless a crate enabled `preserve_order`.
+    if map.keys().is_sorted_by(|a, b| a.as_bytes() < b.as_bytes()) {
+        for (n, (k, item)) in map.iter().enumerate() {
+            write_member(n, k, item, out);
+        }
+    } else {
+        let mut members: Vec<(&String, &serde_json::Value)> = map.iter().collect();
+        members.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        for (n, (k, item)) in members.into_iter().enumerate() {
+            write_member(n, k, item, out);
+        }
+    }
+    out.push(b'}');
 }
 
 #[cfg(test)]

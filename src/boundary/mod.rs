@@ -1,0 +1,230 @@
+//! The boundary: verify every echoed `requestState` before a handler runs, seal
+//! every outgoing one. Framework-agnostic; the rmcp adapter is built on it.
+//!
+//! Threat model: every byte of a request is client-controlled, the echoed
+//! `requestState` included. The boundary acts only on the three carriers
+//! (`tools/call`, `prompts/get`, `resources/read`) and lets every other method
+//! through untouched. Inbound, an echo is replaced by the plaintext the server
+//! minted, or the request is refused with one frozen error (`-32602`) whose
+//! real reason goes to the log only, so a prober learns nothing; `null` counts
+//! as absent (stripping the field is in any client's power anyway). Outbound,
+//! an `input_required` result's state is sealed in a fresh envelope bound to
+//! this round; if sealing fails for any reason the answer is `-32603` and the
+//! plaintext never reaches the wire. The caller's identity comes from the
+//! server's auth layer, never from the client-asserted `_meta`.
+
+mod json;
+
+pub use json::Round;
+
+use std::sync::Arc;
+
+use crate::envelope::{CARRIER_METHODS, Envelope, Principal, RequestIdentity};
+use crate::error::Error;
+use crate::reason::RejectReason;
+
+/// What to do with an echo that fails verification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FailureMode {
+    /// Refuse the request with `-32602 "Invalid or expired requestState"` (the spec's and the default).
+    #[default]
+    Reject,
+    /// Run the handler as if no state was echoed, so it starts a fresh round (logged at warn).
+    TreatAsAbsent,
+}
+
+/// A JSON-RPC error the boundary answers with. Its text never carries the reason.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WireError {
+    /// JSON-RPC error code.
+    pub code: i32,
+    /// The frozen message.
+    pub message: &'static str,
+    /// The frozen data, if any.
+    pub data: Option<serde_json::Value>,
+}
+
+impl WireError {
+    /// `-32602 "Invalid or expired requestState"`, data `{"reason":"invalid_request_state"}`.
+    pub fn invalid_state() -> Self {
+        Self {
+            code: -32602,
+            message: "Invalid or expired requestState",
+            data: Some(serde_json::json!({"reason": "invalid_request_state"})),
+        }
+    }
+
+    /// `-32603 "Internal error"`, no data.
+    pub fn internal() -> Self {
+        Self {
+            code: -32603,
+            message: "Internal error",
+            data: None,
+        }
+    }
+}
+
+/// The caller's identity as the server's auth layer established it, or the
+/// failure to establish it (which denies, in both directions).
+pub type PrincipalResult = Result<Option<Principal>, PrincipalError>;
+
+/// A principal source failed; the state is denied. Carries no identity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PrincipalError;
+
+/// The identity an HTTP auth layer established, inserted into the request's
+/// extensions for the boundary to bind states to. `Debug` is redacted.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AuthenticatedPrincipal {
+    /// The OAuth client id.
+    pub client_id: String,
+    /// The token issuer, when known.
+    pub issuer: Option<String>,
+    /// The subject (end user), when known.
+    pub subject: Option<String>,
+}
+
+impl AuthenticatedPrincipal {
+    /// The principal string the Python SDK binds: `["client_id","issuer","subject"]`.
+    pub fn to_principal(&self) -> Principal {
+        Principal::from_components(
+            &self.client_id,
+            self.issuer.as_deref(),
+            self.subject.as_deref(),
+        )
+    }
+}
+
+impl std::fmt::Debug for AuthenticatedPrincipal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AuthenticatedPrincipal(<redacted>)")
+    }
+}
+
+/// Seals and opens `requestState` for one service.
+///
+/// ```
+/// use std::sync::Arc;
+/// use stateseal::boundary::{Boundary, WireError};
+/// use stateseal::{AesGcmCodec, Envelope, KeyRing, RequestIdentity, RingHandle, Secret};
+///
+/// let ring = Arc::new(RingHandle::new(KeyRing::from_secrets(&[Secret::generate()?])?));
+/// let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("my-server")).build()?;
+/// let boundary = Boundary::new(Arc::new(envelope));
+/// let round = RequestIdentity::from_json("tools/call", br#"{"name":"deploy"}"#)?;
+/// let sealed = boundary.seal(&round, "step-2", &Ok(None)).expect("sealed");
+/// assert_eq!(boundary.open(&round, Some(&sealed), &Ok(None)), Ok(Some("step-2".to_owned())));
+/// assert_eq!(boundary.open(&round, Some("forged"), &Ok(None)), Err(WireError::invalid_state()));
+/// # Ok::<(), stateseal::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Boundary {
+    envelope: Arc<Envelope>,
+    failure_mode: FailureMode,
+}
+
+impl Boundary {
+    /// A boundary over `envelope` (TTL and audience live there), rejecting bad echoes.
+    pub fn new(envelope: Arc<Envelope>) -> Self {
+        Self {
+            envelope,
+            failure_mode: FailureMode::Reject,
+        }
+    }
+
+    /// Sets the failure mode.
+    pub fn with_failure_mode(mut self, mode: FailureMode) -> Self {
+        self.failure_mode = mode;
+        self
+    }
+
+    /// The failure mode.
+    pub fn failure_mode(&self) -> FailureMode {
+        self.failure_mode
+    }
+
+    /// The envelope.
+    pub fn envelope(&self) -> &Arc<Envelope> {
+        &self.envelope
+    }
+
+    /// Whether `method` may carry `requestState`.
+    pub fn is_carrier(method: &str) -> bool {
+        CARRIER_METHODS.contains(&method)
+    }
+
+    /// Verifies an echoed state (`None`: nothing echoed) and returns the
+    /// plaintext the handler should see (`None`: no state).
+    ///
+    /// # Errors
+    /// [`WireError::invalid_state`] in `Reject` mode; never in `TreatAsAbsent` mode.
+    pub fn open(
+        &self,
+        round: &RequestIdentity,
+        echoed: Option<&str>,
+        principal: &PrincipalResult,
+    ) -> Result<Option<String>, WireError> {
+        let Some(token) = echoed else { return Ok(None) };
+        let verdict = match principal {
+            Err(PrincipalError) => Err(RejectReason::PrincipalBindingError),
+            Ok(p) => match self.envelope.verify(round, token, p.as_ref()) {
+                Ok(text) => match text.as_str() {
+                    Some(s) => Ok(s.to_owned()),
+                    // Python can mint a lone surrogate; a Rust handler cannot receive one.
+                    None => Err(RejectReason::UnrepresentableState),
+                },
+                Err(e) => Err(e.reject_reason().unwrap_or(RejectReason::CodecError)),
+            },
+        };
+        self.decide(round.method(), verdict)
+    }
+
+    /// Applies the failure mode to a verdict.
+    fn decide(
+        &self,
+        method: &str,
+        verdict: Result<String, RejectReason>,
+    ) -> Result<Option<String>, WireError> {
+        match verdict {
+            Ok(state) => Ok(Some(state)),
+            Err(reason) => match self.failure_mode {
+                FailureMode::Reject => {
+                    tracing::warn!(method, reason = reason.as_str(), "requestState rejected");
+                    Err(WireError::invalid_state())
+                }
+                FailureMode::TreatAsAbsent => {
+                    tracing::warn!(
+                        method,
+                        reason = reason.as_str(),
+                        "requestState rejected; treating it as absent"
+                    );
+                    Ok(None)
+                }
+            },
+        }
+    }
+
+    /// Seals a handler's plaintext state for the round `round`.
+    ///
+    /// # Errors
+    /// [`WireError::internal`] when the principal source failed, the ring is
+    /// not loaded, or the codec failed. The plaintext is never returned.
+    pub fn seal(
+        &self,
+        round: &RequestIdentity,
+        state: &str,
+        principal: &PrincipalResult,
+    ) -> Result<String, WireError> {
+        let Ok(p) = principal else {
+            tracing::error!(
+                method = round.method(),
+                "refusing to seal requestState: principal binding error"
+            );
+            return Err(WireError::internal());
+        };
+        self.envelope.mint(round, state, p.as_ref()).map_err(|e: Error| {
+            tracing::error!(method = round.method(), error = %e, "refusing to seal requestState");
+            WireError::internal()
+        })
+    }
+}

@@ -1,0 +1,279 @@
+//! The rmcp adapter (feature `rmcp`): `StateSealed<H>` wraps any rmcp
+//! `ServerHandler`, verifies every echoed `requestState` before the handler
+//! runs, and seals every `requestState` the handler returns.
+//!
+//! Handlers keep writing plaintext states
+//! (`InputRequiredResult::from_request_state("step-2")`) and reading them
+//! through rmcp's `RequestState` extractor; only this wrapper touches tokens.
+//! Every other `ServerHandler` method is forwarded unchanged.
+
+mod forward;
+
+use std::borrow::Cow;
+use std::future::Future;
+use std::sync::Arc;
+
+use rmcp::ErrorData as McpError;
+use rmcp::ServerHandler;
+use rmcp::model::*;
+use rmcp::service::{
+    MaybeSendFuture, NotificationContext, RequestContext, RoleServer, SubscriptionContext,
+};
+
+use self::forward::forward_server_handler;
+use crate::boundary::{AuthenticatedPrincipal, Boundary, PrincipalResult, WireError};
+use crate::envelope::RequestIdentity;
+
+/// Where the caller's identity comes from, for binding states to it.
+///
+/// A source that fails denies: verification answers `-32602`, sealing `-32603`.
+/// Never derive identity from `_meta`: the client writes it.
+pub trait PrincipalSource: Send + Sync + 'static {
+    /// The authenticated principal of the request, `Ok(None)` when unauthenticated.
+    fn principal(&self, context: &RequestContext<RoleServer>) -> PrincipalResult;
+}
+
+/// The default source: an [`AuthenticatedPrincipal`] that the HTTP auth layer
+/// inserted into the request's extensions (rmcp's streamable-HTTP transport
+/// passes the `http::request::Parts` on). Stdio and unauthenticated HTTP requests are unbound.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HttpAuthPrincipal;
+
+impl PrincipalSource for HttpAuthPrincipal {
+    fn principal(&self, context: &RequestContext<RoleServer>) -> PrincipalResult {
+        Ok(context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<AuthenticatedPrincipal>())
+            .map(AuthenticatedPrincipal::to_principal))
+    }
+}
+
+/// An rmcp `ServerHandler` with `requestState` sealed at the boundary.
+///
+/// ```no_run
+/// # use std::sync::Arc;
+/// # use stateseal::{AesGcmCodec, Envelope, KeyRing, RingHandle, Secret, boundary::Boundary};
+/// use stateseal::rmcp_adapter::StateSealed;
+/// # #[derive(Clone)] struct MyServer;
+/// # impl rmcp::ServerHandler for MyServer {}
+/// # let ring = Arc::new(RingHandle::new(KeyRing::from_secrets(&[Secret::generate()?])?));
+/// let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("my-server")).build()?;
+/// let handler = StateSealed::new(MyServer, Boundary::new(Arc::new(envelope)));
+/// # Ok::<(), stateseal::Error>(())
+/// ```
+pub struct StateSealed<H> {
+    inner: H,
+    boundary: Arc<Boundary>,
+    principals: Arc<dyn PrincipalSource>,
+}
+
+impl<H: Clone> Clone for StateSealed<H> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            boundary: self.boundary.clone(),
+            principals: self.principals.clone(),
+        }
+    }
+}
+
+impl<H> std::fmt::Debug for StateSealed<H> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StateSealed")
+            .field("boundary", &self.boundary)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<H> StateSealed<H> {
+    /// Wraps `inner`; principals come from [`HttpAuthPrincipal`].
+    pub fn new(inner: H, boundary: Boundary) -> Self {
+        Self {
+            inner,
+            boundary: Arc::new(boundary),
+            principals: Arc::new(HttpAuthPrincipal),
+        }
+    }
+
+    /// Replaces the principal source.
+    pub fn with_principal_source(mut self, source: impl PrincipalSource) -> Self {
+        self.principals = Arc::new(source);
+        self
+    }
+
+    /// The wrapped handler.
+    pub fn inner(&self) -> &H {
+        &self.inner
+    }
+
+    /// The boundary.
+    pub fn boundary(&self) -> &Boundary {
+        &self.boundary
+    }
+}
+
+fn to_mcp(e: WireError) -> McpError {
+    McpError::new(ErrorCode(e.code), e.message, e.data)
+}
+
+impl<H: ServerHandler> StateSealed<H> {
+    /// Verifies the echo in place; returns the round and the principal for sealing.
+    fn open(
+        &self,
+        round: &RequestIdentity,
+        request_state: &mut Option<String>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<PrincipalResult, McpError> {
+        let principal = self.principals.principal(context);
+        *request_state = self
+            .boundary
+            .open(round, request_state.as_deref(), &principal)
+            .map_err(to_mcp)?;
+        Ok(principal)
+    }
+
+    fn seal(
+        &self,
+        round: &RequestIdentity,
+        result: &mut InputRequiredResult,
+        principal: &PrincipalResult,
+    ) -> Result<(), McpError> {
+        if let Some(state) = result.request_state.take() {
+            result.request_state = Some(
+                self.boundary
+                    .seal(round, &state, principal)
+                    .map_err(to_mcp)?,
+            );
+        }
+        Ok(())
+    }
+}
+
+// Forwarding must include the methods rmcp deprecated: a client may still call them.
+#[allow(deprecated)]
+impl<H: ServerHandler> ServerHandler for StateSealed<H> {
+    fn call_tool(
+        &self,
+        mut request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<CallToolResponse, McpError>> + MaybeSendFuture + '_ {
+        async move {
+            let round =
+                RequestIdentity::for_call("tools/call", &request.name, request.arguments.as_ref());
+            let principal = self.open(&round, &mut request.request_state, &context)?;
+            match self.inner.call_tool(request, context).await? {
+                CallToolResponse::InputRequired(mut result) => {
+                    self.seal(&round, &mut result, &principal)?;
+                    Ok(CallToolResponse::InputRequired(result))
+                }
+                other => Ok(other),
+            }
+        }
+    }
+
+    fn get_prompt(
+        &self,
+        mut request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<GetPromptResponse, McpError>> + MaybeSendFuture + '_ {
+        async move {
+            let round =
+                RequestIdentity::for_call("prompts/get", &request.name, request.arguments.as_ref());
+            let principal = self.open(&round, &mut request.request_state, &context)?;
+            match self.inner.get_prompt(request, context).await? {
+                GetPromptResponse::InputRequired(mut result) => {
+                    self.seal(&round, &mut result, &principal)?;
+                    Ok(GetPromptResponse::InputRequired(result))
+                }
+                other => Ok(other),
+            }
+        }
+    }
+
+    fn read_resource(
+        &self,
+        mut request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<ReadResourceResponse, McpError>> + MaybeSendFuture + '_ {
+        async move {
+            let round = RequestIdentity::for_call("resources/read", &request.uri, None);
+            let principal = self.open(&round, &mut request.request_state, &context)?;
+            match self.inner.read_resource(request, context).await? {
+                ReadResourceResponse::InputRequired(mut result) => {
+                    self.seal(&round, &mut result, &principal)?;
+                    Ok(ReadResourceResponse::InputRequired(result))
+                }
+                other => Ok(other),
+            }
+        }
+    }
+
+    forward_server_handler!();
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+    use std::path::PathBuf;
+
+    fn fn_names(text: &str) -> BTreeSet<String> {
+        text.split("fn ")
+            .skip(1)
+            .filter_map(|rest| {
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                rest[name.len()..]
+                    .trim_start()
+                    .starts_with('(')
+                    .then_some(name)
+            })
+            .collect()
+    }
+
+    /// Fails when rmcp's `ServerHandler` grows a method this wrapper does not forward.
+    #[test]
+    fn rmcp_wrapper_forwards_every_method() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
+        let out = std::process::Command::new(cargo)
+            .args([
+                "metadata",
+                "--format-version",
+                "1",
+                "--all-features",
+                "--manifest-path",
+                manifest,
+            ])
+            .output()
+            .expect("cargo metadata");
+        let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("metadata json");
+        let rmcp = meta["packages"]
+            .as_array()
+            .expect("packages")
+            .iter()
+            .find(|p| p["name"] == "rmcp")
+            .expect("rmcp package");
+        let dir = PathBuf::from(rmcp["manifest_path"].as_str().expect("path"))
+            .parent()
+            .expect("dir")
+            .to_path_buf();
+        let source =
+            std::fs::read_to_string(dir.join("src/handler/server.rs")).expect("rmcp server.rs");
+        let start = source
+            .find("macro_rules! server_handler_methods")
+            .expect("trait method list");
+        let end = start + source[start..].find("\n}\n").expect("end of macro");
+        let theirs = fn_names(&source[start..end]);
+        assert!(theirs.len() > 20, "found only {theirs:?}");
+        let mut ours = fn_names(include_str!("forward.rs"));
+        ours.extend(fn_names(include_str!("mod.rs")));
+        let missing: Vec<&String> = theirs.difference(&ours).collect();
+        assert!(
+            missing.is_empty(),
+            "StateSealed does not forward rmcp ServerHandler methods: {missing:?}"
+        );
+    }
+}

@@ -153,59 +153,53 @@ impl<H: ServerHandler> StateSealed<H> {
 // Forwarding must include the methods rmcp deprecated: a client may still call them.
 #[allow(deprecated)]
 impl<H: ServerHandler> ServerHandler for StateSealed<H> {
-    fn call_tool(
+    async fn call_tool(
         &self,
         mut request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<CallToolResponse, McpError>> + MaybeSendFuture + '_ {
-        async move {
-            let round =
-                RequestIdentity::for_call("tools/call", &request.name, request.arguments.as_ref());
-            let principal = self.open(&round, &mut request.request_state, &context)?;
-            match self.inner.call_tool(request, context).await? {
-                CallToolResponse::InputRequired(mut result) => {
-                    self.seal(&round, &mut result, &principal)?;
-                    Ok(CallToolResponse::InputRequired(result))
-                }
-                other => Ok(other),
+    ) -> Result<CallToolResponse, McpError> {
+        let round =
+            RequestIdentity::for_call("tools/call", &request.name, request.arguments.as_ref());
+        let principal = self.open(&round, &mut request.request_state, &context)?;
+        match self.inner.call_tool(request, context).await? {
+            CallToolResponse::InputRequired(mut result) => {
+                self.seal(&round, &mut result, &principal)?;
+                Ok(CallToolResponse::InputRequired(result))
             }
+            other => Ok(other),
         }
     }
 
-    fn get_prompt(
+    async fn get_prompt(
         &self,
         mut request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<GetPromptResponse, McpError>> + MaybeSendFuture + '_ {
-        async move {
-            let round =
-                RequestIdentity::for_call("prompts/get", &request.name, request.arguments.as_ref());
-            let principal = self.open(&round, &mut request.request_state, &context)?;
-            match self.inner.get_prompt(request, context).await? {
-                GetPromptResponse::InputRequired(mut result) => {
-                    self.seal(&round, &mut result, &principal)?;
-                    Ok(GetPromptResponse::InputRequired(result))
-                }
-                other => Ok(other),
+    ) -> Result<GetPromptResponse, McpError> {
+        let round =
+            RequestIdentity::for_call("prompts/get", &request.name, request.arguments.as_ref());
+        let principal = self.open(&round, &mut request.request_state, &context)?;
+        match self.inner.get_prompt(request, context).await? {
+            GetPromptResponse::InputRequired(mut result) => {
+                self.seal(&round, &mut result, &principal)?;
+                Ok(GetPromptResponse::InputRequired(result))
             }
+            other => Ok(other),
         }
     }
 
-    fn read_resource(
+    async fn read_resource(
         &self,
         mut request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<ReadResourceResponse, McpError>> + MaybeSendFuture + '_ {
-        async move {
-            let round = RequestIdentity::for_call("resources/read", &request.uri, None);
-            let principal = self.open(&round, &mut request.request_state, &context)?;
-            match self.inner.read_resource(request, context).await? {
-                ReadResourceResponse::InputRequired(mut result) => {
-                    self.seal(&round, &mut result, &principal)?;
-                    Ok(ReadResourceResponse::InputRequired(result))
-                }
-                other => Ok(other),
+    ) -> Result<ReadResourceResponse, McpError> {
+        let round = RequestIdentity::for_call("resources/read", &request.uri, None);
+        let principal = self.open(&round, &mut request.request_state, &context)?;
+        match self.inner.read_resource(request, context).await? {
+            ReadResourceResponse::InputRequired(mut result) => {
+                self.seal(&round, &mut result, &principal)?;
+                Ok(ReadResourceResponse::InputRequired(result))
             }
+            other => Ok(other),
         }
     }
 

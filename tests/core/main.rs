@@ -1,5 +1,6 @@
 //! Integration tests of the core crate: the Python SDK's vectors and live interop.
 
+mod boundary_json;
 mod fleet;
 mod interop;
 mod no_leak;

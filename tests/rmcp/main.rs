@@ -1,0 +1,5 @@
+//! End-to-end through rmcp: a real rmcp client talks to a `StateSealed`
+//! server over an in-process transport. Every rejection path checks the exact
+//! wire error, and that the log holds the reason but no token, state or principal.
+
+mod e2e;

@@ -16,7 +16,7 @@ use stateseal::{
 
 /// A tool, a prompt and a resource that each need one confirmation round.
 #[derive(Clone, Default)]
-struct Confirming {
+pub(crate) struct Confirming {
     /// Every state a handler saw, for asserting what reached it.
     seen: Arc<Mutex<Vec<Option<String>>>>,
 }

@@ -3,3 +3,4 @@
 //! wire error, and that the log holds the reason but no token, state or principal.
 
 mod e2e;
+mod http;

@@ -1,0 +1,97 @@
+//! A streamable-HTTP rmcp server (axum) whose multi-round tool, prompt and
+//! resource are protected by the stateseal boundary, with a bearer-token
+//! auth layer that maps tokens to principals (states are bound to the caller).
+//!
+//! ```sh
+//! cargo run --example http_server -- --addr 127.0.0.1:8080                      # process-local key
+//! cargo run --example http_server -- --addr 127.0.0.1:8080 --keyset file:///tmp/ks/keyset.json
+//! ```
+//! Bearer tokens: `alice-token` and `bob-token` (a real server verifies OAuth tokens here).
+
+#[path = "fixtures/confirming.rs"]
+mod confirming;
+
+use std::sync::Arc;
+
+use axum::extract::Request;
+use axum::http::StatusCode;
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use stateseal::boundary::{AuthenticatedPrincipal, Boundary};
+use stateseal::rmcp_adapter::StateSealed;
+use stateseal::rotation::SchedulerConfig;
+use stateseal::{AesGcmCodec, Envelope, KeyRing, ProviderRegistry, RingHandle, RotationScheduler};
+
+/// The auth layer: a bearer token becomes an `AuthenticatedPrincipal` in the request extensions.
+async fn bearer_auth(mut request: Request, next: Next) -> Result<Response, StatusCode> {
+    let token = request
+        .headers()
+        .get("authorization")
+        .and_then(|h| h.to_str().ok())
+        .and_then(|h| h.strip_prefix("Bearer "));
+    let subject = match token {
+        Some("alice-token") => "alice",
+        Some("bob-token") => "bob",
+        _ => return Err(StatusCode::UNAUTHORIZED),
+    };
+    request.extensions_mut().insert(AuthenticatedPrincipal {
+        client_id: "example-client".into(),
+        issuer: Some("https://auth.example".into()),
+        subject: Some(subject.into()),
+    });
+    Ok(next.run(request).await)
+}
+
+#[tokio::main]
+async fn main() -> std::io::Result<()> {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(tracing::Level::INFO)
+        .init();
+    let mut addr = "127.0.0.1:8080".to_owned();
+    let mut keyset = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        match (flag.as_str(), args.next()) {
+            ("--addr", Some(a)) => addr = a,
+            ("--keyset", Some(k)) => keyset = Some(k),
+            _ => {
+                eprintln!("usage: http_server [--addr 127.0.0.1:PORT] [--keyset STORE_URI]");
+                std::process::exit(2);
+            }
+        }
+    }
+    let ring = match keyset {
+        // A fleet: keys come from the shared keyset and rotate without downtime.
+        Some(uri) => {
+            let registry = ProviderRegistry::with_defaults();
+            let store = registry.open_store(&uri).map_err(std::io::Error::other)?;
+            let scheduler =
+                RotationScheduler::with_defaults(SchedulerConfig::default(), store, registry)
+                    .map_err(std::io::Error::other)?;
+            scheduler.refresh().await.map_err(std::io::Error::other)?;
+            scheduler.spawn();
+            scheduler.ring()
+        }
+        None => Arc::new(RingHandle::new(
+            KeyRing::ephemeral().map_err(std::io::Error::other)?,
+        )),
+    };
+    let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("stateseal-example"))
+        .build()
+        .map_err(std::io::Error::other)?;
+    let handler = StateSealed::new(confirming::Confirming, Boundary::new(Arc::new(envelope)));
+    let service = StreamableHttpService::new(
+        move || Ok(handler.clone()),
+        LocalSessionManager::default().into(),
+        StreamableHttpServerConfig::default(),
+    );
+    let router = axum::Router::new()
+        .nest_service("/mcp", service)
+        .layer(middleware::from_fn(bearer_auth));
+    let listener = tokio::net::TcpListener::bind(&addr).await?;
+    eprintln!("listening on http://{}/mcp", listener.local_addr()?);
+    axum::serve(listener, router).await
+}

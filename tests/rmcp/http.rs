@@ -1,0 +1,126 @@
+//! Over real HTTP on loopback: the default principal source reads the
+//! `AuthenticatedPrincipal` an auth layer put in the request extensions, so
+//! another user's bearer token cannot replay a state.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::Arc;
+
+use axum::extract::Request;
+use axum::http::StatusCode;
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::{Value, json};
+use stateseal::boundary::{AuthenticatedPrincipal, Boundary};
+use stateseal::rmcp_adapter::StateSealed;
+use stateseal::{AesGcmCodec, Envelope, KeyRing, RingHandle, Secret};
+
+use crate::e2e::Confirming;
+
+async fn bearer(mut request: Request, next: Next) -> Result<Response, StatusCode> {
+    let subject = match request
+        .headers()
+        .get("authorization")
+        .and_then(|h| h.to_str().ok())
+    {
+        Some("Bearer alice-token") => "alice",
+        Some("Bearer bob-token") => "bob",
+        _ => return Err(StatusCode::UNAUTHORIZED),
+    };
+    request.extensions_mut().insert(AuthenticatedPrincipal {
+        client_id: "c".into(),
+        issuer: None,
+        subject: Some(subject.into()),
+    });
+    Ok(next.run(request).await)
+}
+
+/// One MCP request over HTTP/1.1 (2026-07-28 stateless lifecycle); the JSON-RPC response.
+fn call(addr: &str, token: &str, params: Value) -> Value {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"}
+    });
+    let name = params["name"].as_str().unwrap_or_default().to_owned();
+    let body =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).to_string();
+    let mut s = TcpStream::connect(addr).expect("connect");
+    write!(
+        s,
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: {name}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("write");
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).expect("read");
+    let data = raw
+        .lines()
+        .find_map(|l| l.strip_prefix("data: ").filter(|d| d.starts_with('{')))
+        .unwrap_or_else(|| panic!("no JSON-RPC in {raw}"));
+    serde_json::from_str(data).expect("json")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_users_bearer_token_cannot_replay_a_state() {
+    let ring = Arc::new(RingHandle::new(
+        KeyRing::from_secrets(&[Secret::generate().expect("rng")]).expect("ring"),
+    ));
+    let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("svc"))
+        .build()
+        .expect("env");
+    let handler = StateSealed::new(Confirming::default(), Boundary::new(Arc::new(envelope)));
+    let service = StreamableHttpService::new(
+        move || Ok(handler.clone()),
+        LocalSessionManager::default().into(),
+        StreamableHttpServerConfig::default(),
+    );
+    let router = axum::Router::new()
+        .nest_service("/mcp", service)
+        .layer(middleware::from_fn(bearer));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
+    let server = tokio::spawn(async move { axum::serve(listener, router).await });
+
+    let a = addr.clone();
+    let first = tokio::task::spawn_blocking(move || {
+        call(
+            &a,
+            "alice-token",
+            json!({"name": "deploy", "arguments": {"env": "prod"}}),
+        )
+    })
+    .await
+    .expect("join");
+    let state = first["result"]["requestState"]
+        .as_str()
+        .expect("sealed state")
+        .to_owned();
+    assert!(state.starts_with("v1."));
+    let replay = |token: &'static str| {
+        let (a, state) = (addr.clone(), state.clone());
+        tokio::task::spawn_blocking(move || {
+            call(
+                &a,
+                token,
+                json!({"name": "deploy", "arguments": {"env": "prod"}, "requestState": state, "inputResponses": {"confirm": {"action": "accept"}}}),
+            )
+        })
+    };
+    let alice = replay("alice-token").await.expect("join");
+    assert!(
+        alice.get("error").is_none(),
+        "alice's own echo is accepted: {alice}"
+    );
+    let bob = replay("bob-token").await.expect("join");
+    assert_eq!(
+        bob["error"],
+        json!({"code": -32602, "message": "Invalid or expired requestState", "data": {"reason": "invalid_request_state"}})
+    );
+    server.abort();
+}

@@ -213,3 +213,47 @@ async fn steady_state_traffic_makes_no_kms_calls() {
         "no KMS call within max_key_age, whatever the traffic"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rotates_automatically_by_age_and_by_seal_count_exactly_once() {
+    let mut s = setup().await;
+    // By age: two instances refresh past rotation_period; exactly one CAS write wins.
+    s.config = s.config.clone().rotation_period(Some(1_000.0));
+    let (a, _) = instance(&s);
+    let (b, _) = instance(&s);
+    a.refresh_at(s.t0).await.expect("refresh");
+    b.refresh_at(s.t0).await.expect("refresh");
+    assert_eq!(
+        s.store.load().await.expect("load").expect("doc").generation,
+        1
+    );
+    a.refresh_at(s.t0 + 1_000.0).await.expect("refresh");
+    b.refresh_at(s.t0 + 1_000.5).await.expect("refresh");
+    let doc = s.store.load().await.expect("load").expect("doc");
+    assert_eq!(
+        (doc.generation, doc.keys.len()),
+        (2, 2),
+        "one rotation, not two"
+    );
+    // By seal count: an instance that sealed max_seals_per_key states rotates.
+    let s2 = {
+        let mut s2 = setup().await;
+        s2.config = s2.config.clone().max_seals_per_key(5);
+        s2
+    };
+    let (c, env) = instance(&s2);
+    c.refresh_at(s2.t0).await.expect("refresh");
+    for _ in 0..5 {
+        env.mint_at(&round(), b"s", None, s2.t0).expect("mint");
+    }
+    c.refresh_at(s2.t0 + 30.0).await.expect("refresh");
+    assert_eq!(
+        s2.store
+            .load()
+            .await
+            .expect("load")
+            .expect("doc")
+            .generation,
+        2
+    );
+}

@@ -338,7 +338,16 @@ async fn every_misuse_is_rejected_with_the_frozen_error_and_a_clean_log() {
     let other_method = alice
         .read_resource_once(ReadResourceRequestParams::new("deploy").with_request_state(&token))
         .await;
-    assert!(matches!(other_method, Err(ServiceError::McpError(e)) if e.code == ErrorCode(-32602)));
+    match other_method {
+        Err(ServiceError::McpError(e)) => {
+            assert_eq!(
+                (e.code, e.message.as_ref()),
+                (ErrorCode(-32602), "Invalid or expired requestState")
+            );
+            assert_eq!(e.data, Some(json!({"reason": "invalid_request_state"})));
+        }
+        other => panic!("expected the frozen -32602, got {other:?}"),
+    }
     assert_rejected(bob.call_tool_once(answered(params.clone(), &token)).await);
     assert_rejected(
         other_service

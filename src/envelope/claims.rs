@@ -1,7 +1,7 @@
 //! Writing and checking the claims payload.
 
 use crate::error::Error;
-use crate::json::{Scalar, Text, parse_flat_object, push_json_float, push_text, push_wtf8};
+use crate::json::{Scalar, Text, parse_flat_object_with, push_json_float, push_text, push_wtf8};
 use crate::reason::RejectReason;
 
 use super::identity::RequestIdentity;
@@ -82,10 +82,10 @@ pub(crate) fn check(
     principal: Option<&Principal>,
     now: f64,
 ) -> Result<Text, Error> {
-    let members = parse_flat_object(payload).map_err(|_| reject(RejectReason::Malformed))?;
-    // One pass files each known claim (keys are unique: duplicates were refused).
-    let mut c: [Option<&Scalar<'_>>; 9] = [None; 9];
-    for (key, value) in &members {
+    // One pass files each known claim; any repeated key (known or not) is refused.
+    let mut c: [Option<Scalar<'_>>; 9] = Default::default();
+    let mut unknown: Vec<std::borrow::Cow<'_, [u8]>> = Vec::new();
+    parse_flat_object_with(payload, |key, value, at| {
         let slot = match key.as_ref() {
             b"v" => 0,
             b"iat" => 1,
@@ -96,11 +96,20 @@ pub(crate) fn check(
             b"s" => 6,
             b"aud" => 7,
             b"p" => 8,
-            _ => continue, // unknown claims are ignored, as in Python
+            // Unknown claims are ignored, as in Python, but still may not repeat.
+            _ if unknown.contains(&key) => return Err(Error::InvalidJson { offset: at }),
+            _ => {
+                unknown.push(key);
+                return Ok(());
+            }
         };
-        c[slot] = Some(value);
-    }
-    let [v, iat, exp, m, t, a, s, aud, p] = c;
+        if c[slot].replace(value).is_some() {
+            return Err(Error::InvalidJson { offset: at });
+        }
+        Ok(())
+    })
+    .map_err(|_| reject(RejectReason::Malformed))?;
+    let [v, iat, exp, m, t, a, s, aud, p] = c.each_ref().map(Option::as_ref);
     let (Some(v), Some(iat), Some(exp), Some(s)) = (v, iat, exp, s) else {
         return Err(reject(RejectReason::Malformed));
     };

@@ -18,6 +18,6 @@ pub use text::Text;
 pub use value::Value;
 pub use write::float_repr;
 
-pub(crate) use parse::{Scalar, parse_flat_object};
+pub(crate) use parse::{Scalar, parse_flat_object_with};
 pub(crate) use py_json::{PyJson, write_sorted_map};
 pub(crate) use write::{push_json_float, push_json_string as push_wtf8, push_text};

@@ -71,12 +71,31 @@ pub(crate) enum Scalar<'a> {
 }
 
 /// Members of a flat object, keys and values borrowed from the input where possible.
+#[cfg(test)]
 pub(crate) type FlatObject<'a> = Vec<(Cow<'a, [u8]>, Scalar<'a>)>;
 
 /// Parses a JSON object whose members are read once by key (the claims), without
 /// building a [`Value`]: keys and escape-free strings are borrowed from `input`.
 /// Duplicate keys are refused.
+#[cfg(test)]
 pub(crate) fn parse_flat_object(input: &[u8]) -> Result<FlatObject<'_>, Error> {
+    let mut members: FlatObject<'_> = Vec::with_capacity(10);
+    parse_flat_object_with(input, |key, value, at| {
+        if members.iter().any(|(k, _)| *k == key) {
+            return Err(Error::InvalidJson { offset: at });
+        }
+        members.push((key, value));
+        Ok(())
+    })?;
+    Ok(members)
+}
+
+/// [`parse_flat_object`] handing each member to `visit` (key, value, key offset)
+/// instead of collecting them; `visit` owns duplicate detection.
+pub(crate) fn parse_flat_object_with<'a>(
+    input: &'a [u8],
+    mut visit: impl FnMut(Cow<'a, [u8]>, Scalar<'a>, usize) -> Result<(), Error>,
+) -> Result<(), Error> {
     if std::str::from_utf8(input).is_err() {
         return Err(Error::InvalidJson { offset: 0 });
     }
@@ -89,7 +108,6 @@ pub(crate) fn parse_flat_object(input: &[u8]) -> Result<FlatObject<'_>, Error> {
     if !p.eat(b"{") {
         return Err(p.err());
     }
-    let mut members: FlatObject<'_> = Vec::with_capacity(10);
     p.ws();
     let mut closed = p.eat(b"}");
     while !closed {
@@ -120,10 +138,7 @@ pub(crate) fn parse_flat_object(input: &[u8]) -> Result<FlatObject<'_>, Error> {
                 _ => Scalar::Nested,
             },
         };
-        if members.iter().any(|(k, _)| *k == key) {
-            return Err(Error::InvalidJson { offset: key_at });
-        }
-        members.push((key, value));
+        visit(key, value, key_at)?;
         p.ws();
         if p.eat(b"}") {
             closed = true;
@@ -132,11 +147,7 @@ pub(crate) fn parse_flat_object(input: &[u8]) -> Result<FlatObject<'_>, Error> {
         }
     }
     p.ws();
-    if p.i == input.len() {
-        Ok(members)
-    } else {
-        Err(p.err())
-    }
+    if p.i == input.len() { Ok(()) } else { Err(p.err()) }
 }
 
 struct Parser<'a> {

@@ -147,7 +147,11 @@ pub(crate) fn parse_flat_object_with<'a>(
         }
     }
     p.ws();
-    if p.i == input.len() { Ok(()) } else { Err(p.err()) }
+    if p.i == input.len() {
+        Ok(())
+    } else {
+        Err(p.err())
+    }
 }
 
 struct Parser<'a> {

@@ -31,7 +31,11 @@ fn clean_blocks(bytes: &[u8], lo: u8, hi: u8) -> usize {
     let mut n = 0;
     for block in bytes.chunks_exact(64) {
         let (min, max, quote) = block.iter().fold((u8::MAX, 0u8, 0u8), |(mn, mx, q), &b| {
-            (mn.min(b), mx.max(b), q | u8::from(b == b'"') | u8::from(b == b'\\'))
+            (
+                mn.min(b),
+                mx.max(b),
+                q | u8::from(b == b'"') | u8::from(b == b'\\'),
+            )
         });
         if min < lo || max > hi || quote != 0 {
             break;

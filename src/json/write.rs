@@ -27,6 +27,16 @@ fn push_float_repr(f: f64, out: &mut Vec<u8>) {
     // ryu prints the shortest round-trip digits, as Python's repr does; only the layout differs.
     let mut buf = ryu::Buffer::new();
     let shortest = buf.format_finite(f.abs());
+    // Where both write fixed notation (1e-4 <= |f| < 1e16, Python's range, inside
+    // ryu's), the digits and the ".0" of integers agree: copy ryu's output as is.
+    let magnitude = f.abs();
+    if (1e-4..1e16).contains(&magnitude) && !shortest.contains('e') {
+        if f.is_sign_negative() {
+            out.push(b'-');
+        }
+        out.extend_from_slice(shortest.as_bytes());
+        return;
+    }
     let (mantissa, exp) = shortest.split_once('e').unwrap_or((shortest, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
     let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((mantissa, ""));

@@ -1,6 +1,7 @@
-//! The boundary's cost under load: conversations per second of the example
-//! server's two-round tool over loopback HTTP, with and without `StateSealed`,
-//! measured in the same run (interleaved rounds, medians).
+//! The boundary's cost under load: the example server's two-round tool over
+//! loopback HTTP, with and without `StateSealed`, in the same run. Every client
+//! alternates conversations between the two servers, so machine noise hits both
+//! alike; the overhead is the extra time per conversation (median over rounds).
 //!
 //! ```sh
 //! cargo run --release --example overhead -- [--seconds 3] [--rounds 3] [--clients 8]
@@ -87,35 +88,69 @@ impl Conn {
     }
 }
 
-/// Two-round conversations per second, from `clients` concurrent connections.
-async fn measure(addr: &str, clients: usize, seconds: f64) -> std::io::Result<f64> {
+/// One two-round conversation on `conn`.
+async fn conversation(conn: &mut Conn) -> std::io::Result<()> {
+    let first = conn
+        .call(json!({"name": "deploy", "arguments": {"env": "prod"}}))
+        .await?;
+    let state = first["result"]["requestState"]
+        .as_str()
+        .ok_or_else(|| std::io::Error::other(format!("no state: {first}")))?
+        .to_owned();
+    let second = conn
+        .call(
+            json!({"name": "deploy", "arguments": {"env": "prod"}, "requestState": state,
+            "inputResponses": {"confirm": {"action": "accept", "content": {"ok": true}}}}),
+        )
+        .await?;
+    if second["result"]["resultType"] != "complete" {
+        return Err(std::io::Error::other(format!(
+            "round 2 did not complete: {second}"
+        )));
+    }
+    Ok(())
+}
+
+/// `clients` tasks each alternate conversations between the plain and the sealed
+/// server (order flipped every time), so both see the same machine conditions;
+/// returns (seconds spent on plain, on sealed, conversations each).
+async fn measure(
+    plain: &str,
+    sealed: &str,
+    clients: usize,
+    seconds: f64,
+) -> std::io::Result<(f64, f64, u64)> {
     let deadline = Instant::now() + Duration::from_secs_f64(seconds);
     let mut tasks = Vec::new();
     for _ in 0..clients {
-        let addr = addr.to_owned();
+        let (plain, sealed) = (plain.to_owned(), sealed.to_owned());
         tasks.push(tokio::spawn(async move {
-            let mut conn = Conn::open(&addr).await?;
-            let mut done = 0u64;
+            let (mut a, mut b) = (Conn::open(&plain).await?, Conn::open(&sealed).await?);
+            let (mut ta, mut tb, mut n) = (0.0, 0.0, 0u64);
             while Instant::now() < deadline {
-                let first = conn.call(json!({"name": "deploy", "arguments": {"env": "prod"}})).await?;
-                let state = first["result"]["requestState"].as_str().ok_or_else(|| std::io::Error::other(format!("no state: {first}")))?.to_owned();
-                let second = conn
-                    .call(json!({"name": "deploy", "arguments": {"env": "prod"}, "requestState": state,
-                        "inputResponses": {"confirm": {"action": "accept", "content": {"ok": true}}}}))
-                    .await?;
-                if second["result"]["resultType"] != "complete" {
-                    return Err(std::io::Error::other(format!("round 2 did not complete: {second}")));
+                for plain_turn in [n % 2 == 0, n % 2 == 1] {
+                    let t = Instant::now();
+                    if plain_turn {
+                        conversation(&mut a).await?;
+                        ta += t.elapsed().as_secs_f64();
+                    } else {
+                        conversation(&mut b).await?;
+                        tb += t.elapsed().as_secs_f64();
+                    }
                 }
-                done += 1;
+                n += 1;
             }
-            Ok::<u64, std::io::Error>(done)
+            Ok::<_, std::io::Error>((ta, tb, n))
         }));
     }
-    let mut total = 0;
+    let (mut ta, mut tb, mut n) = (0.0, 0.0, 0);
     for t in tasks {
-        total += t.await.map_err(std::io::Error::other)??;
+        let (a, b, k) = t.await.map_err(std::io::Error::other)??;
+        ta += a;
+        tb += b;
+        n += k;
     }
-    Ok(total as f64 / seconds)
+    Ok((ta, tb, n))
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -152,30 +187,23 @@ async fn main() -> std::io::Result<()> {
         Boundary::new(Arc::new(envelope)),
     ))
     .await?;
-    measure(&plain, clients, 0.5).await?; // warm up both
-    measure(&sealed, clients, 0.5).await?;
-    let (mut without, mut with) = (Vec::new(), Vec::new());
+    measure(&plain, &sealed, clients, 0.5).await?; // warm up both
+    let mut overheads = Vec::new();
+    let (mut total_a, mut total_b, mut total_n) = (0.0, 0.0, 0);
     for _ in 0..rounds {
-        without.push(measure(&plain, clients, seconds).await?);
-        with.push(measure(&sealed, clients, seconds).await?);
+        let (ta, tb, n) = measure(&plain, &sealed, clients, seconds).await?;
+        overheads.push((tb - ta) / ta * 100.0);
+        (total_a, total_b, total_n) = (total_a + ta, total_b + tb, total_n + n);
     }
-    let (a, b) = (median(without.clone()), median(with.clone()));
-    // Each pair ran back to back, so the per-pair ratio cancels slow drifts of the machine.
-    let paired = median(
-        without
-            .iter()
-            .zip(&with)
-            .map(|(w, s)| (w - s) / w * 100.0)
-            .collect(),
-    );
+    // Busy time per conversation on each server with `clients` in flight: throughput = clients / that.
+    let (per_a, per_b) = (total_a / total_n as f64, total_b / total_n as f64);
     println!(
         "{}",
-        json!({"clients": clients, "seconds_per_round": seconds, "rounds": rounds,
-            "conversations_per_s_without": a.round(), "conversations_per_s_with": b.round(),
-            "overhead_percent_of_medians": ((a - b) / a * 1000.0).round() / 10.0,
-            "overhead_percent_median_of_pairs": (paired * 10.0).round() / 10.0,
-            "all_without": without.iter().map(|v| v.round()).collect::<Vec<_>>(),
-            "all_with": with.iter().map(|v| v.round()).collect::<Vec<_>>()})
+        json!({"clients": clients, "seconds_per_round": seconds, "rounds": rounds, "conversations_each": total_n,
+            "conversations_per_s_without": (clients as f64 / per_a).round(),
+            "conversations_per_s_with": (clients as f64 / per_b).round(),
+            "median_overhead_percent": (median(overheads.clone()) * 10.0).round() / 10.0,
+            "overhead_percent_per_round": overheads.iter().map(|o| (o * 10.0).round() / 10.0).collect::<Vec<_>>()})
     );
     Ok(())
 }

@@ -41,31 +41,42 @@ pub(crate) fn params() -> serde_json::Value {
     })
 }
 
-/// Median nanoseconds per call of `f`, over batches filling about `budget`.
-fn median_ns(budget: Duration, mut f: impl FnMut()) -> f64 {
-    // Calibrate a batch to ~1/25 of the budget, then take the median batch.
+/// Medians of nanoseconds per call of `f` and of `g`, and the median of their
+/// per-pair ratio: batches of `f` and `g` alternate within about `budget`, so a
+/// slow patch of the machine hits both members of a pair alike.
+fn paired_ns(budget: Duration, mut f: impl FnMut(), mut g: impl FnMut()) -> (f64, f64, f64) {
+    // Calibrate a batch of `f` to ~1/50 of the budget.
     let mut batch = 1u64;
     loop {
         let t = Instant::now();
         for _ in 0..batch {
             f();
         }
-        if t.elapsed() * 25 >= budget || batch >= 1 << 24 {
+        if t.elapsed() * 50 >= budget || batch >= 1 << 24 {
             break;
         }
         batch *= 2;
     }
-    let mut samples = Vec::new();
-    let start = Instant::now();
-    while samples.len() < 5 || (start.elapsed() < budget && samples.len() < 200) {
+    let time = |op: &mut dyn FnMut()| {
         let t = Instant::now();
         for _ in 0..batch {
-            f();
+            op();
         }
-        samples.push(t.elapsed().as_nanos() as f64 / batch as f64);
+        t.elapsed().as_nanos() as f64 / batch as f64
+    };
+    let (mut a, mut b, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
+    let start = Instant::now();
+    while a.len() < 5 || (start.elapsed() < budget && a.len() < 200) {
+        let (x, y) = (time(&mut f), time(&mut g));
+        a.push(x);
+        b.push(y);
+        ratio.push(x / y);
     }
-    samples.sort_by(f64::total_cmp);
-    samples[samples.len() / 2]
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    (median(a), median(b), median(ratio))
 }
 
 pub(crate) fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError> {
@@ -99,14 +110,14 @@ pub(crate) fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError>
             .decode_to_vec(&token[3..])
             .map(|b| b.len() - 32)
             .unwrap_or(size);
-        let mint = median_ns(budget, || {
+        let mint = || {
             let id = RequestIdentity::from_serde("tools/call", black_box(&params)).ok();
             black_box(id.and_then(|id| envelope.mint(&id, black_box(&state), None).ok()));
-        });
-        let verify = median_ns(budget, || {
+        };
+        let verify = || {
             let id = RequestIdentity::from_serde("tools/call", black_box(&params)).ok();
             black_box(id.and_then(|id| envelope.verify(&id, black_box(&token), None).ok()));
-        });
+        };
         // The floor: AES-256-GCM + base64url of a payload of the same size, nothing else.
         let payload = vec![b'x'; payload_len];
         let nonce = || Nonce::assume_unique_for_key([3u8; 12]);
@@ -115,7 +126,7 @@ pub(crate) fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError>
             .seal_in_place_append_tag(nonce(), Aad::from(b"v1.kid!"), &mut sealed)
             .map_err(|_| CliError::Failed("aead".into()))?;
         let sealed_b64 = URL_SAFE_NO_PAD.encode_to_string(&sealed);
-        let raw_seal = median_ns(budget, || {
+        let raw_seal = || {
             // A real seal needs a fresh nonce: the floor includes drawing one from the OS.
             let mut fresh = [0u8; 12];
             let drawn = getrandom::fill(&mut fresh).is_ok();
@@ -131,8 +142,8 @@ pub(crate) fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError>
             {
                 black_box(URL_SAFE_NO_PAD.encode_to_string(&buf));
             }
-        });
-        let raw_open = median_ns(budget, || {
+        };
+        let raw_open = || {
             if let Ok(mut buf) = URL_SAFE_NO_PAD.decode_to_vec(black_box(&sealed_b64)) {
                 black_box(
                     cipher
@@ -140,16 +151,24 @@ pub(crate) fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError>
                         .is_ok(),
                 );
             }
-        });
+        };
+        let (mint, raw_seal, mint_ratio) = paired_ns(budget, mint, raw_seal);
+        let (verify, raw_open, verify_ratio) = paired_ns(budget, verify, raw_open);
         if args.json {
-            for (op, ns) in [
-                ("mint", mint),
-                ("verify", verify),
-                ("raw_seal", raw_seal),
-                ("raw_open", raw_open),
+            let round = |x: f64| (x * 10.0).round() / 10.0;
+            for (op, ns, ratio) in [
+                ("mint", mint, Some(mint_ratio)),
+                ("verify", verify, Some(verify_ratio)),
+                ("raw_seal", raw_seal, None),
+                ("raw_open", raw_open, None),
             ] {
-                writeln!(out, "{}", serde_json::json!({"op": op, "state_bytes": size, "ns_per_op": (ns * 10.0).round() / 10.0}))
-                    .map_err(io)?;
+                let mut line =
+                    serde_json::json!({"op": op, "state_bytes": size, "ns_per_op": round(ns)});
+                if let Some(r) = ratio {
+                    // Median of paired ratios against the raw floor measured alongside.
+                    line["ratio_to_raw"] = serde_json::json!((r * 100.0).round() / 100.0);
+                }
+                writeln!(out, "{line}").map_err(io)?;
             }
         } else {
             writeln!(

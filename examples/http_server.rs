@@ -21,8 +21,8 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use stateseal::boundary::{AuthenticatedPrincipal, Boundary};
 use stateseal::rmcp_adapter::StateSealed;
-use stateseal::rotation::SchedulerConfig;
-use stateseal::{AesGcmCodec, Envelope, KeyRing, ProviderRegistry, RingHandle, RotationScheduler};
+use stateseal::setup::{Config, start};
+use stateseal::{AesGcmCodec, Envelope, KeyRing, ProviderRegistry, RingHandle};
 
 /// The auth layer: a bearer token becomes an `AuthenticatedPrincipal` in the request extensions.
 async fn bearer_auth(mut request: Request, next: Next) -> Result<Response, StatusCode> {
@@ -63,26 +63,31 @@ async fn main() -> std::io::Result<()> {
             }
         }
     }
-    let ring = match keyset {
-        // A fleet: keys come from the shared keyset and rotate without downtime.
+    // `_protection` keeps the keyset refresh running for the life of the server.
+    let (boundary, _protection) = match keyset {
+        // A fleet: one call builds the registry, scheduler and boundary from a keyset that rotates without downtime.
         Some(uri) => {
-            let registry = ProviderRegistry::with_defaults();
-            let store = registry.open_store(&uri).map_err(std::io::Error::other)?;
-            let scheduler =
-                RotationScheduler::with_defaults(SchedulerConfig::default(), store, registry)
-                    .map_err(std::io::Error::other)?;
-            scheduler.refresh().await.map_err(std::io::Error::other)?;
-            scheduler.spawn();
-            scheduler.ring()
+            let config = Config::from_toml_str(&format!(
+                "store = {uri:?}\naudience = \"stateseal-example\"\n"
+            ))
+            .map_err(std::io::Error::other)?;
+            let protection = start(&config, ProviderRegistry::with_defaults())
+                .await
+                .map_err(std::io::Error::other)?;
+            (protection.boundary(), Some(protection))
         }
-        None => Arc::new(RingHandle::new(
-            KeyRing::ephemeral().map_err(std::io::Error::other)?,
-        )),
+        None => {
+            let ring = Arc::new(RingHandle::new(
+                KeyRing::ephemeral().map_err(std::io::Error::other)?,
+            ));
+            let envelope =
+                Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("stateseal-example"))
+                    .build()
+                    .map_err(std::io::Error::other)?;
+            (Boundary::new(Arc::new(envelope)), None)
+        }
     };
-    let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("stateseal-example"))
-        .build()
-        .map_err(std::io::Error::other)?;
-    let handler = StateSealed::new(confirming::Confirming, Boundary::new(Arc::new(envelope)));
+    let handler = StateSealed::new(confirming::Confirming, boundary);
     let service = StreamableHttpService::new(
         move || Ok(handler.clone()),
         LocalSessionManager::default().into(),

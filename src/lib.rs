@@ -35,6 +35,7 @@ mod ring;
 pub mod rmcp_adapter;
 pub mod rotation;
 mod secret;
+pub mod setup;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use codec::{AesGcmCodec, NONCE_LEN, StateCodec, TAG_LEN, TOKEN_PREFIX};

@@ -6,6 +6,7 @@ mod interop;
 mod no_leak;
 mod observability;
 mod outage;
+mod setup;
 mod timeline_props;
 mod vectors;
 mod vectors_verify;

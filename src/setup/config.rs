@@ -1,0 +1,262 @@
+//! The server author's configuration: a TOML file and/or `STATESEAL_*` variables.
+
+use serde::Deserialize;
+
+use crate::boundary::FailureMode;
+use crate::error::Error;
+use crate::rotation::{SchedulerConfig, Timing};
+
+/// Everything a server needs to protect `requestState` with a shared keyset.
+///
+/// Every field but `store` and `audience` has a default. Durations are seconds.
+///
+/// ```
+/// use stateseal::setup::Config;
+/// let config = Config::from_toml_str(r#"
+///     store = "file:///var/lib/stateseal/keyset.json"
+///     audience = "my-server"
+///     ttl = 300
+/// "#)?;
+/// assert_eq!(config.ttl, 300.0);
+/// assert!(Config::from_toml_str("store = 'file:///k.json'\naudience = 'a'\nttl = -1").is_err());
+/// # Ok::<(), stateseal::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Config {
+    /// Keyset store URI (`file://…`, or a provider crate's scheme).
+    pub store: String,
+    /// The service identity stamped into and required of every state (usually the server name).
+    pub audience: String,
+    /// KEK URI used when the store holds no keyset yet and `create_if_missing` is set.
+    #[serde(default)]
+    pub kek: Option<String>,
+    /// Create the keyset under `kek` when the store is empty (development; default false).
+    #[serde(default)]
+    pub create_if_missing: bool,
+    /// State lifetime T (default 600).
+    #[serde(default = "defaults::ttl")]
+    pub ttl: f64,
+    /// `"reject"` (default) or `"treat-as-absent"`.
+    #[serde(default)]
+    pub failure_mode: FailureModeName,
+    /// Keyset refresh interval R (default 30).
+    #[serde(default = "defaults::refresh_interval")]
+    pub refresh_interval: f64,
+    /// Largest clock difference between instances S (default 60).
+    #[serde(default = "defaults::max_skew")]
+    pub max_skew: f64,
+    /// Propagation window P (default 2R + S).
+    #[serde(default)]
+    pub propagation: Option<f64>,
+    /// Re-unwrap cached keys after this long (default 3600).
+    #[serde(default = "defaults::max_key_age")]
+    pub max_key_age: f64,
+    /// Keep serving cached keys this long past `max_key_age` while the KMS is down (default 86400).
+    #[serde(default = "defaults::outage_grace")]
+    pub outage_grace: f64,
+    /// Rotate the primary key at this age; 0 disables (default 30 days).
+    #[serde(default = "defaults::rotation_period")]
+    pub rotation_period: f64,
+    /// Rotate after this many seals under one key by this instance (default 2^26).
+    #[serde(default = "defaults::max_seals_per_key")]
+    pub max_seals_per_key: u64,
+    /// How long start-up waits for the first key ring (default 10).
+    #[serde(default = "defaults::ready_timeout")]
+    pub ready_timeout: f64,
+}
+
+/// The failure mode as written in configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FailureModeName {
+    /// Refuse a bad echo with `-32602`.
+    #[default]
+    Reject,
+    /// Run the handler as if no state was echoed.
+    TreatAsAbsent,
+}
+
+impl From<FailureModeName> for FailureMode {
+    fn from(n: FailureModeName) -> Self {
+        match n {
+            FailureModeName::Reject => Self::Reject,
+            FailureModeName::TreatAsAbsent => Self::TreatAsAbsent,
+        }
+    }
+}
+
+mod defaults {
+    pub(super) fn ttl() -> f64 {
+        600.0
+    }
+    pub(super) fn refresh_interval() -> f64 {
+        30.0
+    }
+    pub(super) fn max_skew() -> f64 {
+        60.0
+    }
+    pub(super) fn max_key_age() -> f64 {
+        3600.0
+    }
+    pub(super) fn outage_grace() -> f64 {
+        86_400.0
+    }
+    pub(super) fn rotation_period() -> f64 {
+        30.0 * 86_400.0
+    }
+    pub(super) fn max_seals_per_key() -> u64 {
+        1 << 26
+    }
+    pub(super) fn ready_timeout() -> f64 {
+        10.0
+    }
+}
+
+/// `STATESEAL_<FIELD>` for every field, upper-cased.
+const FIELDS: [&str; 15] = [
+    "store",
+    "audience",
+    "kek",
+    "create_if_missing",
+    "ttl",
+    "failure_mode",
+    "refresh_interval",
+    "max_skew",
+    "propagation",
+    "max_key_age",
+    "outage_grace",
+    "rotation_period",
+    "max_seals_per_key",
+    "ready_timeout",
+    "config",
+];
+
+fn field_error(e: &toml::de::Error) -> Error {
+    Error::Config(format!("configuration: {}", e.message().trim()))
+}
+
+impl Config {
+    /// Parses and validates a TOML document.
+    ///
+    /// # Errors
+    /// [`Error::Config`] naming the field (unknown fields are errors too).
+    pub fn from_toml_str(text: &str) -> Result<Self, Error> {
+        let config: Self = toml::from_str(text).map_err(|e| field_error(&e))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Builds the configuration from `STATESEAL_*` variables, on top of the TOML
+    /// file named by `STATESEAL_CONFIG` when set. A variable overrides the file.
+    ///
+    /// # Errors
+    /// [`Error::Config`] naming the variable or field.
+    pub fn from_env() -> Result<Self, Error> {
+        Self::from_vars(|name| std::env::var(name).ok())
+    }
+
+    /// [`Config::from_env`] with an injected variable lookup (for tests).
+    ///
+    /// # Errors
+    /// As [`Config::from_env`].
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
+        let mut table = match var("STATESEAL_CONFIG") {
+            Some(path) => {
+                let text = std::fs::read_to_string(&path).map_err(|e| {
+                    Error::Config(format!(
+                        "STATESEAL_CONFIG={path}: cannot read it ({})",
+                        e.kind()
+                    ))
+                })?;
+                text.parse::<toml::Table>().map_err(|e| {
+                    Error::Config(format!("STATESEAL_CONFIG={path}: {}", e.message().trim()))
+                })?
+            }
+            None => toml::Table::new(),
+        };
+        for field in FIELDS.iter().filter(|f| **f != "config") {
+            let name = format!("STATESEAL_{}", field.to_ascii_uppercase());
+            let Some(raw) = var(&name) else { continue };
+            let value = match *field {
+                "create_if_missing" => {
+                    raw.parse::<bool>().map(toml::Value::Boolean).map_err(|_| {
+                        Error::Config(format!("{name}: expected true or false, got {raw:?}"))
+                    })?
+                }
+                "max_seals_per_key" => {
+                    raw.parse::<i64>().map(toml::Value::Integer).map_err(|_| {
+                        Error::Config(format!("{name}: expected a whole number, got {raw:?}"))
+                    })?
+                }
+                "store" | "audience" | "kek" | "failure_mode" => toml::Value::String(raw),
+                _ => raw.parse::<f64>().map(toml::Value::Float).map_err(|_| {
+                    Error::Config(format!(
+                        "{name}: expected seconds such as 30 or 0.5, got {raw:?}"
+                    ))
+                })?,
+            };
+            table.insert((*field).to_owned(), value);
+        }
+        let config: Self = table
+            .try_into()
+            .map_err(|e: toml::de::Error| field_error(&e))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// The scheduler configuration these settings describe.
+    pub fn scheduler_config(&self) -> SchedulerConfig {
+        let mut timing = Timing::new(self.refresh_interval, self.max_skew, self.ttl);
+        if let Some(p) = self.propagation {
+            timing = timing.with_propagation(p);
+        }
+        SchedulerConfig::default()
+            .timing(timing)
+            .max_key_age(self.max_key_age)
+            .outage_grace(self.outage_grace)
+            .rotation_period((self.rotation_period > 0.0).then_some(self.rotation_period))
+            .max_seals_per_key(self.max_seals_per_key)
+    }
+
+    /// Checks every field; the message names the one to fix.
+    ///
+    /// # Errors
+    /// [`Error::Config`].
+    pub fn validate(&self) -> Result<(), Error> {
+        let bad = |field: &str, what: &str| Err(Error::Config(format!("field `{field}`: {what}")));
+        if crate::provider::scheme_of(&self.store).is_err() {
+            return bad(
+                "store",
+                "must be a store URI such as file:///var/lib/stateseal/keyset.json",
+            );
+        }
+        if self.audience.trim().is_empty() {
+            return bad(
+                "audience",
+                "must name this service (usually the server's name)",
+            );
+        }
+        if self.create_if_missing && self.kek.is_none() {
+            return bad("kek", "is required when create_if_missing is set");
+        }
+        if !(self.ttl.is_finite() && self.ttl > 0.0) {
+            return bad("ttl", "must be a positive number of seconds");
+        }
+        if !(self.ready_timeout.is_finite() && self.ready_timeout > 0.0) {
+            return bad("ready_timeout", "must be a positive number of seconds");
+        }
+        if !(self.rotation_period.is_finite() && self.rotation_period >= 0.0) {
+            return bad(
+                "rotation_period",
+                "must be zero (never) or a positive number of seconds",
+            );
+        }
+        // The scheduler's own checks name their fields too.
+        self.scheduler_config().validate().map_err(|e| match e {
+            Error::Config(m) => Error::Config(format!("field {m}")),
+            other => other,
+        })
+    }
+}

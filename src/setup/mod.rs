@@ -1,0 +1,143 @@
+//! One-call setup for server authors: configuration in, a ready boundary out.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), stateseal::Error> {
+//! use stateseal::ProviderRegistry;
+//! use stateseal::setup::{Config, start};
+//!
+//! let config = Config::from_env()?; // STATESEAL_STORE, STATESEAL_AUDIENCE, … or STATESEAL_CONFIG=file.toml
+//! let protection = start(&config, ProviderRegistry::with_defaults()).await?;
+//! let boundary = protection.boundary(); // give it to StateSealed::new(handler, boundary)
+//! assert!(protection.is_ready());
+//! # Ok(()) }
+//! ```
+
+mod config;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub use config::{Config, FailureModeName};
+
+use crate::boundary::Boundary;
+use crate::clock::SystemClock;
+use crate::codec::AesGcmCodec;
+use crate::envelope::Envelope;
+use crate::error::Error;
+use crate::keyset::Keyset;
+use crate::provider::ProviderRegistry;
+use crate::ring::RingHandle;
+use crate::rotation::{RotateMode, RotationScheduler, SchedulerStatus, init_keyset};
+
+/// A running protection: the boundary to wrap handlers with, and the handle
+/// for readiness, status (metrics) and manual rotation. Dropping it stops the
+/// background refresh.
+#[derive(Debug)]
+pub struct Protection {
+    boundary: Boundary,
+    scheduler: RotationScheduler,
+    refresh: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Protection {
+    fn drop(&mut self) {
+        self.refresh.abort();
+    }
+}
+
+impl Protection {
+    /// The boundary (cheap to clone).
+    pub fn boundary(&self) -> Boundary {
+        self.boundary.clone()
+    }
+
+    /// The scheduler keeping this instance's ring in step with the keyset.
+    pub fn scheduler(&self) -> &RotationScheduler {
+        &self.scheduler
+    }
+
+    /// Whether a key ring is loaded (for a readiness probe).
+    pub fn is_ready(&self) -> bool {
+        self.scheduler.is_ready()
+    }
+
+    /// Phase, ring, last refresh, KMS calls: what the gauges report.
+    pub fn status(&self) -> SchedulerStatus {
+        self.scheduler.status()
+    }
+
+    /// Starts a rotation (one compare-and-swap write shared by the whole fleet).
+    ///
+    /// # Errors
+    /// As [`RotationScheduler::rotate_at`].
+    pub async fn rotate(&self, mode: RotateMode) -> Result<Keyset, Error> {
+        self.scheduler.rotate(mode).await
+    }
+}
+
+/// Builds everything from `config`: opens the store (creating the keyset when
+/// `create_if_missing` says so), starts the scheduler, waits up to
+/// `ready_timeout` for the first key ring, and returns the boundary.
+///
+/// # Errors
+/// [`Error::Config`] for invalid configuration, an unknown scheme or a store
+/// that cannot be opened; [`Error::NotReady`]-like timeouts are reported as
+/// [`Error::Config`] naming the store and the last refresh error.
+pub async fn start(config: &Config, registry: ProviderRegistry) -> Result<Protection, Error> {
+    config.validate()?;
+    let store = registry
+        .open_store(&config.store)
+        .map_err(|e| Error::Config(format!("field `store`: {e}")))?;
+    if config.create_if_missing
+        && let Some(kek) = &config.kek
+        && store.load().await?.is_none()
+    {
+        match init_keyset(
+            store.as_ref(),
+            &registry,
+            kek,
+            crate::clock::Clock::now(&SystemClock),
+        )
+        .await
+        {
+            // Another instance created it first: use theirs.
+            Ok(_) | Err(Error::Conflict { .. }) => {}
+            Err(e) => {
+                return Err(Error::Config(format!(
+                    "field `kek`: creating the keyset failed: {e}"
+                )));
+            }
+        }
+    }
+    let ring = Arc::new(RingHandle::empty());
+    let scheduler = RotationScheduler::new(
+        config.scheduler_config(),
+        store,
+        registry,
+        ring.clone(),
+        Arc::new(SystemClock),
+    )?;
+    let deadline = Instant::now() + Duration::from_secs_f64(config.ready_timeout);
+    loop {
+        match scheduler.refresh().await {
+            Ok(_) => break,
+            Err(e) if Instant::now() >= deadline => {
+                return Err(Error::Config(format!(
+                    "the keyset at {} gave no usable key within ready_timeout ({}s): {e}",
+                    config.store, config.ready_timeout
+                )));
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+    let refresh = scheduler.spawn();
+    let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some(&config.audience))
+        .ttl(config.ttl)
+        .build()?;
+    let boundary = Boundary::new(Arc::new(envelope)).with_failure_mode(config.failure_mode.into());
+    Ok(Protection {
+        boundary,
+        scheduler,
+        refresh,
+    })
+}

@@ -1,0 +1,136 @@
+//! One-call setup: configuration from TOML and `STATESEAL_*`, start-up that
+//! waits for the first ring, and errors that name the field to fix.
+
+use std::collections::HashMap;
+
+use stateseal::setup::{Config, start};
+use stateseal::{Error, LocalProvider, ProviderRegistry, RequestIdentity};
+
+use crate::fleet::temp_dir;
+
+fn err(text: &str) -> String {
+    match Config::from_toml_str(text) {
+        Err(Error::Config(m)) => m,
+        other => panic!("expected a configuration error, got {other:?}"),
+    }
+}
+
+#[test]
+fn invalid_configuration_names_the_field() {
+    let base = "store = 'file:///tmp/k.json'\naudience = 'svc'\n";
+    assert!(Config::from_toml_str(base).is_ok());
+    assert!(err("audience = 'svc'").contains("store"));
+    assert!(err(&format!("{base}ttl = 0")).contains("`ttl`"));
+    assert!(
+        err(&format!("{base}tll = 5")).contains("tll"),
+        "unknown fields are refused"
+    );
+    assert!(
+        err(&format!("{base}failure_mode = 'ignore'")).contains("failure_mode")
+            || err(&format!("{base}failure_mode = 'ignore'")).contains("ignore")
+    );
+    assert!(err("store = 'not a uri'\naudience = 'svc'").contains("`store`"));
+    assert!(err("store = 'file:///k'\naudience = ' '").contains("`audience`"));
+    assert!(err(&format!("{base}create_if_missing = true")).contains("`kek`"));
+    assert!(err(&format!("{base}refresh_interval = 30\npropagation = 10")).contains("propagation"));
+    let ok = Config::from_toml_str(&format!(
+        "{base}failure_mode = 'treat-as-absent'\nrotation_period = 0"
+    ))
+    .expect("valid");
+    assert_eq!(ok.scheduler_config().rotation_period, None);
+}
+
+#[test]
+fn environment_overrides_the_file() {
+    let dir = temp_dir("setup-env");
+    let file = dir.join("stateseal.toml");
+    std::fs::write(
+        &file,
+        "store = 'file:///from/file.json'\naudience = 'file-audience'\nttl = 120\n",
+    )
+    .expect("write");
+    let vars: HashMap<&str, String> = [
+        ("STATESEAL_CONFIG", file.display().to_string()),
+        ("STATESEAL_AUDIENCE", "env-audience".to_owned()),
+        ("STATESEAL_TTL", "90.5".to_owned()),
+        ("STATESEAL_CREATE_IF_MISSING", "false".to_owned()),
+    ]
+    .into_iter()
+    .collect();
+    let config = Config::from_vars(|k| vars.get(k).cloned()).expect("config");
+    assert_eq!(
+        (config.store.as_str(), config.audience.as_str(), config.ttl),
+        ("file:///from/file.json", "env-audience", 90.5)
+    );
+    let bad: HashMap<&str, String> = [
+        ("STATESEAL_STORE", "file:///k".to_owned()),
+        ("STATESEAL_AUDIENCE", "a".to_owned()),
+        ("STATESEAL_TTL", "soon".to_owned()),
+    ]
+    .into_iter()
+    .collect();
+    let e = Config::from_vars(|k| bad.get(k).cloned())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("STATESEAL_TTL"), "{e}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_creates_waits_and_protects() {
+    let dir = temp_dir("setup-start");
+    let store = format!("file://{}", dir.join("keyset.json").display());
+    let kek = dir.join("kek.bin");
+    LocalProvider::create_kek(&kek).expect("kek");
+    let text = format!(
+        "store = '{store}'\naudience = 'svc'\nkek = 'local://{}'\ncreate_if_missing = true\nready_timeout = 2\n",
+        kek.display()
+    );
+    let config = Config::from_toml_str(&text).expect("config");
+    let protection = start(&config, ProviderRegistry::with_defaults())
+        .await
+        .expect("start");
+    assert!(protection.is_ready());
+    assert_eq!(protection.status().generation, Some(1));
+    let boundary = protection.boundary();
+    let round = RequestIdentity::from_json("tools/call", br#"{"name":"t"}"#).expect("id");
+    let sealed = boundary.seal(&round, "s", &Ok(None)).expect("seal");
+    assert_eq!(
+        boundary.open(&round, Some(&sealed), &Ok(None)),
+        Ok(Some("s".to_owned()))
+    );
+    // A second instance finds the keyset and uses the same keys.
+    let second = start(&config, ProviderRegistry::with_defaults())
+        .await
+        .expect("second instance");
+    assert_eq!(
+        second.boundary().open(&round, Some(&sealed), &Ok(None)),
+        Ok(Some("s".to_owned()))
+    );
+
+    // No keyset and nothing to create it with: a clear, bounded failure.
+    let empty = Config::from_toml_str(&format!(
+        "store = 'file://{}'\naudience = 'svc'\nready_timeout = 0.3",
+        dir.join("none.json").display()
+    ))
+    .expect("config");
+    let e = start(&empty, ProviderRegistry::with_defaults())
+        .await
+        .expect_err("no keyset")
+        .to_string();
+    assert!(
+        e.contains("ready_timeout") && e.contains("stateseal init"),
+        "{e}"
+    );
+    let unknown =
+        Config::from_toml_str("store = 's3://bucket/key'\naudience = 'svc'").expect("config");
+    let e = start(&unknown, ProviderRegistry::with_defaults())
+        .await
+        .expect_err("unknown scheme")
+        .to_string();
+    assert!(
+        e.contains("`store`") && e.contains("registered: file, local"),
+        "{e}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

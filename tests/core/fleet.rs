@@ -54,6 +54,28 @@ pub(crate) fn temp_dir(tag: &str) -> std::path::PathBuf {
     dir
 }
 
+/// A temporary directory with a fresh `local://` KEK and a `file://` store
+/// holding a keyset initialised at `t0` through `registry`.
+pub(crate) async fn local_keyset(
+    tag: &str,
+    registry: &ProviderRegistry,
+    t0: f64,
+) -> (std::path::PathBuf, Arc<dyn KeysetStore>) {
+    let dir = temp_dir(tag);
+    let kek = dir.join("kek.bin");
+    LocalProvider::create_kek(&kek).expect("kek");
+    let store: Arc<dyn KeysetStore> = Arc::new(FileStore::new(dir.join("keyset.json")));
+    init_keyset(
+        store.as_ref(),
+        registry,
+        &format!("local://{}", kek.display()),
+        t0,
+    )
+    .await
+    .expect("init");
+    (dir, store)
+}
+
 pub(crate) fn instance(
     store: Arc<dyn KeysetStore>,
     config: &SchedulerConfig,

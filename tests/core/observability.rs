@@ -3,13 +3,13 @@
 use std::sync::Arc;
 
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
-use stateseal::rotation::{SchedulerConfig, init_keyset};
+use stateseal::rotation::SchedulerConfig;
 use stateseal::{
-    AesGcmCodec, Envelope, FileStore, KeysetStore, LocalProvider, ManualClock, ProviderRegistry,
-    RequestIdentity, RingHandle, RotationScheduler,
+    AesGcmCodec, Envelope, ManualClock, ProviderRegistry, RequestIdentity, RingHandle,
+    RotationScheduler,
 };
 
-use crate::fleet::temp_dir;
+use crate::fleet::local_keyset;
 
 #[test]
 fn counters_and_gauges_are_recorded() {
@@ -21,20 +21,9 @@ fn counters_and_gauges_are_recorded() {
             .build()
             .expect("rt");
         rt.block_on(async {
-            let dir = temp_dir("metrics");
-            let kek = dir.join("kek.bin");
-            LocalProvider::create_kek(&kek).expect("kek");
-            let store: Arc<dyn KeysetStore> = Arc::new(FileStore::new(dir.join("keyset.json")));
             let registry = ProviderRegistry::with_defaults();
             let t0 = 1_782_345_600.0;
-            init_keyset(
-                store.as_ref(),
-                &registry,
-                &format!("local://{}", kek.display()),
-                t0,
-            )
-            .await
-            .expect("init");
+            let (dir, store) = local_keyset("metrics", &registry, t0).await;
             let ring = Arc::new(RingHandle::empty());
             let sched = RotationScheduler::new(
                 SchedulerConfig::default(),

@@ -6,13 +6,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 use stateseal::provider::{BoxFuture, DataKey, ErrorClass, KeyProvider, WrapContext, kms_error};
-use stateseal::rotation::{SchedulerConfig, init_keyset};
+use stateseal::rotation::SchedulerConfig;
 use stateseal::{
-    AesGcmCodec, Envelope, Error, FileStore, KeysetStore, LocalProvider, ManualClock,
-    ProviderRegistry, RequestIdentity, RingHandle, RotationScheduler, Secret,
+    AesGcmCodec, Envelope, Error, KeysetStore, LocalProvider, ManualClock, ProviderRegistry,
+    RequestIdentity, RingHandle, RotationScheduler, Secret,
 };
 
-use crate::fleet::temp_dir;
+use crate::fleet::local_keyset;
 
 /// The local provider behind a switch: 0 = healthy, 1 = transient outage, 2 = access denied.
 #[derive(Debug, Default)]
@@ -61,22 +61,11 @@ struct Setup {
 }
 
 async fn setup() -> Setup {
-    let dir = temp_dir("outage");
-    let kek = dir.join("kek.bin");
-    LocalProvider::create_kek(&kek).expect("kek");
     let provider = Arc::new(Switchable::default());
     let mut registry = ProviderRegistry::with_defaults();
     registry.register_provider(provider.clone());
-    let store: Arc<dyn KeysetStore> = Arc::new(FileStore::new(dir.join("keyset.json")));
     let t0 = 1_782_345_600.0;
-    init_keyset(
-        store.as_ref(),
-        &registry,
-        &format!("local://{}", kek.display()),
-        t0,
-    )
-    .await
-    .expect("init");
+    let (dir, store) = local_keyset("outage", &registry, t0).await;
     let config = SchedulerConfig::default()
         .max_key_age(3600.0)
         .outage_grace(86_400.0)

@@ -4,3 +4,4 @@
 
 mod e2e;
 mod http;
+mod macros;

@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 mod bench;
+mod demo;
 mod error;
 mod key_spec;
 mod keyset_cmd;
@@ -30,16 +31,25 @@ enum Command {
     Status(keyset_cmd::StatusArgs),
     /// Measure mint and verify in this process.
     Bench(bench::BenchArgs),
+    /// Run a fleet rotating keys under live MCP traffic, with attacks.
+    Demo(demo::DemoArgs),
 }
 
 fn main() {
+    let cli = Cli::parse();
+    // The demo's attacks are rejected on purpose: their warnings would drown its progress lines.
+    let level = if matches!(cli.command, Command::Demo(_)) {
+        tracing::Level::ERROR
+    } else {
+        tracing::Level::WARN
+    };
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_max_level(tracing::Level::WARN)
+        .with_max_level(level)
         .init();
-    let cli = Cli::parse();
     let mut stdout = std::io::stdout().lock();
-    let runtime = match tokio::runtime::Builder::new_current_thread()
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
         .enable_all()
         .build()
     {
@@ -56,6 +66,7 @@ fn main() {
             Command::Rotate(args) => keyset_cmd::rotate(args, &mut stdout).await,
             Command::Status(args) => keyset_cmd::status(args, &mut stdout).await,
             Command::Bench(args) => bench::run(&args, &mut stdout),
+            Command::Demo(args) => demo::run(args, &mut stdout).await,
         }
     });
     if let Err(e) = result {

@@ -477,3 +477,20 @@ fn keyset_errors_say_what_to_fix() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// The main job: a fleet rotates keys under live MCP traffic with zero
+/// unexpected rejections and every attack rejected, through all three phases.
+#[test]
+fn demo_runs_a_rotating_fleet_to_a_clean_summary() {
+    let out = stateseal(&["demo", "--json", "--duration", "30"], None);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let last: serde_json::Value =
+        serde_json::from_str(stdout.lines().last().expect("a summary line")).expect("json summary");
+    assert_eq!(last["unexpected_rejections"], 0, "{stdout}");
+    assert_eq!(last["attacks"], last["attacks_rejected"]);
+    assert!(last["attacks"].as_u64().expect("attacks") > 100);
+    assert!(last["rounds"].as_u64().expect("rounds") > 100);
+    assert_eq!(last["phases_seen"], serde_json::json!([1, 2, 3]));
+    assert!(stdout.contains("phase 2"), "live progress shows the phases");
+}

@@ -1,0 +1,382 @@
+//! `stateseal demo`: a fleet of rmcp HTTP servers sharing one keyset, MCP
+//! clients holding multi-round conversations across random instances, a
+//! three-phase rotation under live traffic (timings scaled down so it passes in
+//! under a minute), and attacks that must all be rejected.
+
+#[path = "../../examples/fixtures/confirming.rs"]
+mod confirming;
+
+use std::collections::BTreeSet;
+use std::io::{IsTerminal, Write};
+use std::time::{Duration, Instant};
+
+use axum::extract::Request;
+use axum::http::StatusCode;
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use clap::Args;
+use rmcp::model::*;
+use rmcp::service::{
+    ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService, ServiceError,
+};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::json;
+use stateseal::boundary::AuthenticatedPrincipal;
+use stateseal::rmcp_adapter::StateSealed;
+use stateseal::rotation::{Phase, RotateMode, ring_at, rotate_store_at};
+use stateseal::setup::{Config, Protection, start};
+use stateseal::{Clock, LocalProvider, SystemClock};
+
+use crate::error::CliError;
+use crate::keyset_cmd::registry;
+use crate::token::parse_seconds;
+
+/// Options of `stateseal demo`.
+#[derive(Debug, Args)]
+pub(crate) struct DemoArgs {
+    /// Server instances sharing the keyset.
+    #[arg(long, default_value_t = 3)]
+    instances: usize,
+    /// How long to run, in seconds (a rotation needs about 25).
+    #[arg(long, default_value = "35", value_parser = parse_seconds)]
+    duration: f64,
+    /// KEK URI (default: a local KEK in a temporary directory).
+    #[arg(long)]
+    kek: Option<String>,
+    /// Keyset store URI (default: a file store in a temporary directory).
+    #[arg(long)]
+    store: Option<String>,
+    /// Print the summary as one JSON object on the last line.
+    #[arg(long)]
+    json: bool,
+}
+
+const USERS: [&str; 2] = ["alice", "bob"];
+
+async fn bearer(mut request: Request, next: Next) -> Result<Response, StatusCode> {
+    let subject = match request
+        .headers()
+        .get("authorization")
+        .and_then(|h| h.to_str().ok())
+    {
+        Some("Bearer alice-token") => "alice",
+        Some("Bearer bob-token") => "bob",
+        _ => return Err(StatusCode::UNAUTHORIZED),
+    };
+    request.extensions_mut().insert(AuthenticatedPrincipal {
+        client_id: "demo-client".into(),
+        issuer: Some("https://auth.demo".into()),
+        subject: Some(subject.into()),
+    });
+    Ok(next.run(request).await)
+}
+
+type Client = RunningService<RoleClient, ()>;
+
+struct Fleet {
+    protections: Vec<Protection>,
+    /// clients[user][instance]
+    clients: Vec<Vec<Client>>,
+}
+
+fn fail(what: &str) -> impl Fn(String) -> CliError + '_ {
+    move |e| CliError::Failed(format!("demo: {what}: {e}"))
+}
+
+async fn launch(config: &Config, instances: usize) -> Result<Fleet, CliError> {
+    let mut protections = Vec::new();
+    let mut urls = Vec::new();
+    for _ in 0..instances {
+        let protection = start(config, registry())
+            .await
+            .map_err(|e| fail("starting an instance")(e.to_string()))?;
+        let handler = StateSealed::new(confirming::Confirming, protection.boundary());
+        let service = StreamableHttpService::new(
+            move || Ok(handler.clone()),
+            LocalSessionManager::default().into(),
+            StreamableHttpServerConfig::default(),
+        );
+        let router = axum::Router::new()
+            .nest_service("/mcp", service)
+            .layer(middleware::from_fn(bearer));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .map_err(|e| fail("binding")(e.to_string()))?;
+        urls.push(format!(
+            "http://{}/mcp",
+            listener
+                .local_addr()
+                .map_err(|e| fail("address")(e.to_string()))?
+        ));
+        tokio::spawn(async move { axum::serve(listener, router).await });
+        protections.push(protection);
+    }
+    let mut clients = Vec::new();
+    for user in USERS {
+        let mut row = Vec::new();
+        for url in &urls {
+            let transport = StreamableHttpClientTransport::from_config(
+                StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                    .auth_header(format!("{user}-token")),
+            );
+            let client = ()
+                .serve_with_lifecycle(
+                    transport,
+                    ClientLifecycleMode::Discover {
+                        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                    },
+                )
+                .await
+                .map_err(|e| fail("connecting a client")(e.to_string()))?;
+            row.push(client);
+        }
+        clients.push(row);
+    }
+    Ok(Fleet {
+        protections,
+        clients,
+    })
+}
+
+fn deploy(env: &str) -> CallToolRequestParams {
+    CallToolRequestParams::new("deploy")
+        .with_arguments(json!({"env": env}).as_object().cloned().unwrap_or_default())
+}
+
+fn answered(params: CallToolRequestParams, token: &str) -> CallToolRequestParams {
+    params.with_request_state(token).with_input_responses(
+        [(
+            "confirm".to_owned(),
+            json!({"action": "accept", "content": {"ok": true}}),
+        )]
+        .into_iter()
+        .collect(),
+    )
+}
+
+fn rejected(r: &Result<CallToolResponse, ServiceError>) -> bool {
+    matches!(r, Err(ServiceError::McpError(e)) if e.code == ErrorCode(-32602) && e.message == "Invalid or expired requestState")
+}
+
+/// A small xorshift generator: the demo's choices need no cryptographic randomness.
+struct Pick(u64);
+
+impl Pick {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n as u64) as usize
+    }
+}
+
+#[derive(Default)]
+struct Tally {
+    rounds: u64,
+    unexpected: u64,
+    attacks: u64,
+    attacks_rejected: u64,
+}
+
+pub(crate) async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    if args.instances == 0 || args.instances > 16 {
+        return Err(CliError::Usage(
+            "--instances must be between 1 and 16".into(),
+        ));
+    }
+    let tmp = std::env::temp_dir().join(format!("stateseal-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).map_err(|e| fail("temp dir")(e.to_string()))?;
+    let store = args
+        .store
+        .clone()
+        .unwrap_or_else(|| format!("file://{}", tmp.join("keyset.json").display()));
+    let kek = match &args.kek {
+        Some(k) => k.clone(),
+        None => {
+            let path = tmp.join("kek.bin");
+            if !path.exists() {
+                LocalProvider::create_kek(&path).map_err(|e| fail("KEK")(e.to_string()))?;
+            }
+            format!("local://{}", path.display())
+        }
+    };
+    // Scaled-down timeline: R = 1 s, S = 1 s, T = 12 s, P = 2R + S = 3 s.
+    let config = Config::from_toml_str(&format!(
+        "store = {store:?}\naudience = \"stateseal-demo\"\nkek = {kek:?}\ncreate_if_missing = true\nttl = 12\nrefresh_interval = 1\nmax_skew = 1\nrotation_period = 0\nready_timeout = 10\n"
+    ))
+    .map_err(|e| CliError::Usage(e.to_string()))?;
+    let fleet = launch(&config, args.instances).await?;
+    let store_handle = registry()
+        .open_store(&store)
+        .map_err(|e| CliError::Usage(format!("--store: {e}")))?;
+    let colour = std::io::stdout().is_terminal() && !args.json;
+    let io = |e: std::io::Error| CliError::Failed(format!("writing output: {e}"));
+    writeln!(
+        out,
+        "stateseal demo: {} instances, keyset {store}",
+        args.instances
+    )
+    .map_err(io)?;
+
+    let started = Instant::now();
+    let mut pick = Pick(0x9e37_79b9_7f4a_7c15 ^ u64::from(std::process::id()));
+    let mut tally = Tally::default();
+    let mut phases = BTreeSet::new();
+    let mut rotated = false;
+    let mut held: Vec<(Instant, String, usize)> = Vec::new(); // tokens kept to replay after expiry
+    let mut last_report = Instant::now() - Duration::from_secs(1);
+    while started.elapsed().as_secs_f64() < args.duration {
+        let now = SystemClock.now();
+        if let Some(doc) = store_handle.load().await.map_err(CliError::from)? {
+            if let Some(plan) = ring_at(&doc, now) {
+                phases.insert(plan.phase as u8);
+            }
+        }
+        if !rotated && started.elapsed() > Duration::from_secs(4) {
+            rotate_store_at(
+                store_handle.as_ref(),
+                &registry(),
+                &config.scheduler_config(),
+                now,
+                RotateMode::Scheduled,
+            )
+            .await
+            .map_err(CliError::from)?;
+            rotated = true;
+            writeln!(out, "  -> rotation written: new key propagates for 3 s, then seals; the old key retires 16 s later").map_err(io)?;
+        }
+        // One conversation: round 1 and round 2 on random instances, as one user.
+        let user = pick.below(USERS.len());
+        let env = ["prod", "staging", "dev"][pick.below(3)];
+        let (a, b) = (pick.below(args.instances), pick.below(args.instances));
+        let first = fleet.clients[user][a].call_tool_once(deploy(env)).await;
+        let token = match first {
+            Ok(CallToolResponse::InputRequired(r)) => r.request_state.unwrap_or_default(),
+            other => {
+                tally.unexpected += 1;
+                writeln!(out, "  unexpected answer to round 1: {other:?}").map_err(io)?;
+                continue;
+            }
+        };
+        match fleet.clients[user][b]
+            .call_tool_once(answered(deploy(env), &token))
+            .await
+        {
+            Ok(CallToolResponse::Complete(_)) => tally.rounds += 2,
+            other => {
+                tally.unexpected += 1;
+                writeln!(out, "  valid round rejected: {other:?}").map_err(io)?;
+            }
+        }
+        // Attacks, each on a random instance: tampered, replayed to other arguments, another user's state.
+        let mid = token.len() / 2;
+        let tampered = format!(
+            "{}{}{}",
+            &token[..mid],
+            if &token[mid..=mid] == "A" { "B" } else { "A" },
+            &token[mid + 1..]
+        );
+        let other_env = if env == "prod" { "dev" } else { "prod" };
+        let other_user = (user + 1) % USERS.len();
+        for (who, params) in [
+            (user, answered(deploy(env), &tampered)),
+            (user, answered(deploy(other_env), &token)),
+            (other_user, answered(deploy(env), &token)),
+        ] {
+            tally.attacks += 1;
+            let r = fleet.clients[who][pick.below(args.instances)]
+                .call_tool_once(params)
+                .await;
+            tally.attacks_rejected += u64::from(rejected(&r));
+        }
+        // Expired: keep a token, replay it once it is past T + S.
+        if held.len() < 3 && pick.below(20) == 0 {
+            held.push((Instant::now(), token.clone(), user));
+        }
+        let (due, waiting): (Vec<_>, Vec<_>) = held
+            .drain(..)
+            .partition(|(at, ..)| at.elapsed() > Duration::from_secs(14));
+        held = waiting;
+        for (_, old, who) in due {
+            tally.attacks += 1;
+            let r = fleet.clients[who][pick.below(args.instances)]
+                .call_tool_once(answered(deploy("prod"), &old))
+                .await;
+            tally.attacks_rejected += u64::from(rejected(&r));
+        }
+        if last_report.elapsed() >= Duration::from_secs(1) {
+            last_report = Instant::now();
+            let phase = store_handle
+                .load()
+                .await
+                .ok()
+                .flatten()
+                .and_then(|d| ring_at(&d, SystemClock.now()))
+                .map_or(0, |p| p.phase as u8);
+            let rings: Vec<String> = fleet
+                .protections
+                .iter()
+                .map(|p| format!("[{}]", p.status().ring.join(",")))
+                .collect();
+            let line = format!(
+                "{:>5.1}s phase {phase}  rings {}  rounds {}  unexpected {}  attacks {}/{} rejected",
+                started.elapsed().as_secs_f64(),
+                rings.join(" "),
+                tally.rounds,
+                tally.unexpected,
+                tally.attacks_rejected,
+                tally.attacks
+            );
+            let line = if colour {
+                format!("\x1b[36m{line}\x1b[0m")
+            } else {
+                line
+            };
+            writeln!(out, "{line}").map_err(io)?;
+        }
+    }
+    for row in fleet.clients {
+        for client in row {
+            let _ = client.cancel().await;
+        }
+    }
+    let phases_seen: Vec<u8> = phases.into_iter().collect();
+    let ok = tally.unexpected == 0
+        && tally.attacks == tally.attacks_rejected
+        && phases_seen == [Phase::One as u8, 2, 3];
+    writeln!(
+        out,
+        "summary: {} rounds, {} unexpected rejections, {}/{} attacks rejected, phases seen {:?}: {}",
+        tally.rounds,
+        tally.unexpected,
+        tally.attacks_rejected,
+        tally.attacks,
+        phases_seen,
+        if ok { "OK" } else { "FAILED" }
+    )
+    .map_err(io)?;
+    if args.json {
+        writeln!(
+            out,
+            "{}",
+            json!({"rounds": tally.rounds, "unexpected_rejections": tally.unexpected, "attacks": tally.attacks,
+                "attacks_rejected": tally.attacks_rejected, "phases_seen": phases_seen, "instances": args.instances,
+                "duration_s": started.elapsed().as_secs_f64().round()})
+        )
+        .map_err(io)?;
+    }
+    drop(fleet.protections);
+    if args.store.is_none() {
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    if ok {
+        Ok(())
+    } else {
+        Err(CliError::Rejected(
+            "the demo saw an unexpected rejection or an accepted attack".into(),
+        ))
+    }
+}

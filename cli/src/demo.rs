@@ -230,10 +230,9 @@ pub(crate) async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<(), CliEr
     let mut last_report = Instant::now() - Duration::from_secs(1);
     while started.elapsed().as_secs_f64() < args.duration {
         let now = SystemClock.now();
-        if let Some(doc) = store_handle.load().await.map_err(CliError::from)? {
-            if let Some(plan) = ring_at(&doc, now) {
-                phases.insert(plan.phase as u8);
-            }
+        let doc = store_handle.load().await.map_err(CliError::from)?;
+        if let Some(plan) = doc.as_ref().and_then(|d| ring_at(d, now)) {
+            phases.insert(plan.phase as u8);
         }
         if !rotated && started.elapsed() > Duration::from_secs(4) {
             rotate_store_at(

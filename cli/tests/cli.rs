@@ -494,3 +494,48 @@ fn demo_runs_a_rotating_fleet_to_a_clean_summary() {
     assert_eq!(last["phases_seen"], serde_json::json!([1, 2, 3]));
     assert!(stdout.contains("phase 2"), "live progress shows the phases");
 }
+
+/// The same demo against an operator-given KEK and store (the flags a real provider would use).
+#[test]
+fn demo_uses_the_given_kek_and_store() {
+    let dir = std::env::temp_dir().join(format!("stateseal-cli-demo-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("tmp");
+    let store = format!("file://{}", dir.join("fleet.json").display());
+    let kek = format!("local://{}", dir.join("fleet-kek.bin").display());
+    assert!(
+        stateseal(&["init", "--kek", &kek, "--store", &store], None)
+            .status
+            .success()
+    );
+    let out = stateseal(
+        &[
+            "demo",
+            "--json",
+            "--instances",
+            "2",
+            "--duration",
+            "27",
+            "--kek",
+            &kek,
+            "--store",
+            &store,
+        ],
+        None,
+    );
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let last: serde_json::Value =
+        serde_json::from_str(stdout.lines().last().expect("summary")).expect("json");
+    assert_eq!(
+        (
+            last["instances"].clone(),
+            last["unexpected_rejections"].clone()
+        ),
+        (serde_json::json!(2), serde_json::json!(0))
+    );
+    // The rotation went into the given store.
+    let status = json_of(&stateseal(&["status", "--store", &store, "--json"], None));
+    assert_eq!(status["generation"], 2);
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -8,41 +8,20 @@
 //! ```
 //! Bearer tokens: `alice-token` and `bob-token` (a real server verifies OAuth tokens here).
 
+#[path = "fixtures/bearer_auth.rs"]
+mod bearer_auth;
 #[path = "fixtures/confirming.rs"]
 mod confirming;
 
 use std::sync::Arc;
 
-use axum::extract::Request;
-use axum::http::StatusCode;
-use axum::middleware::{self, Next};
-use axum::response::Response;
+use axum::middleware;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use stateseal::boundary::{AuthenticatedPrincipal, Boundary};
+use stateseal::boundary::Boundary;
 use stateseal::rmcp_adapter::StateSealed;
 use stateseal::setup::{Config, start};
 use stateseal::{AesGcmCodec, Envelope, KeyRing, ProviderRegistry, RingHandle};
-
-/// The auth layer: a bearer token becomes an `AuthenticatedPrincipal` in the request extensions.
-async fn bearer_auth(mut request: Request, next: Next) -> Result<Response, StatusCode> {
-    let token = request
-        .headers()
-        .get("authorization")
-        .and_then(|h| h.to_str().ok())
-        .and_then(|h| h.strip_prefix("Bearer "));
-    let subject = match token {
-        Some("alice-token") => "alice",
-        Some("bob-token") => "bob",
-        _ => return Err(StatusCode::UNAUTHORIZED),
-    };
-    request.extensions_mut().insert(AuthenticatedPrincipal {
-        client_id: "example-client".into(),
-        issuer: Some("https://auth.example".into()),
-        subject: Some(subject.into()),
-    });
-    Ok(next.run(request).await)
-}
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
@@ -95,7 +74,7 @@ async fn main() -> std::io::Result<()> {
     );
     let router = axum::Router::new()
         .nest_service("/mcp", service)
-        .layer(middleware::from_fn(bearer_auth));
+        .layer(middleware::from_fn(bearer_auth::bearer_auth));
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     eprintln!("listening on http://{}/mcp", listener.local_addr()?);
     axum::serve(listener, router).await

@@ -3,6 +3,8 @@
 //! three-phase rotation under live traffic (timings scaled down so it passes in
 //! under a minute), and attacks that must all be rejected.
 
+#[path = "../../examples/fixtures/bearer_auth.rs"]
+mod bearer_auth;
 #[path = "../../examples/fixtures/confirming.rs"]
 mod confirming;
 
@@ -10,10 +12,7 @@ use std::collections::BTreeSet;
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
-use axum::extract::Request;
-use axum::http::StatusCode;
-use axum::middleware::{self, Next};
-use axum::response::Response;
+use axum::middleware;
 use clap::Args;
 use rmcp::model::*;
 use rmcp::service::{
@@ -24,7 +23,6 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
-use stateseal::boundary::AuthenticatedPrincipal;
 use stateseal::rmcp_adapter::StateSealed;
 use stateseal::rotation::{Phase, RotateMode, ring_at, rotate_store_at};
 use stateseal::setup::{Config, Protection, start};
@@ -56,24 +54,6 @@ pub(crate) struct DemoArgs {
 
 const USERS: [&str; 2] = ["alice", "bob"];
 
-async fn bearer(mut request: Request, next: Next) -> Result<Response, StatusCode> {
-    let subject = match request
-        .headers()
-        .get("authorization")
-        .and_then(|h| h.to_str().ok())
-    {
-        Some("Bearer alice-token") => "alice",
-        Some("Bearer bob-token") => "bob",
-        _ => return Err(StatusCode::UNAUTHORIZED),
-    };
-    request.extensions_mut().insert(AuthenticatedPrincipal {
-        client_id: "demo-client".into(),
-        issuer: Some("https://auth.demo".into()),
-        subject: Some(subject.into()),
-    });
-    Ok(next.run(request).await)
-}
-
 type Client = RunningService<RoleClient, ()>;
 
 struct Fleet {
@@ -101,7 +81,7 @@ async fn launch(config: &Config, instances: usize) -> Result<Fleet, CliError> {
         );
         let router = axum::Router::new()
             .nest_service("/mcp", service)
-            .layer(middleware::from_fn(bearer));
+            .layer(middleware::from_fn(bearer_auth::bearer_auth));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .map_err(|e| fail("binding")(e.to_string()))?;

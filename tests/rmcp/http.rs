@@ -6,36 +6,15 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
 
-use axum::extract::Request;
-use axum::http::StatusCode;
-use axum::middleware::{self, Next};
-use axum::response::Response;
+use axum::middleware;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
-use stateseal::boundary::{AuthenticatedPrincipal, Boundary};
+use stateseal::boundary::Boundary;
 use stateseal::rmcp_adapter::StateSealed;
 use stateseal::{AesGcmCodec, Envelope, KeyRing, RingHandle, Secret};
 
 use crate::e2e::Confirming;
-
-async fn bearer(mut request: Request, next: Next) -> Result<Response, StatusCode> {
-    let subject = match request
-        .headers()
-        .get("authorization")
-        .and_then(|h| h.to_str().ok())
-    {
-        Some("Bearer alice-token") => "alice",
-        Some("Bearer bob-token") => "bob",
-        _ => return Err(StatusCode::UNAUTHORIZED),
-    };
-    request.extensions_mut().insert(AuthenticatedPrincipal {
-        client_id: "c".into(),
-        issuer: None,
-        subject: Some(subject.into()),
-    });
-    Ok(next.run(request).await)
-}
 
 /// One MCP request over HTTP/1.1 (2026-07-28 stateless lifecycle); the JSON-RPC response.
 fn call(addr: &str, token: &str, params: Value) -> Value {
@@ -80,7 +59,7 @@ async fn another_users_bearer_token_cannot_replay_a_state() {
     );
     let router = axum::Router::new()
         .nest_service("/mcp", service)
-        .layer(middleware::from_fn(bearer));
+        .layer(middleware::from_fn(crate::bearer_auth::bearer_auth));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");

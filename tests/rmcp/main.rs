@@ -2,6 +2,8 @@
 //! server over an in-process transport. Every rejection path checks the exact
 //! wire error, and that the log holds the reason but no token, state or principal.
 
+#[path = "../../examples/fixtures/bearer_auth.rs"]
+mod bearer_auth;
 mod e2e;
 mod http;
 mod macros;

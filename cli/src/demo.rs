@@ -58,7 +58,7 @@ type Client = RunningService<RoleClient, ()>;
 
 struct Fleet {
     protections: Vec<Protection>,
-    /// clients[user][instance]
+    /// `clients[user][instance]`
     clients: Vec<Vec<Client>>,
 }
 

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use clap::Args;
 use stateseal::keyset::format_rfc3339;
 use stateseal::rotation::{
-    Phase, RotateMode, SchedulerConfig, Timing, init_keyset, next_change_after, ring_at,
-    rotate_store_at,
+    Phase, RotateMode, SchedulerConfig, SchedulerStatus, Timing, init_keyset, next_change_after,
+    ring_at, rotate_store_at,
 };
 use stateseal::{
     Clock, Keyset, KeysetStore, LocalProvider, ManualClock, ProviderRegistry, RingHandle,
@@ -222,15 +222,7 @@ pub(crate) async fn ring_of(
     store: Arc<dyn KeysetStore>,
     now: f64,
 ) -> Result<Vec<String>, CliError> {
-    let sched = RotationScheduler::new(
-        SchedulerConfig::default().rotation_period(None),
-        store,
-        registry(),
-        Arc::new(RingHandle::empty()),
-        Arc::new(ManualClock::new(now)),
-    )
-    .map_err(CliError::from)?;
-    let status = sched.refresh_at(now).await.map_err(CliError::from)?;
+    let (_, status) = load_ring(store, now).await.map_err(CliError::from)?;
     Ok(status.ring)
 }
 
@@ -242,6 +234,17 @@ pub(crate) async fn ring_handle_from_store(
     let store = registry()
         .open_store(uri)
         .map_err(|e| CliError::Usage(format!("--keyset: {e}")))?;
+    let (ring, _) = load_ring(store, now)
+        .await
+        .map_err(|e| CliError::Usage(format!("--keyset: {e}")))?;
+    Ok(ring)
+}
+
+/// Loads the ring a server would hold at `now` (one scheduler refresh, no background task).
+async fn load_ring(
+    store: Arc<dyn KeysetStore>,
+    now: f64,
+) -> Result<(Arc<RingHandle>, SchedulerStatus), stateseal::Error> {
     let ring = Arc::new(RingHandle::empty());
     let sched = RotationScheduler::new(
         SchedulerConfig::default().rotation_period(None),
@@ -249,13 +252,9 @@ pub(crate) async fn ring_handle_from_store(
         registry(),
         ring.clone(),
         Arc::new(ManualClock::new(now)),
-    )
-    .map_err(CliError::from)?;
-    sched
-        .refresh_at(now)
-        .await
-        .map_err(|e| CliError::Usage(format!("--keyset: {e}")))?;
-    Ok(ring)
+    )?;
+    let status = sched.refresh_at(now).await?;
+    Ok((ring, status))
 }
 
 /// "1m 40s", "2h 5m", "3d 4h", "now".

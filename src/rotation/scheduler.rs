@@ -221,8 +221,7 @@ impl RotationScheduler {
     pub async fn refresh_at(&self, now: f64) -> Result<SchedulerStatus, Error> {
         let result = self.refresh_inner(now).await;
         self.record_refresh(now, result.as_ref().err());
-        result?;
-        self.maybe_auto_rotate(now).await;
+        self.maybe_auto_rotate(&result?, now).await;
         Ok(self.status())
     }
 
@@ -243,7 +242,8 @@ impl RotationScheduler {
         }
     }
 
-    async fn refresh_inner(&self, now: f64) -> Result<(), Error> {
+    /// Swaps in the ring for `now`; returns the document it was computed from.
+    async fn refresh_inner(&self, now: f64) -> Result<Keyset, Error> {
         let inner = &self.inner;
         let _guard = inner.refresh_lock.lock().await;
         let doc = inner.store.load().await?.ok_or_else(|| Error::Store {
@@ -293,20 +293,15 @@ impl RotationScheduler {
         st.phase = phase;
         st.ring = kids;
         drop(st);
-        Ok(())
+        Ok(doc)
     }
 
-    async fn maybe_auto_rotate(&self, now: f64) {
+    /// Rotates when the primary is due, judged on the document just loaded.
+    async fn maybe_auto_rotate(&self, doc: &Keyset, now: f64) {
         let Some(ring) = self.inner.ring.current() else {
             return;
         };
-        if lock(&self.inner.status).phase != Some(Phase::Three) {
-            return;
-        }
-        let Ok(Some(doc)) = self.inner.store.load().await else {
-            return;
-        };
-        let Some(plan) = ring_at(&doc, now) else {
+        let Some(plan) = ring_at(doc, now).filter(|p| p.phase == Phase::Three) else {
             return;
         };
         let Some(primary) = doc.entry(&plan.primary) else {

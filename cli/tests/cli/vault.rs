@@ -1,0 +1,517 @@
+//! `hcvault://` and `vault-kv://` against a real OpenBao server: the CLI
+//! lifecycle, binding, concurrent rotations, revocation, outages, AppRole.
+
+use std::sync::Arc;
+
+use stateseal::provider::{ErrorClass, WrapContext};
+use stateseal::rotation::{RotateMode, SchedulerConfig, init_keyset};
+use stateseal::{
+    AesGcmCodec, Envelope, Error, KeyProvider, KeysetStore, ManualClock, ProviderRegistry,
+    RequestIdentity, RingHandle, RotationScheduler,
+};
+use stateseal_vault::{SecretString, VaultAuth, VaultConfig, VaultTransitProvider};
+
+use crate::openbao::{FLEET_POLICY, OpenBao};
+use crate::{json_of, stateseal_with, text};
+
+const KEK: &str = "hcvault://transit/keys/stateseal";
+const STORE: &str = "vault-kv://secret/stateseal/keyset";
+const PARAMS: &str = r#"{"name":"deploy","arguments":{"env":"prod"}}"#;
+const T0: f64 = 1_782_345_600.0;
+
+fn token_config(bao: &OpenBao, token: &str) -> VaultConfig {
+    VaultConfig::builder(&bao.addr)
+        .auth(VaultAuth::Token(SecretString::new(token)))
+        .build()
+        .expect("config")
+}
+
+fn registry(config: VaultConfig) -> ProviderRegistry {
+    let mut r = ProviderRegistry::with_defaults();
+    stateseal_vault::register(&mut r, Ok(config));
+    r
+}
+
+fn ctx<'a>(keyset_id: &'a str, entry_id: &'a str) -> WrapContext<'a> {
+    WrapContext {
+        keyset_id,
+        entry_id,
+    }
+}
+
+fn class(e: &Error) -> Option<ErrorClass> {
+    match e {
+        Error::Kms { class, .. } => Some(*class),
+        _ => None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transit_wraps_are_bound_to_keyset_and_entry_and_survive_key_rotation() {
+    let bao = OpenBao::start("binding");
+    let provider = VaultTransitProvider::new(token_config(&bao, &bao.root_token));
+    let dk = provider
+        .generate(KEK, ctx("ks_a", "k_1"))
+        .await
+        .expect("generate");
+    assert_eq!(dk.plaintext.len(), 32);
+    assert!(dk.wrapped.starts_with(b"vault:v1:"));
+    let back = provider
+        .unwrap(KEK, &dk.wrapped, ctx("ks_a", "k_1"))
+        .await
+        .expect("unwrap");
+    assert_eq!(back.expose(), dk.plaintext.expose());
+
+    // Moved to another entry or keyset: authentication fails → Invalid.
+    for (ks, entry) in [("ks_a", "k_2"), ("ks_b", "k_1")] {
+        let e = provider
+            .unwrap(KEK, &dk.wrapped, ctx(ks, entry))
+            .await
+            .unwrap_err();
+        assert_eq!(class(&e), Some(ErrorClass::Invalid), "{e}");
+    }
+    let e = provider
+        .unwrap(KEK, b"not-a-wrap", ctx("ks_a", "k_1"))
+        .await
+        .unwrap_err();
+    assert_eq!(class(&e), Some(ErrorClass::Invalid), "{e}");
+    // A missing transit key is access lost → Denied.
+    let e = provider
+        .unwrap(
+            "hcvault://transit/keys/missing",
+            &dk.wrapped,
+            ctx("ks_a", "k_1"),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(class(&e), Some(ErrorClass::Denied), "{e}");
+
+    // Transit key rotation: old wraps still open, new ones use version 2.
+    bao.ok(&["write", "-f", "transit/keys/stateseal/rotate"]);
+    let again = provider
+        .unwrap(KEK, &dk.wrapped, ctx("ks_a", "k_1"))
+        .await
+        .expect("old wrap");
+    assert_eq!(again.expose(), dk.plaintext.expose());
+    let dk2 = provider
+        .generate(KEK, ctx("ks_a", "k_3"))
+        .await
+        .expect("generate v2");
+    assert!(dk2.wrapped.starts_with(b"vault:v2:"));
+
+    // A key that is not derived would silently drop the binding: refused.
+    bao.ok(&["write", "-f", "transit/keys/plain"]);
+    let e = provider
+        .generate("hcvault://transit/keys/plain", ctx("ks_a", "k_4"))
+        .await
+        .unwrap_err();
+    assert_eq!(class(&e), Some(ErrorClass::Config), "{e}");
+    assert!(e.to_string().contains("derived=true"), "{e}");
+    // No message carries key material.
+    let b64 = base64_of(dk.plaintext.expose());
+    assert!(!e.to_string().contains(&b64));
+}
+
+fn base64_of(b: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(b)
+}
+
+#[test]
+fn cli_init_rotate_status_and_keyset_tokens_through_vault() {
+    let bao = OpenBao::start("cli");
+    let token = bao.token_with_policy("fleet", FLEET_POLICY);
+    let envs = [
+        ("VAULT_ADDR", bao.addr.as_str()),
+        ("VAULT_TOKEN", token.as_str()),
+    ];
+    let run = |args: &[&str]| stateseal_with(args, &envs, None);
+    let now = |dt: f64| (T0 + dt).to_string();
+    let init = json_of(&run(&[
+        "init",
+        "--kek",
+        KEK,
+        "--store",
+        STORE,
+        "--now",
+        &now(0.0),
+        "--json",
+    ]));
+    let first = init["primary"].as_str().expect("primary").to_owned();
+    // The document is in KV v2, readable by operators, holding only a wrap.
+    let kv = bao.bao_json(&["kv", "get", "secret/stateseal/keyset"]);
+    assert_eq!(kv["data"]["data"]["format"], "stateseal.keyset/v1");
+    assert_eq!(kv["data"]["data"]["keys"][0]["kek"], KEK);
+
+    let mint = |dt: f64| {
+        let out = run(&[
+            "token",
+            "mint",
+            "--keyset",
+            STORE,
+            "--method",
+            "tools/call",
+            "--params",
+            PARAMS,
+            "--state",
+            "awaiting-confirm",
+            "--now",
+            &now(dt),
+        ]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout).trim().to_owned()
+    };
+    let verify = |tok: &str, dt: f64| {
+        run(&[
+            "token",
+            "verify",
+            "--keyset",
+            STORE,
+            "--method",
+            "tools/call",
+            "--params",
+            PARAMS,
+            "--now",
+            &now(dt),
+            tok,
+        ])
+    };
+    let before = mint(10.0);
+    let ok = verify(&before, 20.0);
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
+    assert_eq!(text(&ok.stdout), "awaiting-confirm");
+
+    let rot = run(&["rotate", "--store", STORE, "--now", &now(100.0)]);
+    assert!(rot.status.success(), "{}", text(&rot.stderr));
+    let st = json_of(&run(&[
+        "status",
+        "--store",
+        STORE,
+        "--json",
+        "--now",
+        &now(150.0),
+    ]));
+    assert_eq!(st["phase"], 1);
+    assert_eq!(st["primary"], first.as_str());
+    assert_eq!(st["ring"].as_array().expect("ring").len(), 2);
+    let p2 = json_of(&run(&[
+        "status",
+        "--store",
+        STORE,
+        "--json",
+        "--now",
+        &now(230.0),
+    ]));
+    assert_eq!(p2["phase"], 2);
+    // A state from before the rotation still opens in phase 2.
+    assert_eq!(verify(&before, 230.0).status.code(), Some(0));
+    let kv = bao.bao_json(&["kv", "get", "secret/stateseal/keyset"]);
+    assert_eq!(kv["data"]["data"]["generation"], 2);
+
+    // Without credentials the CLI says what to set, and never prints the token.
+    let no_auth = stateseal_with(
+        &["status", "--store", STORE, "--json"],
+        &[("VAULT_ADDR", bao.addr.as_str()), ("VAULT_TOKEN", "")],
+        None,
+    );
+    assert_eq!(no_auth.status.code(), Some(2), "{}", text(&no_auth.stderr));
+    assert!(
+        text(&no_auth.stderr).contains("VAULT_TOKEN"),
+        "{}",
+        text(&no_auth.stderr)
+    );
+    for out in [&rot, &ok, &no_auth] {
+        assert!(!text(&out.stdout).contains(&token) && !text(&out.stderr).contains(&token));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_rotations_exactly_one_wins() {
+    let bao = OpenBao::start("cas");
+    let reg = registry(token_config(&bao, &bao.root_token));
+    let store = reg.open_store(STORE).expect("store");
+    let doc = init_keyset(&*store, &reg, KEK, T0).await.expect("init");
+    assert_eq!(doc.generation, 1);
+
+    // Store level: two writers based on the same generation; one wins.
+    let mut a = doc.clone();
+    a.generation = 2;
+    let b = a.clone();
+    let (ra, rb) = tokio::join!(
+        store.compare_and_swap(Some(1), &a),
+        store.compare_and_swap(Some(1), &b)
+    );
+    assert!(ra.is_ok() != rb.is_ok(), "{ra:?} {rb:?}");
+    let lost = ra.err().or(rb.err()).expect("one lost");
+    assert!(
+        matches!(
+            lost,
+            Error::Conflict {
+                expected: Some(1),
+                ..
+            }
+        ),
+        "{lost}"
+    );
+    // A stale write is refused too.
+    let mut stale = doc.clone();
+    stale.generation = 2;
+    assert!(matches!(
+        store.compare_and_swap(Some(1), &stale).await,
+        Err(Error::Conflict { found: Some(2), .. })
+    ));
+
+    // CLI level: four operators rotate at once; one rotation lands.
+    let envs = [
+        ("VAULT_ADDR", bao.addr.clone()),
+        ("VAULT_TOKEN", bao.root_token.clone()),
+    ];
+    let bin = env!("CARGO_BIN_EXE_stateseal");
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            std::process::Command::new(bin)
+                .args([
+                    "rotate",
+                    "--store",
+                    STORE,
+                    "--now",
+                    &(T0 + 50.0).to_string(),
+                ])
+                .envs(envs.iter().map(|(k, v)| (*k, v.as_str())))
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("spawn")
+        })
+        .collect();
+    let outs: Vec<_> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().expect("wait"))
+        .collect();
+    let won = outs.iter().filter(|o| o.status.success()).count();
+    assert_eq!(
+        won,
+        1,
+        "{:?}",
+        outs.iter().map(|o| text(&o.stderr)).collect::<Vec<_>>()
+    );
+    for o in outs.iter().filter(|o| !o.status.success()) {
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    }
+    let after = store.load().await.expect("load").expect("doc");
+    assert_eq!(after.generation, 3);
+    assert_eq!(after.keys.len(), 2);
+}
+
+fn round() -> RequestIdentity {
+    RequestIdentity::from_json("tools/call", br#"{"name":"t","arguments":{}}"#).expect("id")
+}
+
+struct Instance {
+    sched: RotationScheduler,
+    env: Envelope,
+}
+
+fn instance(reg: &ProviderRegistry, store: Arc<dyn KeysetStore>) -> Instance {
+    let ring = Arc::new(RingHandle::empty());
+    let config = SchedulerConfig::default()
+        .max_key_age(3600.0)
+        .outage_grace(86_400.0)
+        .rotation_period(None);
+    let sched = RotationScheduler::new(
+        config,
+        store,
+        reg.clone(),
+        ring.clone(),
+        Arc::new(ManualClock::new(T0)),
+    )
+    .expect("scheduler");
+    let env = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("svc"))
+        .build()
+        .expect("envelope");
+    Instance { sched, env }
+}
+
+fn works(i: &Instance, now: f64) -> bool {
+    i.env
+        .mint_at(&round(), b"s", None, now)
+        .and_then(|t| i.env.verify_at(&round(), &t, None, now))
+        .is_ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revoked_decrypt_is_denied_and_the_key_dropped_after_max_key_age() {
+    let bao = OpenBao::start("revoke");
+    let token = bao.token_with_policy("fleet", FLEET_POLICY);
+    let reg = registry(token_config(&bao, &token));
+    let store = reg.open_store(STORE).expect("store");
+    init_keyset(&*store, &reg, KEK, T0).await.expect("init");
+    let i = instance(&reg, store);
+    i.sched.refresh_at(T0).await.expect("refresh");
+    assert!(works(&i, T0));
+    let calls = i.sched.kms_calls();
+    // Steady state: refreshes within max_key_age make no KMS call.
+    for dt in [30.0, 60.0, 1800.0, 3599.0] {
+        i.sched.refresh_at(T0 + dt).await.expect("refresh");
+    }
+    assert_eq!(i.sched.kms_calls(), calls);
+
+    // The operator removes decrypt from the fleet's policy.
+    bao.write_policy(
+        "fleet",
+        r#"path "secret/data/stateseal/*" { capabilities = ["read"] }"#,
+    );
+    let reg2 = registry(token_config(&bao, &token));
+    let provider = reg2.provider_for(KEK).expect("provider");
+    let doc = reg2
+        .open_store(STORE)
+        .expect("s")
+        .load()
+        .await
+        .expect("l")
+        .expect("d");
+    let e = provider
+        .unwrap(KEK, &doc.keys[0].wrapped, ctx(&doc.id, &doc.keys[0].entry))
+        .await
+        .unwrap_err();
+    assert_eq!(class(&e), Some(ErrorClass::Denied), "{e}");
+    // Until max_key_age the cached key serves; after it, the key is dropped: fail closed.
+    assert!(works(&i, T0 + 3599.0));
+    assert_eq!(
+        i.sched.refresh_at(T0 + 3601.0).await.unwrap_err(),
+        Error::NotReady
+    );
+    assert!(!i.sched.is_ready());
+    assert!(!works(&i, T0 + 3601.0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sealed_or_stopped_server_keeps_serving_cached_keys() {
+    let mut bao = OpenBao::start("outage");
+    let reg = registry(token_config(&bao, &bao.root_token));
+    let store = reg.open_store(STORE).expect("store");
+    init_keyset(&*store, &reg, KEK, T0).await.expect("init");
+    let i = instance(&reg, store);
+    i.sched.refresh_at(T0).await.expect("refresh");
+    let token = i.env.mint_at(&round(), b"before", None, T0).expect("mint");
+
+    bao.seal();
+    let calls = i.sched.kms_calls();
+    // Past max_key_age the scheduler tries to re-unwrap: the server is sealed.
+    let during = T0 + 4000.0;
+    assert!(
+        i.sched.refresh_at(during).await.is_err(),
+        "the store is sealed too"
+    );
+    assert!(i.sched.is_ready());
+    assert!(works(&i, during));
+    bao.unseal();
+    i.sched
+        .refresh_at(during + 30.0)
+        .await
+        .expect("recovered after unseal");
+    assert!(i.sched.kms_calls() > calls);
+
+    bao.stop();
+    let later = T0 + 8000.0;
+    assert!(i.sched.refresh_at(later).await.is_err());
+    assert!(i.sched.is_ready());
+    assert!(works(&i, later));
+    assert!(i.env.verify_at(&round(), &token, None, T0 + 10.0).is_ok());
+    bao.restart();
+    let st = i
+        .sched
+        .refresh_at(later + 30.0)
+        .await
+        .expect("recovered after restart");
+    assert!(st.ready);
+    // A rotation after the restart lands in the same store.
+    let doc = i
+        .sched
+        .rotate_at(later + 60.0, RotateMode::Scheduled)
+        .await
+        .expect("rotate");
+    assert_eq!(doc.generation, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approle_login_renews_and_logs_in_again_after_revocation() {
+    let bao = OpenBao::start("approle");
+    bao.write_policy("fleet", FLEET_POLICY);
+    bao.ok(&["auth", "enable", "approle"]);
+    bao.ok(&[
+        "write",
+        "auth/approle/role/mcp",
+        "token_policies=fleet",
+        "token_ttl=60s",
+        "token_max_ttl=1h",
+    ]);
+    let role_id = bao.bao_json(&["read", "auth/approle/role/mcp/role-id"])["data"]["role_id"]
+        .as_str()
+        .expect("role id")
+        .to_owned();
+    let secret_id =
+        bao.bao_json(&["write", "-f", "auth/approle/role/mcp/secret-id"])["data"]["secret_id"]
+            .as_str()
+            .expect("secret id")
+            .to_owned();
+    let config = VaultConfig::builder(&bao.addr)
+        .auth(VaultAuth::AppRole {
+            mount: "approle".into(),
+            role_id,
+            secret_id: SecretString::new(secret_id.clone()),
+        })
+        // Renew when 99.9 % of the 60 s TTL is left: every call after the first 60 ms renews.
+        .renew_before(0.999)
+        .build()
+        .expect("config");
+    assert!(!format!("{config:?}").contains(&secret_id));
+    let provider = VaultTransitProvider::new(config);
+    let dk = provider
+        .generate(KEK, ctx("ks_a", "k_1"))
+        .await
+        .expect("generate");
+    assert_eq!(provider.auth_stats().logins, 1);
+    let mut renewed = false;
+    for _ in 0..50 {
+        provider
+            .unwrap(KEK, &dk.wrapped, ctx("ks_a", "k_1"))
+            .await
+            .expect("unwrap");
+        if provider.auth_stats().renewals > 0 {
+            renewed = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(renewed, "{:?}", provider.auth_stats());
+
+    // Every token from AppRole logins is revoked: the next call logs in again and succeeds.
+    bao.ok(&["token", "revoke", "-mode=path", "auth/approle/login"]);
+    provider
+        .unwrap(KEK, &dk.wrapped, ctx("ks_a", "k_1"))
+        .await
+        .expect("after revocation");
+    assert_eq!(provider.auth_stats().logins, 2);
+
+    // A wrong secret id is Denied and says so without echoing it.
+    let bad = VaultTransitProvider::new(
+        VaultConfig::builder(&bao.addr)
+            .auth(VaultAuth::AppRole {
+                mount: "approle".into(),
+                role_id: "nope".into(),
+                secret_id: SecretString::new("wrong-secret-id"),
+            })
+            .build()
+            .expect("config"),
+    );
+    let e = bad
+        .unwrap(KEK, &dk.wrapped, ctx("ks_a", "k_1"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(class(&e), Some(ErrorClass::Denied | ErrorClass::Invalid)),
+        "{e}"
+    );
+    assert!(!e.to_string().contains("wrong-secret-id"));
+}

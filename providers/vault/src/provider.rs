@@ -1,0 +1,298 @@
+//! `hcvault://<transit mount>/keys/<name>`: data keys from Vault transit.
+//!
+//! Generation calls `datakey/plaintext` (one round trip: Vault's CSPRNG makes
+//! the key and returns it with its wrap); unwrapping calls `decrypt`. Both
+//! pass the wrap context as the **derivation context** of a derived transit
+//! key, so a wrap only opens for the keyset and entry it was made for.
+//!
+//! Transit silently ignores a context on a key created without
+//! `derived=true`, which would drop that binding. The first generation under
+//! each KEK therefore proves the binding: it decrypts the new wrap under a
+//! different context and refuses the key (class `Config`) if Vault accepts.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use stateseal::provider::{BoxFuture, DataKey, ErrorClass, KeyProvider, WrapContext, kms_error};
+use stateseal::{Error, Secret};
+use vaultrs::api::transit::requests::{
+    DataKeyType, DecryptDataRequestBuilder, GenerateDataKeyRequestBuilder,
+};
+use zeroize::{Zeroize, Zeroizing};
+
+use crate::session::{CallError, Session, class_of};
+
+const KEY_LEN: usize = 32;
+
+/// A parsed `hcvault://<mount>/keys/<name>` URI.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransitKey {
+    /// The transit mount path (may contain `/`).
+    pub mount: String,
+    /// The key name.
+    pub name: String,
+}
+
+impl TransitKey {
+    /// Parses a KEK URI.
+    ///
+    /// ```
+    /// use stateseal_vault::TransitKey;
+    /// let k = TransitKey::parse("hcvault://transit/keys/stateseal")?;
+    /// assert_eq!((k.mount.as_str(), k.name.as_str()), ("transit", "stateseal"));
+    /// # Ok::<(), stateseal::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidUri`] when the URI is not `hcvault://<mount>/keys/<name>`.
+    pub fn parse(uri: &str) -> Result<Self, Error> {
+        let bad = || Error::InvalidUri {
+            uri: uri.to_owned(),
+            problem: "expected hcvault://<transit mount>/keys/<key name>".into(),
+        };
+        let rest = uri.strip_prefix("hcvault://").ok_or_else(bad)?;
+        let (mount, name) = rest.rsplit_once("/keys/").ok_or_else(bad)?;
+        let ok = |s: &str| {
+            !s.is_empty()
+                && s.split('/')
+                    .all(|seg| !seg.is_empty() && seg != "." && seg != "..")
+                && s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_./".contains(&b))
+        };
+        if !ok(mount) || !ok(name) || name.contains('/') {
+            return Err(bad());
+        }
+        Ok(Self {
+            mount: mount.to_owned(),
+            name: name.to_owned(),
+        })
+    }
+}
+
+/// The `hcvault` key provider. Build it with [`crate::register`] or [`VaultTransitProvider::new`].
+#[derive(Debug)]
+pub struct VaultTransitProvider {
+    session: Arc<Session>,
+    binding_checked: Mutex<HashSet<String>>,
+}
+
+fn decode_key(b64: &mut String) -> Result<Secret, Error> {
+    let decoded = STANDARD.decode(b64.as_bytes()).map(Zeroizing::new);
+    b64.zeroize();
+    let bytes = decoded.map_err(|_| {
+        kms_error(
+            crate::SCHEME,
+            ErrorClass::Invalid,
+            "Vault returned a data key that is not base64",
+        )
+    })?;
+    if bytes.len() != KEY_LEN {
+        return Err(kms_error(
+            crate::SCHEME,
+            ErrorClass::Invalid,
+            format!("Vault returned a {}-byte data key, not 32", bytes.len()),
+        ));
+    }
+    Secret::from_slice(&bytes)
+}
+
+impl VaultTransitProvider {
+    pub(crate) fn with_session(session: Arc<Session>) -> Self {
+        Self {
+            session,
+            binding_checked: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// A provider with its own Vault session.
+    pub fn new(config: crate::VaultConfig) -> Self {
+        Self::with_session(Arc::new(Session::new(Ok(config))))
+    }
+
+    /// How often this provider's session logged in to Vault and renewed its token.
+    pub fn auth_stats(&self) -> crate::AuthStats {
+        self.session.stats()
+    }
+
+    async fn generate_key(&self, kek: &str, ctx: WrapContext<'_>) -> Result<DataKey, Error> {
+        let key = TransitKey::parse(kek)?;
+        let context = STANDARD.encode(ctx.associated_data());
+        let resp = self
+            .session
+            .call(crate::SCHEME, "datakey", |client| {
+                let (key, context) = (&key, context.clone());
+                async move {
+                    vaultrs::transit::generate::data_key(
+                        &*client,
+                        &key.mount,
+                        &key.name,
+                        DataKeyType::Plaintext,
+                        Some(
+                            GenerateDataKeyRequestBuilder::default()
+                                .context(context)
+                                .bits(256u16),
+                        ),
+                    )
+                    .await
+                }
+            })
+            .await
+            .map_err(|e| e.into_error(crate::SCHEME, "datakey"))?;
+        let mut resp = resp;
+        let mut b64 = resp.plaintext.take().ok_or_else(|| {
+            kms_error(
+                crate::SCHEME,
+                ErrorClass::Invalid,
+                "Vault returned no plaintext data key",
+            )
+        })?;
+        let plaintext = decode_key(&mut b64)?;
+        let wrapped = resp.ciphertext.into_bytes();
+        self.check_binding(kek, &key, &wrapped, ctx).await?;
+        Ok(DataKey { plaintext, wrapped })
+    }
+
+    /// Proves, once per KEK, that transit binds the context (the key is derived).
+    async fn check_binding(
+        &self,
+        kek: &str,
+        key: &TransitKey,
+        wrapped: &[u8],
+        ctx: WrapContext<'_>,
+    ) -> Result<(), Error> {
+        let checked =
+            |set: &Mutex<HashSet<String>>| set.lock().map(|s| s.contains(kek)).unwrap_or(false);
+        if checked(&self.binding_checked) {
+            return Ok(());
+        }
+        let probe_entry = format!("{}~binding-probe", ctx.entry_id);
+        let probe = WrapContext {
+            keyset_id: ctx.keyset_id,
+            entry_id: &probe_entry,
+        };
+        match self.decrypt(key, wrapped, probe).await {
+            Ok(_) => Err(kms_error(
+                crate::SCHEME,
+                ErrorClass::Config,
+                format!(
+                    "transit key {}/keys/{} ignores the derivation context, so wrapped keys \
+                     would not be bound to their keyset; create it with derived=true",
+                    key.mount, key.name
+                ),
+            )),
+            Err(CallError::Vault(e)) if class_of(&e) == ErrorClass::Invalid => {
+                if let Ok(mut s) = self.binding_checked.lock() {
+                    s.insert(kek.to_owned());
+                }
+                Ok(())
+            }
+            Err(e) => Err(e.into_error(crate::SCHEME, "decrypt (binding check)")),
+        }
+    }
+
+    async fn decrypt(
+        &self,
+        key: &TransitKey,
+        wrapped: &[u8],
+        ctx: WrapContext<'_>,
+    ) -> Result<Secret, CallError> {
+        let ciphertext = std::str::from_utf8(wrapped)
+            .ok()
+            .filter(|c| c.starts_with("vault:v") && !c.contains(char::is_whitespace))
+            .ok_or_else(|| {
+                CallError::Setup(kms_error(
+                    crate::SCHEME,
+                    ErrorClass::Invalid,
+                    "the wrapped key is not a transit ciphertext (vault:v<N>:…)",
+                ))
+            })?;
+        let context = STANDARD.encode(ctx.associated_data());
+        let resp = self
+            .session
+            .call(crate::SCHEME, "decrypt", |client| {
+                let context = context.clone();
+                async move {
+                    vaultrs::transit::data::decrypt(
+                        &*client,
+                        &key.mount,
+                        &key.name,
+                        ciphertext,
+                        Some(DecryptDataRequestBuilder::default().context(context)),
+                    )
+                    .await
+                }
+            })
+            .await?;
+        let mut b64 = resp.plaintext;
+        decode_key(&mut b64).map_err(CallError::Setup)
+    }
+}
+
+impl KeyProvider for VaultTransitProvider {
+    fn scheme(&self) -> &'static str {
+        crate::SCHEME
+    }
+
+    fn generate<'a>(
+        &'a self,
+        kek: &'a str,
+        ctx: WrapContext<'a>,
+    ) -> BoxFuture<'a, Result<DataKey, Error>> {
+        Box::pin(self.generate_key(kek, ctx))
+    }
+
+    fn unwrap<'a>(
+        &'a self,
+        kek: &'a str,
+        wrapped: &'a [u8],
+        ctx: WrapContext<'a>,
+    ) -> BoxFuture<'a, Result<Secret, Error>> {
+        Box::pin(async move {
+            let key = TransitKey::parse(kek)?;
+            self.decrypt(&key, wrapped, ctx)
+                .await
+                .map_err(|e| e.into_error(crate::SCHEME, "decrypt"))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kek_uris() {
+        let k = TransitKey::parse("hcvault://team/transit/keys/mcp-state").unwrap();
+        assert_eq!(k.mount, "team/transit");
+        assert_eq!(k.name, "mcp-state");
+        for bad in [
+            "hcvault://transit/mcp",
+            "hcvault:///keys/x",
+            "hcvault://transit/keys/",
+            "hcvault://transit/keys/a/b",
+            "hcvault://../keys/x",
+            "hcvault://tr ansit/keys/x",
+            "vault://transit/keys/x",
+        ] {
+            assert!(
+                matches!(TransitKey::parse(bad), Err(Error::InvalidUri { .. })),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn data_keys_are_checked_and_the_response_wiped() {
+        let mut b64 = STANDARD.encode([7u8; 32]);
+        let k = decode_key(&mut b64).unwrap();
+        assert_eq!(k.expose(), &[7u8; 32]);
+        assert!(b64.is_empty());
+        let mut short = STANDARD.encode([7u8; 16]);
+        let e = decode_key(&mut short).unwrap_err().to_string();
+        assert!(e.contains("16-byte"), "{e}");
+        let mut junk = "!!".to_owned();
+        assert!(decode_key(&mut junk).is_err());
+    }
+}

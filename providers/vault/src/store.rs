@@ -1,0 +1,192 @@
+//! `vault-kv://<mount>/<path>`: the keyset document in a KV v2 secret.
+//!
+//! The document's fields are the secret's data, so `bao kv get` shows it.
+//! Every write is a KV v2 check-and-set on the version this store just read
+//! and saw at the expected generation: two writers that read the same version
+//! cannot both succeed, which is what makes concurrent rotations safe.
+
+use std::sync::Arc;
+
+use stateseal::keyset::check_next_generation;
+use stateseal::provider::BoxFuture;
+use stateseal::{Error, Keyset, KeysetStore};
+use vaultrs::api::kv2::requests::{ReadSecretRequest, SetSecretRequest, SetSecretRequestOptions};
+use vaultrs::error::ClientError;
+
+use crate::session::{CallError, Session};
+
+/// The KV v2 keyset store. Open it through the registry ([`crate::register`]).
+#[derive(Debug, Clone)]
+pub struct VaultKvStore {
+    session: Arc<Session>,
+    uri: String,
+    mount: String,
+    path: String,
+}
+
+/// Splits `vault-kv://<mount>/<path>` into the mount (first segment) and the path.
+fn parse(uri: &str) -> Result<(String, String), Error> {
+    let bad = || Error::InvalidUri {
+        uri: uri.to_owned(),
+        problem: "expected vault-kv://<kv v2 mount>/<secret path>".into(),
+    };
+    let rest = uri.strip_prefix("vault-kv://").ok_or_else(bad)?;
+    let (mount, path) = rest.split_once('/').ok_or_else(bad)?;
+    let seg_ok = |s: &str| {
+        !s.is_empty()
+            && s != "."
+            && s != ".."
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+    };
+    if !seg_ok(mount) || !path.split('/').all(seg_ok) {
+        return Err(bad());
+    }
+    Ok((mount.to_owned(), path.to_owned()))
+}
+
+impl VaultKvStore {
+    pub(crate) fn open(session: Arc<Session>, uri: &str) -> Result<Self, Error> {
+        let (mount, path) = parse(uri)?;
+        Ok(Self {
+            session,
+            uri: uri.to_owned(),
+            mount,
+            path,
+        })
+    }
+
+    fn store_error(&self, problem: impl Into<String>) -> Error {
+        Error::Store {
+            uri: self.uri.clone(),
+            problem: problem.into(),
+        }
+    }
+
+    fn vault_error(&self, what: &str, e: CallError) -> Error {
+        match e.into_error(crate::STORE_SCHEME, what) {
+            Error::Kms { class, detail, .. } => self.store_error(format!("{detail} ({class})")),
+            other => other,
+        }
+    }
+
+    /// The document and the KV version it was read at (0: no secret yet).
+    async fn read(&self) -> Result<(Option<Keyset>, u64), Error> {
+        let result = self
+            .session
+            .call(crate::SCHEME, "kv read", |client| async move {
+                let endpoint = ReadSecretRequest::builder()
+                    .mount(self.mount.as_str())
+                    .path(self.path.as_str())
+                    .build()
+                    .map_err(|_| ClientError::InvalidLoginMethodError)?;
+                vaultrs::api::exec_with_result(&*client, endpoint).await
+            })
+            .await;
+        let resp = match result {
+            Ok(r) => r,
+            // An empty 404 is "no secret here"; a 404 with a message is a missing mount.
+            Err(CallError::Vault(ClientError::APIError { code: 404, errors }))
+                if errors.is_empty() =>
+            {
+                return Ok((None, 0));
+            }
+            Err(e) => return Err(self.vault_error("kv read", e)),
+        };
+        let version = resp.metadata.version;
+        if resp.data.is_null() || resp.metadata.destroyed || !resp.metadata.deletion_time.is_empty()
+        {
+            return Ok((None, version));
+        }
+        let bytes = serde_json::to_vec(&resp.data)
+            .map_err(|e| self.store_error(format!("secret data: {e}")))?;
+        Ok((Some(Keyset::from_json(&bytes)?), version))
+    }
+
+    async fn cas(&self, expected: Option<u64>, doc: &Keyset) -> Result<(), Error> {
+        check_next_generation(&self.uri, expected, doc)?;
+        doc.validate()?;
+        let (current, version) = self.read().await?;
+        let found = current.map(|d| d.generation);
+        if found != expected {
+            return Err(Error::Conflict { expected, found });
+        }
+        let cas = u32::try_from(version)
+            .map_err(|_| self.store_error("KV version beyond the check-and-set range"))?;
+        let data: serde_json::Value = serde_json::from_slice(&doc.to_json())
+            .map_err(|e| self.store_error(format!("document: {e}")))?;
+        let result = self
+            .session
+            .call(crate::SCHEME, "kv write", |client| {
+                let data = data.clone();
+                async move {
+                    let endpoint = SetSecretRequest::builder()
+                        .mount(self.mount.as_str())
+                        .path(self.path.as_str())
+                        .data(data)
+                        .options(SetSecretRequestOptions { cas })
+                        .build()
+                        .map_err(|_| ClientError::InvalidLoginMethodError)?;
+                    vaultrs::api::exec_with_result(&*client, endpoint).await
+                }
+            })
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(CallError::Vault(ClientError::APIError { code: 400, errors }))
+                if errors.iter().any(|e| e.contains("check-and-set")) =>
+            {
+                // Another writer got there between our read and our write.
+                let found = self
+                    .read()
+                    .await
+                    .ok()
+                    .and_then(|(d, _)| d)
+                    .map(|d| d.generation);
+                Err(Error::Conflict { expected, found })
+            }
+            Err(e) => Err(self.vault_error("kv write", e)),
+        }
+    }
+}
+
+impl KeysetStore for VaultKvStore {
+    fn uri(&self) -> &str {
+        &self.uri
+    }
+
+    fn load(&self) -> BoxFuture<'_, Result<Option<Keyset>, Error>> {
+        Box::pin(async move { self.read().await.map(|(doc, _)| doc) })
+    }
+
+    fn compare_and_swap<'a>(
+        &'a self,
+        expected: Option<u64>,
+        doc: &'a Keyset,
+    ) -> BoxFuture<'a, Result<(), Error>> {
+        Box::pin(self.cas(expected, doc))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_uris() {
+        assert_eq!(
+            parse("vault-kv://secret/stateseal/keyset").unwrap(),
+            ("secret".to_owned(), "stateseal/keyset".to_owned())
+        );
+        for bad in [
+            "vault-kv://secret",
+            "vault-kv://secret/",
+            "vault-kv://secret/a//b",
+            "vault-kv://secret/../x",
+            "vault-kv:///x",
+            "kv://secret/x",
+        ] {
+            assert!(matches!(parse(bad), Err(Error::InvalidUri { .. })), "{bad}");
+        }
+    }
+}

@@ -5,8 +5,10 @@
 //! ```sh
 //! cargo run --example http_server -- --addr 127.0.0.1:8080                      # process-local key
 //! cargo run --example http_server -- --addr 127.0.0.1:8080 --keyset file:///tmp/ks/keyset.json
+//! cargo run --example http_server -- --config fleet.toml [--clock-offset 1.5]    # any store, e.g. Vault
 //! ```
 //! Bearer tokens: `alice-token` and `bob-token` (a real server verifies OAuth tokens here).
+//! With a keyset, `GET /stats` answers `{"ready":…,"generation":…,"kms_calls":…}` (no secrets).
 
 #[path = "fixtures/bearer_auth.rs"]
 mod bearer_auth;
@@ -20,8 +22,18 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use stateseal::boundary::Boundary;
 use stateseal::rmcp_adapter::StateSealed;
-use stateseal::setup::{Config, start};
-use stateseal::{AesGcmCodec, Envelope, KeyRing, ProviderRegistry, RingHandle};
+use stateseal::setup::{Config, Protection, start_with_clock};
+use stateseal::{AesGcmCodec, Clock, Envelope, KeyRing, ProviderRegistry, RingHandle, SystemClock};
+
+/// The system clock moved by a fixed offset: one fleet member running fast or slow.
+#[derive(Debug)]
+struct OffsetClock(f64);
+
+impl Clock for OffsetClock {
+    fn now(&self) -> f64 {
+        SystemClock.now() + self.0
+    }
+}
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
@@ -30,31 +42,41 @@ async fn main() -> std::io::Result<()> {
         .with_max_level(tracing::Level::INFO)
         .init();
     let mut addr = "127.0.0.1:8080".to_owned();
-    let mut keyset = None;
+    let mut config_text = None;
+    let mut offset = 0.0;
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         match (flag.as_str(), args.next()) {
             ("--addr", Some(a)) => addr = a,
-            ("--keyset", Some(k)) => keyset = Some(k),
+            ("--keyset", Some(k)) => {
+                config_text = Some(format!("store = {k:?}\naudience = \"stateseal-example\"\n"));
+            }
+            ("--config", Some(path)) => config_text = Some(std::fs::read_to_string(path)?),
+            ("--clock-offset", Some(s)) => offset = s.parse().map_err(std::io::Error::other)?,
             _ => {
-                eprintln!("usage: http_server [--addr 127.0.0.1:PORT] [--keyset STORE_URI]");
+                eprintln!(
+                    "usage: http_server [--addr 127.0.0.1:PORT] [--keyset STORE_URI | --config FILE] [--clock-offset SECONDS]"
+                );
                 std::process::exit(2);
             }
         }
     }
-    // `_protection` keeps the keyset refresh running for the life of the server.
-    let (boundary, _protection) = match keyset {
-        // A fleet: one call builds the registry, scheduler and boundary from a keyset that rotates without downtime.
-        Some(uri) => {
-            let config = Config::from_toml_str(&format!(
-                "store = {uri:?}\naudience = \"stateseal-example\"\n"
-            ))
-            .map_err(std::io::Error::other)?;
-            let protection = start(&config, ProviderRegistry::with_defaults())
+    let protection = match config_text {
+        // A fleet: one call builds the scheduler and boundary from a keyset that rotates without downtime.
+        Some(text) => {
+            let config = Config::from_toml_str(&text).map_err(std::io::Error::other)?;
+            // Vault URIs (hcvault://, vault-kv://) are configured from VAULT_* variables.
+            let mut registry = ProviderRegistry::with_defaults();
+            stateseal_vault::register(&mut registry, stateseal_vault::VaultConfig::from_env());
+            let p = start_with_clock(&config, registry, Arc::new(OffsetClock(offset)))
                 .await
                 .map_err(std::io::Error::other)?;
-            (protection.boundary(), Some(protection))
+            Some(Arc::new(p))
         }
+        None => None,
+    };
+    let boundary = match &protection {
+        Some(p) => p.boundary(),
         None => {
             let ring = Arc::new(RingHandle::new(
                 KeyRing::ephemeral().map_err(std::io::Error::other)?,
@@ -63,7 +85,7 @@ async fn main() -> std::io::Result<()> {
                 Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("stateseal-example"))
                     .build()
                     .map_err(std::io::Error::other)?;
-            (Boundary::new(Arc::new(envelope)), None)
+            Boundary::new(Arc::new(envelope))
         }
     };
     let handler = StateSealed::new(confirming::Confirming, boundary);
@@ -74,8 +96,29 @@ async fn main() -> std::io::Result<()> {
     );
     let router = axum::Router::new()
         .nest_service("/mcp", service)
-        .layer(middleware::from_fn(bearer_auth::bearer_auth));
+        .layer(middleware::from_fn(bearer_auth::bearer_auth))
+        .route(
+            "/stats",
+            axum::routing::get(move || std::future::ready(stats(protection.as_deref()))),
+        );
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     eprintln!("listening on http://{}/mcp", listener.local_addr()?);
     axum::serve(listener, router).await
+}
+
+/// What a fleet operator (or the soak) reads off an instance: readiness, keyset generation, KMS calls.
+fn stats(p: Option<&Protection>) -> String {
+    match p {
+        Some(p) => {
+            let st = p.status();
+            format!(
+                "{{\"ready\":{},\"generation\":{},\"kms_calls\":{},\"pid\":{}}}",
+                p.is_ready(),
+                st.generation.unwrap_or(0),
+                p.scheduler().kms_calls(),
+                std::process::id()
+            )
+        }
+        None => format!("{{\"ready\":true,\"pid\":{}}}", std::process::id()),
+    }
 }

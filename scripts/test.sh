@@ -16,6 +16,10 @@ echo "== cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
 echo "== cargo test"
 cargo test --workspace
+echo "== examples against real services"
+cargo run --quiet --example vault -- --dev
+echo "== Terraform modules (python-hcl2 + stateseal's rules, checkov offline)"
+scripts/terraform-check.sh
 echo "== MCP conformance suite (input-required-result-*)"
 scripts/conformance.sh
 echo "== cargo doc"

@@ -84,6 +84,19 @@ impl Protection {
 /// that cannot be opened; [`Error::NotReady`]-like timeouts are reported as
 /// [`Error::Config`] naming the store and the last refresh error.
 pub async fn start(config: &Config, registry: ProviderRegistry) -> Result<Protection, Error> {
+    start_with_clock(config, registry, Arc::new(SystemClock)).await
+}
+
+/// [`start`] with another clock for the scheduler and the envelope (a test's
+/// [`crate::ManualClock`], or a deliberately skewed clock in a soak).
+///
+/// # Errors
+/// As [`start`].
+pub async fn start_with_clock(
+    config: &Config,
+    registry: ProviderRegistry,
+    clock: Arc<dyn crate::clock::Clock>,
+) -> Result<Protection, Error> {
     config.validate()?;
     let store = registry
         .open_store(&config.store)
@@ -92,14 +105,7 @@ pub async fn start(config: &Config, registry: ProviderRegistry) -> Result<Protec
         && let Some(kek) = &config.kek
         && store.load().await?.is_none()
     {
-        match init_keyset(
-            store.as_ref(),
-            &registry,
-            kek,
-            crate::clock::Clock::now(&SystemClock),
-        )
-        .await
-        {
+        match init_keyset(store.as_ref(), &registry, kek, clock.now()).await {
             // Another instance created it first: use theirs.
             Ok(_) | Err(Error::Conflict { .. }) => {}
             Err(e) => {
@@ -115,7 +121,7 @@ pub async fn start(config: &Config, registry: ProviderRegistry) -> Result<Protec
         store,
         registry,
         ring.clone(),
-        Arc::new(SystemClock),
+        Arc::clone(&clock),
     )?;
     let deadline = Instant::now() + Duration::from_secs_f64(config.ready_timeout);
     loop {
@@ -133,6 +139,7 @@ pub async fn start(config: &Config, registry: ProviderRegistry) -> Result<Protec
     let refresh = scheduler.spawn();
     let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some(&config.audience))
         .ttl(config.ttl)
+        .clock(clock)
         .build()?;
     let boundary = Boundary::new(Arc::new(envelope)).with_failure_mode(config.failure_mode.into());
     Ok(Protection {

@@ -417,7 +417,7 @@ fn keyset_errors_say_what_to_fix() {
         &[
             "init",
             "--kek",
-            "aws-kms://arn:aws:kms:eu-west-1:1:key/x",
+            "azure-kv://vault/keys/x",
             "--store",
             &store,
         ],
@@ -425,7 +425,7 @@ fn keyset_errors_say_what_to_fix() {
     );
     assert_eq!(scheme.status.code(), Some(2));
     assert!(
-        text(&scheme.stderr).contains("registered: file, local"),
+        text(&scheme.stderr).contains("scheme \"azure-kv\" (registered: file, hcvault, local"),
         "{}",
         text(&scheme.stderr)
     );

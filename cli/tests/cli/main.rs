@@ -2,6 +2,7 @@
 //! links (linking the cloud SDKs once, not once per file).
 
 mod commands;
+#[path = "../../../examples/fixtures/openbao.rs"]
 mod openbao;
 mod vault;
 

@@ -48,7 +48,7 @@ fn class(e: &Error) -> Option<ErrorClass> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transit_wraps_are_bound_to_keyset_and_entry_and_survive_key_rotation() {
-    let bao = OpenBao::start("binding");
+    let bao = OpenBao::start(&crate::scratch("openbao-binding"));
     let provider = VaultTransitProvider::new(token_config(&bao, &bao.root_token));
     let dk = provider
         .generate(KEK, ctx("ks_a", "k_1"))
@@ -119,7 +119,7 @@ fn base64_of(b: &[u8]) -> String {
 
 #[test]
 fn cli_init_rotate_status_and_keyset_tokens_through_vault() {
-    let bao = OpenBao::start("cli");
+    let bao = OpenBao::start(&crate::scratch("openbao-cli"));
     let token = bao.token_with_policy("fleet", FLEET_POLICY);
     let envs = [
         ("VAULT_ADDR", bao.addr.as_str()),
@@ -227,7 +227,7 @@ fn cli_init_rotate_status_and_keyset_tokens_through_vault() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_rotations_exactly_one_wins() {
-    let bao = OpenBao::start("cas");
+    let bao = OpenBao::start(&crate::scratch("openbao-cas"));
     let reg = registry(token_config(&bao, &bao.root_token));
     let store = reg.open_store(STORE).expect("store");
     let doc = init_keyset(&*store, &reg, KEK, T0).await.expect("init");
@@ -341,7 +341,7 @@ fn works(i: &Instance, now: f64) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn revoked_decrypt_is_denied_and_the_key_dropped_after_max_key_age() {
-    let bao = OpenBao::start("revoke");
+    let bao = OpenBao::start(&crate::scratch("openbao-revoke"));
     let token = bao.token_with_policy("fleet", FLEET_POLICY);
     let reg = registry(token_config(&bao, &token));
     let store = reg.open_store(STORE).expect("store");
@@ -387,7 +387,7 @@ async fn revoked_decrypt_is_denied_and_the_key_dropped_after_max_key_age() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sealed_or_stopped_server_keeps_serving_cached_keys() {
-    let mut bao = OpenBao::start("outage");
+    let mut bao = OpenBao::start(&crate::scratch("openbao-outage"));
     let reg = registry(token_config(&bao, &bao.root_token));
     let store = reg.open_store(STORE).expect("store");
     init_keyset(&*store, &reg, KEK, T0).await.expect("init");
@@ -436,7 +436,7 @@ async fn sealed_or_stopped_server_keeps_serving_cached_keys() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approle_login_renews_and_logs_in_again_after_revocation() {
-    let bao = OpenBao::start("approle");
+    let bao = OpenBao::start(&crate::scratch("openbao-approle"));
     bao.write_policy("fleet", FLEET_POLICY);
     bao.ok(&["auth", "enable", "approle"]);
     bao.ok(&[

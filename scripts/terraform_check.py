@@ -1,0 +1,117 @@
+"""Checks every Terraform module under terraform/ without a terraform binary.
+
+1. Every .tf file must parse with python-hcl2 (a parse error fails).
+2. Module rules that checkov has no checks for (Vault), and stateseal's own
+   invariants for every module: the KEK can never be exported or deleted by
+   accident, the servers' permissions are exactly the ones stateseal uses.
+Prints one line per check; exits 1 if any fails. checkov runs separately.
+"""
+
+import pathlib
+import sys
+
+import hcl2
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent / "terraform"
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        failures.append(what)
+
+
+def load(module):
+    merged = {}
+    for tf in sorted((ROOT / module).glob("*.tf")):
+        try:
+            with tf.open() as f:
+                doc = hcl2.load(f)
+        except Exception as e:  # noqa: BLE001 - any parse failure fails the check
+            check(False, f"{tf.relative_to(ROOT)} parses: {e}")
+            continue
+        check(True, f"{tf.relative_to(ROOT)} parses")
+        for kind, items in doc.items():
+            merged.setdefault(kind, []).extend(items)
+    return merged
+
+
+def resources(doc, rtype):
+    out = {}
+    for block in doc.get("resource", []):
+        for t, named in block.items():
+            if t.strip('"') == rtype:
+                for name, body in named.items():
+                    out[name.strip('"')] = body
+    return out
+
+
+def data_sources(doc, dtype):
+    out = {}
+    for block in doc.get("data", []):
+        for t, named in block.items():
+            if t.strip('"') == dtype:
+                for name, body in named.items():
+                    out[name.strip('"')] = body
+    return out
+
+
+def value(v):
+    if isinstance(v, str):
+        return v.strip('"')
+    return v
+
+
+def prevent_destroy(body):
+    for lc in body.get("lifecycle", []):
+        if value(lc.get("prevent_destroy")) is True:
+            return True
+    return False
+
+
+def check_vault(doc):
+    keys = resources(doc, "vault_transit_secret_backend_key")
+    check(len(keys) == 1, "vault: one transit key")
+    for name, k in keys.items():
+        check(value(k.get("derived")) is True, f"vault: transit key {name} is derived (binding)")
+        check(value(k.get("exportable")) is False, f"vault: transit key {name} is not exportable")
+        check(value(k.get("allow_plaintext_backup")) is False, f"vault: {name} has no plaintext backup")
+        check(value(k.get("deletion_allowed")) is False, f"vault: {name} cannot be deleted")
+        check(prevent_destroy(k), f"vault: {name} has prevent_destroy")
+    kv = resources(doc, "vault_kv_secret_backend_v2")
+    check(any(value(b.get("cas_required")) is True for b in kv.values()), "vault: KV v2 requires check-and-set")
+    policies = data_sources(doc, "vault_policy_document")
+    allowed = {"update", "create", "read"}
+    for name, p in policies.items():
+        rules = p.get("rule", [])
+        caps = [set(value(c) for c in r.get("capabilities", [])) for r in rules]
+        paths = [value(r.get("path")) for r in rules]
+        check(all(c <= allowed for c in caps), f"vault: policy {name} grants only {sorted(allowed)}")
+        check(not any("*" in p or "+" in p for p in paths), f"vault: policy {name} has no wildcard paths")
+        check(
+            sorted(p.split("/", 1)[1].split("/", 1)[0] for p in paths if "/" in p)
+            == ["data", "datakey", "decrypt"],
+            f"vault: policy {name} covers exactly datakey, decrypt and the keyset",
+        )
+    for rtype in ("vault_approle_auth_backend_role", "vault_kubernetes_auth_backend_role"):
+        for name, r in resources(doc, rtype).items():
+            check("token_max_ttl" in r, f"vault: {rtype}.{name} bounds token lifetime")
+
+
+RULES = {"vault": check_vault}
+
+modules = sorted(p.name for p in ROOT.iterdir() if p.is_dir())
+check(bool(modules), "terraform/ has modules")
+for module in modules:
+    doc = load(module)
+    check("output" in doc, f"{module}: has outputs")
+    outputs = {k for block in doc.get("output", []) for k in block}
+    check({'kek_uri'} <= {o.strip('"') for o in outputs}, f"{module}: outputs kek_uri")
+    if module in RULES:
+        RULES[module](doc)
+
+if failures:
+    print(f"{len(failures)} terraform check(s) failed", file=sys.stderr)
+    sys.exit(1)
+print("terraform checks passed")

@@ -8,7 +8,7 @@
 //! cargo run --example http_server -- --config fleet.toml [--clock-offset 1.5]    # any store, e.g. Vault
 //! ```
 //! Bearer tokens: `alice-token` and `bob-token` (a real server verifies OAuth tokens here).
-//! With a keyset, `GET /stats` answers `{"ready":…,"generation":…,"kms_calls":…}` (no secrets).
+//! With a keyset, `GET /stats` answers `{"ready":…,"refresh_ok":…,"generation":…,"kms_calls":…}` (no secrets).
 
 #[path = "fixtures/bearer_auth.rs"]
 mod bearer_auth;
@@ -112,8 +112,9 @@ fn stats(p: Option<&Protection>) -> String {
         Some(p) => {
             let st = p.status();
             format!(
-                "{{\"ready\":{},\"generation\":{},\"kms_calls\":{},\"pid\":{}}}",
+                "{{\"ready\":{},\"refresh_ok\":{},\"generation\":{},\"kms_calls\":{},\"pid\":{}}}",
                 p.is_ready(),
+                st.last_error.is_none(),
                 st.generation.unwrap_or(0),
                 p.scheduler().kms_calls(),
                 std::process::id()

@@ -18,6 +18,8 @@ echo "== cargo test"
 cargo test --workspace
 echo "== examples against real services"
 cargo run --quiet --example vault -- --dev
+echo "== fleet soak, short form (OpenBao + 3 server processes, rotations, kill, outage)"
+scripts/soak.sh --duration 60
 echo "== Terraform modules (python-hcl2 + stateseal's rules, checkov offline)"
 scripts/terraform-check.sh
 echo "== MCP conformance suite (input-required-result-*)"

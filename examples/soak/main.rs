@@ -1,0 +1,368 @@
+//! Fleet soak: separate `http_server` processes sharing keys through OpenBao,
+//! under concurrent multi-round load with attacks, through rotations, a
+//! process kill and restart, an OpenBao outage, and one process whose clock
+//! runs ahead within the skew. Prints the figures; exits non-zero on any
+//! unexpected rejection or error, accepted attack, failed event, or KMS calls
+//! that grow with requests.
+//!
+//! ```sh
+//! scripts/soak.sh --duration 60            # what CI runs (debug build)
+//! scripts/soak.sh --release --duration 600 --json
+//! ```
+
+#[path = "../fixtures/openbao.rs"]
+mod openbao;
+
+mod fleet;
+mod load;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use fleet::{FleetEnv, Server, cli};
+use load::{ATTACK_KINDS, Load, Tally, quantile};
+use serde_json::json;
+
+const STORE: &str = "vault-kv://secret/stateseal/soak";
+const KEK: &str = "hcvault://transit/keys/stateseal";
+/// R = 1 s, S = 2 s, T = 20 s (P = 2R + S = 4 s).
+const TIMING: [&str; 6] = [
+    "--refresh-interval",
+    "1",
+    "--max-skew",
+    "2",
+    "--state-ttl",
+    "20",
+];
+const CLOCK_OFFSETS: [f64; 3] = [0.0, 0.0, 1.5];
+
+struct Args {
+    duration: f64,
+    json: bool,
+    workers: usize,
+    max_conversations: u64,
+    cli: PathBuf,
+    server: PathBuf,
+}
+
+fn parse_args() -> Result<Args, String> {
+    // Binaries default to the ones built next to this example (target/<profile>/).
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let examples = exe.parent().ok_or("no exe dir")?.to_path_buf();
+    let mut a = Args {
+        duration: 60.0,
+        json: false,
+        workers: 8,
+        max_conversations: 10_000_000,
+        cli: examples.join("../stateseal"),
+        server: examples.join("http_server"),
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut val = || it.next().ok_or(format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--duration" => a.duration = val()?.parse().map_err(|e| format!("--duration: {e}"))?,
+            "--workers" => a.workers = val()?.parse().map_err(|e| format!("--workers: {e}"))?,
+            "--max-conversations" => {
+                a.max_conversations = val()?
+                    .parse()
+                    .map_err(|e| format!("--max-conversations: {e}"))?;
+            }
+            "--cli" => a.cli = PathBuf::from(val()?),
+            "--server" => a.server = PathBuf::from(val()?),
+            "--json" => a.json = true,
+            _ => return Err(format!("unknown argument {flag}")),
+        }
+    }
+    if a.duration.is_nan() || a.duration < 30.0 || a.workers == 0 || a.workers > 256 {
+        return Err("--duration must be >= 30 s and --workers 1..=256".into());
+    }
+    Ok(a)
+}
+
+#[derive(Debug)]
+enum Event {
+    Rotate,
+    KillRestart(usize),
+    VaultOutage(f64),
+}
+
+/// When things happen, as (seconds from start, event).
+fn schedule(d: f64) -> Vec<(f64, Event)> {
+    let outage_at = 0.55 * d;
+    let outage = (0.05 * d).clamp(3.0, 20.0);
+    let rotations = ((d / 100.0).floor() as usize).max(3);
+    let mut events: Vec<(f64, Event)> = (0..rotations)
+        .map(|k| {
+            let mut t = (k as f64 + 0.5) * 0.9 * d / rotations as f64;
+            if (outage_at - 2.0..outage_at + outage + 3.0).contains(&t) {
+                t = outage_at + outage + 3.0;
+            }
+            (t, Event::Rotate)
+        })
+        .collect();
+    events.push((0.3 * d, Event::KillRestart(1)));
+    events.push((outage_at, Event::VaultOutage(outage)));
+    events.sort_by(|a, b| a.0.total_cmp(&b.0));
+    events
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("usage error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(&args) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("soak failed: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(args: &Args) -> Result<bool, String> {
+    let dir = std::env::temp_dir().join(format!("stateseal-soak-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let mut bao = openbao::OpenBao::start(&dir.join("openbao"));
+    let token = bao.token_with_policy("fleet", openbao::FLEET_POLICY);
+    let config = dir.join("fleet.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "store = {STORE:?}\naudience = \"stateseal-soak\"\nrefresh_interval = 1\nmax_skew = 2\nttl = 20\n\
+             rotation_period = 0\nready_timeout = 20\n"
+        ),
+    )
+    .map_err(|e| e.to_string())?;
+    let env = FleetEnv {
+        server_bin: args.server.clone(),
+        config,
+        vault_addr: bao.addr.clone(),
+        vault_token: token,
+        logs: dir.clone(),
+    };
+    let init = cli(&args.cli, &env, &["init", "--kek", KEK, "--store", STORE]);
+    if !init.status.success() {
+        return Err(format!(
+            "stateseal init: {}",
+            String::from_utf8_lossy(&init.stderr)
+        ));
+    }
+    let mut servers: Vec<Server> = CLOCK_OFFSETS
+        .iter()
+        .enumerate()
+        .map(|(i, o)| Server::new(i, *o))
+        .collect();
+    for s in &mut servers {
+        s.start(&env)?;
+    }
+    println!(
+        "soak: OpenBao {} · {} server processes (clock offsets {CLOCK_OFFSETS:?} s) · {} workers · {} s",
+        bao.addr,
+        servers.len(),
+        args.workers,
+        args.duration
+    );
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let tally = Arc::new(Tally::default());
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs_f64(args.duration);
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .map_err(|e| e.to_string())?;
+    let ports: Vec<u16> = servers.iter().map(|s| s.port).collect();
+    let workers: Vec<_> = (0..args.workers)
+        .map(|w| {
+            let load = Load {
+                http: http.clone(),
+                ports: ports.clone(),
+                tally: Arc::clone(&tally),
+                deadline,
+                max_conversations: args.max_conversations,
+                expired_after: Duration::from_secs(24),
+            };
+            rt.spawn(load.run(0x9e37_79b9_7f4a_7c15 ^ ((w as u64 + 1) * 0x1000_0001)))
+        })
+        .collect();
+
+    // Events, in order, while the workers run.
+    let mut failures: Vec<String> = Vec::new();
+    let (mut rotations, mut forced) = (0u64, 0u64);
+    let mut restart_ready_s = None;
+    let mut outage_felt = false;
+    for (at, event) in schedule(args.duration) {
+        let wait = started + Duration::from_secs_f64(at);
+        std::thread::sleep(wait.saturating_duration_since(Instant::now()));
+        let t = started.elapsed().as_secs_f64();
+        match event {
+            Event::Rotate => {
+                let mut argv = vec!["rotate", "--store", STORE];
+                argv.extend_from_slice(&TIMING);
+                let mut out = cli(&args.cli, &env, &argv);
+                if out.status.code() == Some(1) {
+                    // A rotation is still in flight (short runs): overlap it safely.
+                    argv.push("--force");
+                    out = cli(&args.cli, &env, &argv);
+                    forced += 1;
+                }
+                if out.status.success() {
+                    rotations += 1;
+                    println!("{t:>6.1}s rotate #{rotations} ok");
+                } else {
+                    failures.push(format!(
+                        "rotate at {t:.1}s: {}",
+                        String::from_utf8_lossy(&out.stderr)
+                    ));
+                }
+            }
+            Event::KillRestart(i) => {
+                servers[i].kill();
+                println!("{t:>6.1}s server {i} killed (SIGKILL)");
+                std::thread::sleep(Duration::from_secs(2));
+                match servers[i].start(&env) {
+                    Ok(d) => {
+                        restart_ready_s = Some(d.as_secs_f64());
+                        println!(
+                            "{:>6.1}s server {i} restarted, ready from the store and KMS in {:.2} s",
+                            started.elapsed().as_secs_f64(),
+                            d.as_secs_f64()
+                        );
+                    }
+                    Err(e) => failures.push(format!("restart: {e}")),
+                }
+            }
+            Event::VaultOutage(secs) => {
+                bao.stop();
+                println!("{t:>6.1}s OpenBao stopped for {secs:.0} s (> refresh interval 1 s)");
+                std::thread::sleep(Duration::from_secs_f64(secs));
+                // The outage must have been felt: every process's refresh is failing now.
+                let failing = servers
+                    .iter()
+                    .filter(|s| s.stats().is_some_and(|st| st["refresh_ok"] == false))
+                    .count();
+                outage_felt = failing == servers.len();
+                if !outage_felt {
+                    failures.push(format!("only {failing} processes saw the OpenBao outage"));
+                }
+                bao.restart();
+                println!(
+                    "{:>6.1}s OpenBao started and unsealed",
+                    started.elapsed().as_secs_f64()
+                );
+            }
+        }
+    }
+    rt.block_on(async {
+        for w in workers {
+            let _ = w.await;
+        }
+    });
+    let elapsed = started.elapsed().as_secs_f64();
+
+    // Every process must have recovered its refresh after the outage.
+    std::thread::sleep(Duration::from_millis(1500));
+    let keys_total = 1 + rotations;
+    let mut per_process = Vec::new();
+    for s in &servers {
+        let stats = s.stats().unwrap_or_default();
+        let kms = s.kms_calls();
+        // O(keys): each process unwraps each key once; the restarted slot ran two processes.
+        if kms > 2 * keys_total + 2 {
+            failures.push(format!(
+                "server {} made {kms} KMS calls for {keys_total} keys",
+                s.index
+            ));
+        }
+        if stats["ready"] != true
+            || stats["refresh_ok"] != true
+            || stats["generation"].as_u64() != Some(keys_total)
+        {
+            failures.push(format!(
+                "server {} ended at {stats} (expected generation {keys_total})",
+                s.index
+            ));
+        }
+        per_process.push(
+            json!({"server": s.index, "kms_calls": kms, "peak_rss_kb": s.final_peak_rss_kb(),
+            "generation": stats["generation"]}),
+        );
+    }
+    let mut lat = std::mem::take(&mut *rt.block_on(tally.latencies_us.lock()));
+    lat.sort_unstable();
+    let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+    let rounds = get(&tally.rounds);
+    let (rej, errs, attacks, accepted) = (
+        get(&tally.unexpected_rejections),
+        get(&tally.unexpected_errors),
+        get(&tally.attacks),
+        get(&tally.attacks_accepted),
+    );
+    let ok = || rej == 0 && errs == 0 && accepted == 0 && rounds > 0 && outage_felt;
+    let conversations = get(&tally.conversations).min(args.max_conversations);
+    println!(
+        "summary: {conversations} conversations, {rounds} rounds in {elapsed:.0} s ({:.0} rounds/s), \
+         round latency p50 {:.2} ms p99 {:.2} ms, unexpected rejections {rej}, unexpected errors {errs}, \
+         attacks {attacks} ({accepted} accepted), rotations {rotations} ({forced} forced), \
+         transport retries {} (during the kill and restart)",
+        rounds as f64 / elapsed,
+        quantile(&lat, 0.5) as f64 / 1000.0,
+        quantile(&lat, 0.99) as f64 / 1000.0,
+        get(&tally.transport_retries),
+    );
+    let by_kind: serde_json::Map<String, serde_json::Value> = ATTACK_KINDS
+        .iter()
+        .zip(&tally.attacks_by_kind)
+        .map(|(k, n)| ((*k).to_owned(), json!(get(n))))
+        .collect();
+    if by_kind.values().any(|n| n == 0) {
+        failures.push(format!("an attack kind never ran: {by_kind:?}"));
+    }
+    println!(
+        "  attacks by kind (all rejected unless counted above): {}",
+        json!(by_kind)
+    );
+    for p in &per_process {
+        println!(
+            "  server {}: {} KMS calls, peak RSS {} kB",
+            p["server"], p["kms_calls"], p["peak_rss_kb"]
+        );
+    }
+    for f in &failures {
+        println!("  FAILED: {f}");
+    }
+    let ok = ok() && failures.is_empty();
+    println!("soak {}", if ok { "OK" } else { "FAILED" });
+    if args.json {
+        println!(
+            "{}",
+            json!({"ok": ok, "duration_s": elapsed.round(), "conversations": conversations, "rounds": rounds,
+                "rounds_per_s": (rounds as f64 / elapsed).round(), "p50_ms": quantile(&lat, 0.5) as f64 / 1000.0,
+                "p99_ms": quantile(&lat, 0.99) as f64 / 1000.0, "unexpected_rejections": rej,
+                "unexpected_errors": errs, "attacks": attacks, "attacks_accepted": accepted, "attacks_by_kind": by_kind,
+                "rotations": rotations, "forced_rotations": forced, "restart_ready_s": restart_ready_s,
+                "processes": per_process, "failures": failures})
+        );
+    }
+    drop(servers);
+    drop(bao);
+    if ok {
+        let _ = std::fs::remove_dir_all(&dir);
+    } else {
+        println!("logs kept in {}", dir.display());
+    }
+    Ok(ok)
+}

@@ -99,7 +99,47 @@ def check_vault(doc):
             check("token_max_ttl" in r, f"vault: {rtype}.{name} bounds token lifetime")
 
 
-RULES = {"vault": check_vault}
+def check_aws(doc):
+    keys = resources(doc, "aws_kms_key")
+    check(len(keys) == 1, "aws: one KMS key")
+    for name, k in keys.items():
+        check(value(k.get("enable_key_rotation")) is True, f"aws: key {name} rotates")
+        check(value(k.get("key_usage")) == "ENCRYPT_DECRYPT", f"aws: key {name} is symmetric ENCRYPT_DECRYPT")
+        check("policy" in k, f"aws: key {name} has an explicit key policy")
+        check(prevent_destroy(k), f"aws: key {name} has prevent_destroy")
+    server = data_sources(doc, "aws_iam_policy_document").get("server", {})
+    statements = server.get("statement", [])
+    actions = sorted(value(a) for st in statements for a in st.get("actions", []))
+    check(
+        actions == ["kms:Decrypt", "kms:GenerateDataKey", "s3:GetObject", "s3:PutObject"],
+        f"aws: server policy grants exactly GenerateDataKey, Decrypt, GetObject, PutObject ({actions})",
+    )
+    kms_st = [st for st in statements if any(value(a).startswith("kms:") for a in st.get("actions", []))]
+    check(
+        all(
+            any(value(c.get("variable")) == "kms:EncryptionContextKeys" for c in st.get("condition", []))
+            for st in kms_st
+        ),
+        "aws: server KMS use requires stateseal's encryption context",
+    )
+    check(
+        all("*" not in str(st.get("resources")) for st in statements),
+        "aws: server policy names its resources (no wildcard)",
+    )
+    versioning = resources(doc, "aws_s3_bucket_versioning")
+    check(
+        any(value(v["versioning_configuration"][0].get("status")) == "Enabled" for v in versioning.values()),
+        "aws: keyset bucket is versioned",
+    )
+    pab = resources(doc, "aws_s3_bucket_public_access_block")
+    flags = ["block_public_acls", "block_public_policy", "ignore_public_acls", "restrict_public_buckets"]
+    check(
+        any(all(value(b.get(f)) is True for f in flags) for b in pab.values()),
+        "aws: keyset bucket blocks all public access",
+    )
+
+
+RULES = {"vault": check_vault, "aws-kms": check_aws}
 
 modules = sorted(p.name for p in ROOT.iterdir() if p.is_dir())
 check(bool(modules), "terraform/ has modules")
@@ -107,7 +147,10 @@ for module in modules:
     doc = load(module)
     check("output" in doc, f"{module}: has outputs")
     outputs = {k for block in doc.get("output", []) for k in block}
-    check({'kek_uri'} <= {o.strip('"') for o in outputs}, f"{module}: outputs kek_uri")
+    names = {o.strip('"') for o in outputs}
+    check("kek_uri" in names, f"{module}: outputs kek_uri")
+    if module in ("vault", "aws-kms"):
+        check("store_uri" in names, f"{module}: outputs store_uri")
     if module in RULES:
         RULES[module](doc)
 

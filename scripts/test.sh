@@ -10,6 +10,7 @@ export STATESEAL_PYTHON
 # each test starts its own server on a free loopback port and stops it by PID.
 SVC_BIN="$(scripts/svc-env.sh)"
 export STATESEAL_BAO="$SVC_BIN/bao"
+export STATESEAL_SVC_PYTHON="$SVC_BIN/python"
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
@@ -18,6 +19,7 @@ echo "== cargo test"
 cargo test --workspace
 echo "== examples against real services"
 cargo run --quiet --example vault -- --dev
+cargo run --quiet --example aws_kms -- --dev
 echo "== fleet soak, short form (OpenBao + 3 server processes, rotations, kill, outage)"
 scripts/soak.sh --duration 60
 echo "== Terraform modules (python-hcl2 + stateseal's rules, checkov offline)"

@@ -23,6 +23,7 @@ use crate::token::parse_seconds;
 pub(crate) fn registry() -> ProviderRegistry {
     let mut registry = ProviderRegistry::with_defaults();
     stateseal_vault::register(&mut registry, stateseal_vault::VaultConfig::from_env());
+    stateseal_aws_kms::register(&mut registry, stateseal_aws_kms::AwsConfig::default());
     registry
 }
 

@@ -425,7 +425,8 @@ fn keyset_errors_say_what_to_fix() {
     );
     assert_eq!(scheme.status.code(), Some(2));
     assert!(
-        text(&scheme.stderr).contains("scheme \"azure-kv\" (registered: file, hcvault, local"),
+        text(&scheme.stderr)
+            .contains("scheme \"azure-kv\" (registered: aws-kms, file, hcvault, local"),
         "{}",
         text(&scheme.stderr)
     );

@@ -1,7 +1,10 @@
 //! One test binary for the `stateseal` command and the provider crates it
 //! links (linking the cloud SDKs once, not once per file).
 
+mod aws;
 mod commands;
+#[path = "../../../examples/fixtures/moto.rs"]
+mod moto;
 #[path = "../../../examples/fixtures/openbao.rs"]
 mod openbao;
 mod vault;

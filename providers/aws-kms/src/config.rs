@@ -1,0 +1,206 @@
+//! How the AWS clients are built: the standard credential chain and region,
+//! endpoint overrides, and explicit timeouts and retries.
+
+use std::time::Duration;
+
+use aws_config::retry::RetryConfig;
+use aws_config::timeout::TimeoutConfig;
+use aws_config::{BehaviorVersion, SdkConfig};
+use stateseal::Error;
+
+/// Settings of the AWS KMS provider and the S3 store, built with [`AwsConfig::builder`].
+///
+/// Credentials and region come from the standard chain (environment,
+/// profile, SSO, web identity, ECS/EC2 metadata). Endpoints: the SDK honours
+/// `AWS_ENDPOINT_URL` and `AWS_ENDPOINT_URL_KMS`; the S3 store honours
+/// `AWS_ENDPOINT_URL_S3` then `AWS_ENDPOINT_URL`; [`AwsConfigBuilder::endpoint_url`]
+/// overrides both (local test servers).
+///
+/// ```
+/// use std::time::Duration;
+/// use stateseal_aws_kms::AwsConfig;
+/// let config = AwsConfig::builder()
+///     .operation_timeout(Duration::from_secs(5))
+///     .max_attempts(4)
+///     .build()?;
+/// assert_eq!(config.max_attempts(), 4);
+/// # Ok::<(), stateseal::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct AwsConfig {
+    endpoint_url: Option<String>,
+    region: Option<String>,
+    credentials: Option<aws_credential_types::Credentials>,
+    operation_timeout: Duration,
+    attempt_timeout: Duration,
+    connect_timeout: Duration,
+    max_attempts: u32,
+}
+
+/// Builds an [`AwsConfig`].
+#[derive(Debug, Clone)]
+pub struct AwsConfigBuilder(AwsConfig);
+
+impl Default for AwsConfig {
+    fn default() -> Self {
+        Self {
+            endpoint_url: None,
+            region: None,
+            credentials: None,
+            operation_timeout: Duration::from_secs(10),
+            attempt_timeout: Duration::from_secs(3),
+            connect_timeout: Duration::from_secs(2),
+            max_attempts: 3,
+        }
+    }
+}
+
+impl AwsConfig {
+    /// Starts from the defaults: 10 s per operation, 3 s per attempt, 2 s to
+    /// connect, 3 attempts with the SDK's standard retry (exponential backoff with jitter).
+    pub fn builder() -> AwsConfigBuilder {
+        AwsConfigBuilder(Self::default())
+    }
+
+    /// The endpoint override, if any.
+    pub fn endpoint_url(&self) -> Option<&str> {
+        self.endpoint_url.as_deref()
+    }
+
+    /// Attempts per operation (first try included).
+    pub fn max_attempts(&self) -> u32 {
+        self.max_attempts
+    }
+
+    /// Loads the shared SDK configuration (credential chain, region, timeouts, retries).
+    pub(crate) async fn load(&self) -> SdkConfig {
+        let mut loader = aws_config::defaults(BehaviorVersion::latest())
+            .timeout_config(
+                TimeoutConfig::builder()
+                    .operation_timeout(self.operation_timeout)
+                    .operation_attempt_timeout(self.attempt_timeout)
+                    .connect_timeout(self.connect_timeout)
+                    .build(),
+            )
+            .retry_config(RetryConfig::standard().with_max_attempts(self.max_attempts));
+        if let Some(url) = &self.endpoint_url {
+            loader = loader.endpoint_url(url);
+        }
+        if let Some(region) = &self.region {
+            loader = loader.region(aws_config::Region::new(region.clone()));
+        }
+        if let Some(creds) = &self.credentials {
+            loader = loader.credentials_provider(creds.clone());
+        }
+        loader.load().await
+    }
+}
+
+impl AwsConfigBuilder {
+    /// Sends every KMS and S3 request to this endpoint (a local test server).
+    #[must_use]
+    pub fn endpoint_url(mut self, url: impl Into<String>) -> Self {
+        self.0.endpoint_url = Some(url.into());
+        self
+    }
+
+    /// The default region (the S3 store's region; KMS calls use the ARN's region).
+    /// Without it the chain decides (`AWS_REGION`, the profile).
+    #[must_use]
+    pub fn region(mut self, region: impl Into<String>) -> Self {
+        self.0.region = Some(region.into());
+        self
+    }
+
+    /// Fixed credentials instead of the chain (local test servers; prefer the
+    /// chain everywhere else). They print redacted.
+    #[must_use]
+    pub fn credentials(mut self, credentials: aws_credential_types::Credentials) -> Self {
+        self.0.credentials = Some(credentials);
+        self
+    }
+
+    /// Total time for one operation, retries included (default 10 s).
+    #[must_use]
+    pub fn operation_timeout(mut self, t: Duration) -> Self {
+        self.0.operation_timeout = t;
+        self
+    }
+
+    /// Time for one attempt (default 3 s).
+    #[must_use]
+    pub fn attempt_timeout(mut self, t: Duration) -> Self {
+        self.0.attempt_timeout = t;
+        self
+    }
+
+    /// Time to establish a connection (default 2 s).
+    #[must_use]
+    pub fn connect_timeout(mut self, t: Duration) -> Self {
+        self.0.connect_timeout = t;
+        self
+    }
+
+    /// Attempts per operation, first try included (default 3).
+    #[must_use]
+    pub fn max_attempts(mut self, n: u32) -> Self {
+        self.0.max_attempts = n;
+        self
+    }
+
+    /// Checks and builds the configuration.
+    ///
+    /// # Errors
+    /// [`Error::Config`] for a zero timeout or attempt count, an attempt
+    /// timeout longer than the operation timeout, or an endpoint that is not
+    /// `http(s)://…`.
+    pub fn build(self) -> Result<AwsConfig, Error> {
+        let c = self.0;
+        if c.max_attempts == 0 || c.max_attempts > 10 {
+            return Err(Error::Config(
+                "aws: max_attempts must be between 1 and 10".into(),
+            ));
+        }
+        if [c.operation_timeout, c.attempt_timeout, c.connect_timeout]
+            .iter()
+            .any(Duration::is_zero)
+        {
+            return Err(Error::Config("aws: timeouts must be positive".into()));
+        }
+        if c.attempt_timeout > c.operation_timeout {
+            return Err(Error::Config(
+                "aws: the attempt timeout must not exceed the operation timeout".into(),
+            ));
+        }
+        if let Some(url) = &c.endpoint_url
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            return Err(Error::Config(format!(
+                "aws: endpoint {url:?} must start with http:// or https://"
+            )));
+        }
+        Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builder_checks() {
+        assert!(AwsConfig::builder().build().is_ok());
+        for bad in [
+            AwsConfig::builder().max_attempts(0),
+            AwsConfig::builder().operation_timeout(Duration::ZERO),
+            AwsConfig::builder().attempt_timeout(Duration::from_secs(60)),
+            AwsConfig::builder().endpoint_url("localhost:4566"),
+        ] {
+            let e = bad.build().unwrap_err();
+            assert!(
+                e.to_string().starts_with("invalid configuration: aws:"),
+                "{e}"
+            );
+        }
+    }
+}

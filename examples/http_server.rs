@@ -103,6 +103,13 @@ async fn main() -> std::io::Result<()> {
         );
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     eprintln!("listening on http://{}/mcp", listener.local_addr()?);
+    // Answers are written in pieces (SSE): without TCP_NODELAY, Nagle's algorithm and the
+    // client's delayed ACK hold every round for ~40 ms (the soak measured p50 42.6 ms).
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::warn!("cannot set TCP_NODELAY: {e}");
+        }
+    });
     axum::serve(listener, router).await
 }
 

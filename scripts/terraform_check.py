@@ -139,7 +139,30 @@ def check_aws(doc):
     )
 
 
-RULES = {"vault": check_vault, "aws-kms": check_aws}
+def check_gcp(doc):
+    keys = resources(doc, "google_kms_crypto_key")
+    check(len(keys) == 1, "gcp: one crypto key")
+    for name, k in keys.items():
+        check(value(k.get("purpose")) == "ENCRYPT_DECRYPT", f"gcp: key {name} is ENCRYPT_DECRYPT")
+        check("rotation_period" in k, f"gcp: key {name} has a rotation period")
+        tmpl = (k.get("version_template") or [{}])[0]
+        check("protection_level" in tmpl, f"gcp: key {name} sets its protection level")
+        check(prevent_destroy(k), f"gcp: key {name} has prevent_destroy")
+    members = resources(doc, "google_kms_crypto_key_iam_member")
+    check(
+        [value(m.get("role")) for m in members.values()] == ["roles/cloudkms.cryptoKeyEncrypterDecrypter"],
+        "gcp: one binding, cryptoKeyEncrypterDecrypter",
+    )
+    check(
+        all("crypto_key_id" in m and "serviceAccount:" in value(m.get("member", "")) for m in members.values()),
+        "gcp: the binding is on the key, to the servers' service account",
+    )
+    wider = [t for t in ("google_project_iam_member", "google_project_iam_binding", "google_kms_key_ring_iam_member",
+                         "google_kms_key_ring_iam_binding") if resources(doc, t)]
+    check(not wider, f"gcp: no project- or ring-wide grants ({wider})")
+
+
+RULES = {"vault": check_vault, "aws-kms": check_aws, "gcp-kms": check_gcp}
 
 modules = sorted(p.name for p in ROOT.iterdir() if p.is_dir())
 check(bool(modules), "terraform/ has modules")

@@ -17,9 +17,12 @@ echo "== cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
 echo "== cargo test"
 cargo test --workspace
+# The live Cloud KMS test skips without credentials; show that it said so.
+cargo test --quiet -p stateseal-cli --test cli live_cloud_kms_when_configured -- --nocapture
 echo "== examples against real services"
 cargo run --quiet --example vault -- --dev
 cargo run --quiet --example aws_kms -- --dev
+cargo run --quiet --example gcp_kms -- --dev
 echo "== fleet soak, short form (OpenBao + 3 server processes, rotations, kill, outage)"
 scripts/soak.sh --duration 60
 echo "== Terraform modules (python-hcl2 + stateseal's rules, checkov offline)"

@@ -24,6 +24,7 @@ pub(crate) fn registry() -> ProviderRegistry {
     let mut registry = ProviderRegistry::with_defaults();
     stateseal_vault::register(&mut registry, stateseal_vault::VaultConfig::from_env());
     stateseal_aws_kms::register(&mut registry, stateseal_aws_kms::AwsConfig::default());
+    stateseal_gcp_kms::register(&mut registry, stateseal_gcp_kms::GcpKmsConfig::from_env());
     registry
 }
 

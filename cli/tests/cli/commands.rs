@@ -426,7 +426,7 @@ fn keyset_errors_say_what_to_fix() {
     assert_eq!(scheme.status.code(), Some(2));
     assert!(
         text(&scheme.stderr)
-            .contains("scheme \"azure-kv\" (registered: aws-kms, file, hcvault, local"),
+            .contains("scheme \"azure-kv\" (registered: aws-kms, file, gcp-kms, hcvault, local"),
         "{}",
         text(&scheme.stderr)
     );

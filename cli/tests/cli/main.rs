@@ -3,6 +3,9 @@
 
 mod aws;
 mod commands;
+mod gcp;
+#[path = "../../../examples/fixtures/gcp_kms_contract.rs"]
+mod gcp_kms_contract;
 #[path = "../../../examples/fixtures/moto.rs"]
 mod moto;
 #[path = "../../../examples/fixtures/openbao.rs"]

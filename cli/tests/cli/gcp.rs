@@ -1,0 +1,346 @@
+//! `gcp-kms://` against the Cloud KMS REST contract double (CLI lifecycle,
+//! AAD binding, CRC32C corruption, disabled versions, server down), and the
+//! same provider suite against real Cloud KMS when credentials are given.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use stateseal::provider::{ErrorClass, WrapContext};
+use stateseal::rotation::{SchedulerConfig, init_keyset};
+use stateseal::{
+    AesGcmCodec, Envelope, Error, KeyProvider, ManualClock, ProviderRegistry, RequestIdentity,
+    RingHandle, RotationScheduler,
+};
+use stateseal_gcp_kms::{GcpKmsConfig, GcpKmsProvider};
+
+use crate::gcp_kms_contract::GcpKmsContract;
+use crate::{json_of, text};
+
+const PARAMS: &str = r#"{"name":"deploy","arguments":{"env":"prod"}}"#;
+const T0: f64 = 1_782_345_600.0;
+
+fn provider(kms: &GcpKmsContract) -> GcpKmsProvider {
+    GcpKmsProvider::new(
+        GcpKmsConfig::builder()
+            .endpoint(&kms.endpoint)
+            .anonymous_credentials(true)
+            .max_attempts(2)
+            .build()
+            .expect("config"),
+    )
+}
+
+fn ctx<'a>(keyset_id: &'a str, entry_id: &'a str) -> WrapContext<'a> {
+    WrapContext {
+        keyset_id,
+        entry_id,
+    }
+}
+
+fn class(e: &Error) -> Option<ErrorClass> {
+    match e {
+        Error::Kms { class, .. } => Some(*class),
+        _ => None,
+    }
+}
+
+/// The provider suite: runs against the double and, when configured, real Cloud KMS.
+async fn roundtrip_and_binding(p: &GcpKmsProvider, kek: &str) {
+    let dk = p.generate(kek, ctx("ks_a", "k_1")).await.expect("generate");
+    let back = p
+        .unwrap(kek, &dk.wrapped, ctx("ks_a", "k_1"))
+        .await
+        .expect("unwrap");
+    assert_eq!(back.expose(), dk.plaintext.expose());
+    for (ks, entry) in [("ks_b", "k_1"), ("ks_a", "k_2")] {
+        let e = p
+            .unwrap(kek, &dk.wrapped, ctx(ks, entry))
+            .await
+            .expect_err("a wrap moved to another keyset or entry must not open");
+        assert_eq!(class(&e), Some(ErrorClass::Invalid), "{e}");
+    }
+}
+
+async fn run_cli(args: Vec<String>, envs: Vec<(&'static str, String)>) -> std::process::Output {
+    // The double runs on this test's runtime: run the CLI off it.
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let envs: Vec<(&str, &str)> = envs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        crate::stateseal_with(&args, &envs, None)
+    })
+    .await
+    .expect("cli task")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_init_rotate_status_and_keyset_tokens_through_gcp_kms() {
+    let kms = GcpKmsContract::start().await;
+    let kek = format!("gcp-kms://{}", kms.create_key("stateseal"));
+    let dir = crate::scratch("gcp-cli");
+    let store = format!("file://{}", dir.join("keyset.json").display());
+    let envs = vec![
+        ("STATESEAL_GCP_KMS_ENDPOINT", kms.endpoint.clone()),
+        ("STATESEAL_GCP_CREDENTIALS", "anonymous".to_owned()),
+    ];
+    let s = |v: &[&str]| v.iter().map(|x| (*x).to_owned()).collect::<Vec<_>>();
+    let now = |dt: f64| (T0 + dt).to_string();
+    let init = json_of(
+        &run_cli(
+            s(&[
+                "init",
+                "--kek",
+                &kek,
+                "--store",
+                &store,
+                "--now",
+                &now(0.0),
+                "--json",
+            ]),
+            envs.clone(),
+        )
+        .await,
+    );
+    let first = init["primary"].as_str().expect("primary").to_owned();
+    let mint = run_cli(
+        s(&[
+            "token",
+            "mint",
+            "--keyset",
+            &store,
+            "--method",
+            "tools/call",
+            "--params",
+            PARAMS,
+            "--state",
+            "awaiting-confirm",
+            "--now",
+            &now(10.0),
+        ]),
+        envs.clone(),
+    )
+    .await;
+    assert!(mint.status.success(), "{}", text(&mint.stderr));
+    let token = text(&mint.stdout).trim().to_owned();
+    let verify = |dt: f64| {
+        run_cli(
+            s(&[
+                "token",
+                "verify",
+                "--keyset",
+                &store,
+                "--method",
+                "tools/call",
+                "--params",
+                PARAMS,
+                "--now",
+                &now(dt),
+                &token,
+            ]),
+            envs.clone(),
+        )
+    };
+    let ok = verify(20.0).await;
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
+    assert_eq!(text(&ok.stdout), "awaiting-confirm");
+    // Cloud KMS rotates its key version: old wraps still decrypt, the keyset rotates on top.
+    kms.rotate(kek.trim_start_matches("gcp-kms://"));
+    let rot = run_cli(
+        s(&["rotate", "--store", &store, "--now", &now(100.0)]),
+        envs.clone(),
+    )
+    .await;
+    assert!(rot.status.success(), "{}", text(&rot.stderr));
+    let st = json_of(
+        &run_cli(
+            s(&["status", "--store", &store, "--json", "--now", &now(230.0)]),
+            envs.clone(),
+        )
+        .await,
+    );
+    assert_eq!(st["phase"], 2);
+    assert_eq!(st["ring"][1], first.as_str());
+    assert_eq!(verify(230.0).await.status.code(), Some(0));
+
+    // Anonymous credentials without an endpoint override are refused, naming the variable.
+    let refused = run_cli(
+        s(&["status", "--store", &store, "--json"]),
+        vec![("STATESEAL_GCP_CREDENTIALS", "anonymous".to_owned())],
+    )
+    .await;
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused.stderr));
+    assert!(
+        text(&refused.stderr).contains("STATESEAL_GCP_KMS_ENDPOINT"),
+        "{}",
+        text(&refused.stderr)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aad_binding_and_kms_key_rotation() {
+    let kms = GcpKmsContract::start().await;
+    let name = kms.create_key("stateseal");
+    let kek = format!("gcp-kms://{name}");
+    let p = provider(&kms);
+    roundtrip_and_binding(&p, &kek).await;
+    let old = p
+        .generate(&kek, ctx("ks_a", "k_9"))
+        .await
+        .expect("generate");
+    kms.rotate(&name);
+    let back = p
+        .unwrap(&kek, &old.wrapped, ctx("ks_a", "k_9"))
+        .await
+        .expect("old version");
+    assert_eq!(back.expose(), old.plaintext.expose());
+    let e = p
+        .unwrap(
+            &format!("gcp-kms://{}", kms.create_key("other")),
+            &old.wrapped,
+            ctx("ks_a", "k_9"),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(class(&e), Some(ErrorClass::Invalid), "{e}");
+    let e = p
+        .generate(
+            "gcp-kms://projects/p/locations/l/keyRings/r/cryptoKeys/missing",
+            ctx("ks_a", "k_1"),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(class(&e), Some(ErrorClass::Denied), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn corrupted_or_unverified_responses_are_detected_never_used() {
+    let kms = GcpKmsContract::start().await;
+    let kek = format!("gcp-kms://{}", kms.create_key("stateseal"));
+    let p = provider(&kms);
+    let dk = p
+        .generate(&kek, ctx("ks_a", "k_1"))
+        .await
+        .expect("generate");
+    // Encrypt response corrupted in transit: ciphertext CRC32C mismatch.
+    kms.faults.corrupt.store(1, Ordering::SeqCst);
+    let e = p.generate(&kek, ctx("ks_a", "k_2")).await.unwrap_err();
+    assert!(e.to_string().contains("ciphertext CRC32C mismatch"), "{e}");
+    assert_eq!(class(&e), Some(ErrorClass::Transient));
+    // Decrypt response corrupted in transit: plaintext CRC32C mismatch, the key is not returned.
+    kms.faults.corrupt.store(1, Ordering::SeqCst);
+    let e = p
+        .unwrap(&kek, &dk.wrapped, ctx("ks_a", "k_1"))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("plaintext CRC32C mismatch"), "{e}");
+    // The server did not verify our checksums, or answered for another key.
+    kms.faults.unverified.store(1, Ordering::SeqCst);
+    let e = p.generate(&kek, ctx("ks_a", "k_3")).await.unwrap_err();
+    assert!(e.to_string().contains("did not verify"), "{e}");
+    kms.faults.wrong_name.store(1, Ordering::SeqCst);
+    let e = p.generate(&kek, ctx("ks_a", "k_4")).await.unwrap_err();
+    assert!(e.to_string().contains("names another key"), "{e}");
+    // Corrupted requests are refused by the server (it checks our CRC32C): tamper with a wrap.
+    let mut bad = dk.wrapped.clone();
+    bad[20] ^= 1;
+    let e = p.unwrap(&kek, &bad, ctx("ks_a", "k_1")).await.unwrap_err();
+    assert_eq!(class(&e), Some(ErrorClass::Invalid), "{e}");
+    // And after the faults, everything works again.
+    let back = p
+        .unwrap(&kek, &dk.wrapped, ctx("ks_a", "k_1"))
+        .await
+        .expect("unwrap");
+    assert_eq!(back.expose(), dk.plaintext.expose());
+}
+
+fn round() -> RequestIdentity {
+    RequestIdentity::from_json("tools/call", br#"{"name":"t","arguments":{}}"#).expect("id")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disabled_version_is_denied_and_a_down_server_keeps_cached_keys() {
+    let kms = GcpKmsContract::start().await;
+    let name = kms.create_key("stateseal");
+    let kek = format!("gcp-kms://{name}");
+    let mut reg = ProviderRegistry::with_defaults();
+    reg.register_provider(Arc::new(provider(&kms)));
+    let dir = crate::scratch("gcp-sched");
+    let store = reg
+        .open_store(&format!("file://{}", dir.join("keyset.json").display()))
+        .expect("store");
+    init_keyset(&*store, &reg, &kek, T0).await.expect("init");
+    let ring = Arc::new(RingHandle::empty());
+    let sched = RotationScheduler::new(
+        SchedulerConfig::default()
+            .max_key_age(3600.0)
+            .outage_grace(86_400.0)
+            .rotation_period(None),
+        store.clone(),
+        reg.clone(),
+        ring.clone(),
+        Arc::new(ManualClock::new(T0)),
+    )
+    .expect("scheduler");
+    let env = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("svc"))
+        .build()
+        .expect("env");
+    let works = |now: f64| {
+        env.mint_at(&round(), b"s", None, now)
+            .and_then(|t| env.verify_at(&round(), &t, None, now))
+            .is_ok()
+    };
+    sched.refresh_at(T0).await.expect("refresh");
+    let requests = kms.requests();
+    for dt in [30.0, 600.0, 3599.0] {
+        sched.refresh_at(T0 + dt).await.expect("refresh");
+        assert!(works(T0 + dt));
+    }
+    assert_eq!(kms.requests(), requests, "steady state made KMS calls");
+
+    // Disabled version: FAILED_PRECONDITION → Denied; the key goes after max_key_age.
+    kms.set_state(&name, 1, "DISABLED");
+    let doc = store.load().await.expect("load").expect("doc");
+    let e = reg
+        .provider_for(&kek)
+        .expect("provider")
+        .unwrap(&kek, &doc.keys[0].wrapped, ctx(&doc.id, &doc.keys[0].entry))
+        .await
+        .unwrap_err();
+    assert_eq!(class(&e), Some(ErrorClass::Denied), "{e}");
+    assert!(e.to_string().contains("FAILED_PRECONDITION"), "{e}");
+    assert_eq!(
+        sched.refresh_at(T0 + 3601.0).await.unwrap_err(),
+        Error::NotReady
+    );
+    kms.set_state(&name, 1, "ENABLED");
+    sched.refresh_at(T0 + 3700.0).await.expect("re-enabled");
+    assert!(works(T0 + 3700.0));
+
+    // Server down: cached keys keep serving within outage_grace, past max_key_age.
+    kms.stop();
+    for dt in [8000.0, 40_000.0] {
+        sched
+            .refresh_at(T0 + dt)
+            .await
+            .expect("refresh during outage");
+        assert!(sched.is_ready());
+        assert!(works(T0 + dt));
+    }
+}
+
+/// The same suite against real Cloud KMS: `STATESEAL_GCP_LIVE_KEY=gcp-kms://projects/…/cryptoKeys/…`
+/// and Application Default Credentials. Skips (and says so) otherwise.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_cloud_kms_when_configured() {
+    let Some(kek) = std::env::var("STATESEAL_GCP_LIVE_KEY")
+        .ok()
+        .filter(|k| !k.is_empty())
+    else {
+        println!(
+            "skipped: live Cloud KMS test (set STATESEAL_GCP_LIVE_KEY and Application Default Credentials to run it)"
+        );
+        return;
+    };
+    let p = GcpKmsProvider::new(GcpKmsConfig::builder().build().expect("config"));
+    roundtrip_and_binding(&p, &kek).await;
+    println!("live Cloud KMS test passed against {kek}");
+}

@@ -2,21 +2,14 @@
 //! lifecycle, concurrent rotations, encryption-context binding, revocation,
 //! a KMS outage, and KMS calls in steady state.
 
-use std::sync::Arc;
-
-use stateseal::provider::{ErrorClass, WrapContext};
-use stateseal::rotation::{SchedulerConfig, init_keyset};
-use stateseal::{
-    AesGcmCodec, Envelope, Error, KeyProvider, KeysetStore, ManualClock, ProviderRegistry,
-    RequestIdentity, RingHandle, RotationScheduler,
-};
+use stateseal::provider::ErrorClass;
+use stateseal::rotation::init_keyset;
+use stateseal::{Error, KeyProvider, ProviderRegistry};
 use stateseal_aws_kms::{AwsConfig, AwsKmsProvider};
 
+use crate::member::{PARAMS, T0, base64_of, class, ctx, instance, round, works};
 use crate::moto::{Moto, REGION};
 use crate::{json_of, stateseal_with, text};
-
-const PARAMS: &str = r#"{"name":"deploy","arguments":{"env":"prod"}}"#;
-const T0: f64 = 1_782_345_600.0;
 
 fn config(moto: &Moto) -> AwsConfig {
     AwsConfig::builder()
@@ -31,20 +24,6 @@ fn registry(moto: &Moto) -> ProviderRegistry {
     let mut r = ProviderRegistry::with_defaults();
     stateseal_aws_kms::register(&mut r, config(moto));
     r
-}
-
-fn ctx<'a>(keyset_id: &'a str, entry_id: &'a str) -> WrapContext<'a> {
-    WrapContext {
-        keyset_id,
-        entry_id,
-    }
-}
-
-fn class(e: &Error) -> Option<ErrorClass> {
-    match e {
-        Error::Kms { class, .. } => Some(*class),
-        _ => None,
-    }
 }
 
 #[test]
@@ -317,47 +296,6 @@ async fn encryption_context_binds_keyset_and_entry() {
         text(&out.stderr)
     );
     assert!(!text(&out.stderr).contains(&base64_of(dk.plaintext.expose())));
-}
-
-fn base64_of(b: &[u8]) -> String {
-    use base64::Engine;
-    base64::engine::general_purpose::STANDARD.encode(b)
-}
-
-fn round() -> RequestIdentity {
-    RequestIdentity::from_json("tools/call", br#"{"name":"t","arguments":{}}"#).expect("id")
-}
-
-struct Instance {
-    sched: RotationScheduler,
-    env: Envelope,
-}
-
-fn instance(reg: &ProviderRegistry, store: Arc<dyn KeysetStore>) -> Instance {
-    let ring = Arc::new(RingHandle::empty());
-    let config = SchedulerConfig::default()
-        .max_key_age(3600.0)
-        .outage_grace(86_400.0)
-        .rotation_period(None);
-    let sched = RotationScheduler::new(
-        config,
-        store,
-        reg.clone(),
-        ring.clone(),
-        Arc::new(ManualClock::new(T0)),
-    )
-    .expect("scheduler");
-    let env = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("svc"))
-        .build()
-        .expect("envelope");
-    Instance { sched, env }
-}
-
-fn works(i: &Instance, now: f64) -> bool {
-    i.env
-        .mint_at(&round(), b"s", None, now)
-        .and_then(|t| i.env.verify_at(&round(), &t, None, now))
-        .is_ok()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

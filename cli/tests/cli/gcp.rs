@@ -5,19 +5,14 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use stateseal::provider::{ErrorClass, WrapContext};
-use stateseal::rotation::{SchedulerConfig, init_keyset};
-use stateseal::{
-    AesGcmCodec, Envelope, Error, KeyProvider, ManualClock, ProviderRegistry, RequestIdentity,
-    RingHandle, RotationScheduler,
-};
+use stateseal::provider::ErrorClass;
+use stateseal::rotation::init_keyset;
+use stateseal::{Error, KeyProvider, ProviderRegistry};
 use stateseal_gcp_kms::{GcpKmsConfig, GcpKmsProvider};
 
 use crate::gcp_kms_contract::GcpKmsContract;
+use crate::member::{PARAMS, T0, class, ctx, instance, works};
 use crate::{json_of, text};
-
-const PARAMS: &str = r#"{"name":"deploy","arguments":{"env":"prod"}}"#;
-const T0: f64 = 1_782_345_600.0;
 
 fn provider(kms: &GcpKmsContract) -> GcpKmsProvider {
     GcpKmsProvider::new(
@@ -28,20 +23,6 @@ fn provider(kms: &GcpKmsContract) -> GcpKmsProvider {
             .build()
             .expect("config"),
     )
-}
-
-fn ctx<'a>(keyset_id: &'a str, entry_id: &'a str) -> WrapContext<'a> {
-    WrapContext {
-        keyset_id,
-        entry_id,
-    }
-}
-
-fn class(e: &Error) -> Option<ErrorClass> {
-    match e {
-        Error::Kms { class, .. } => Some(*class),
-        _ => None,
-    }
 }
 
 /// The provider suite: runs against the double and, when configured, real Cloud KMS.
@@ -252,10 +233,6 @@ async fn corrupted_or_unverified_responses_are_detected_never_used() {
     assert_eq!(back.expose(), dk.plaintext.expose());
 }
 
-fn round() -> RequestIdentity {
-    RequestIdentity::from_json("tools/call", br#"{"name":"t","arguments":{}}"#).expect("id")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn disabled_version_is_denied_and_a_down_server_keeps_cached_keys() {
     let kms = GcpKmsContract::start().await;
@@ -268,26 +245,8 @@ async fn disabled_version_is_denied_and_a_down_server_keeps_cached_keys() {
         .open_store(&format!("file://{}", dir.join("keyset.json").display()))
         .expect("store");
     init_keyset(&*store, &reg, &kek, T0).await.expect("init");
-    let ring = Arc::new(RingHandle::empty());
-    let sched = RotationScheduler::new(
-        SchedulerConfig::default()
-            .max_key_age(3600.0)
-            .outage_grace(86_400.0)
-            .rotation_period(None),
-        store.clone(),
-        reg.clone(),
-        ring.clone(),
-        Arc::new(ManualClock::new(T0)),
-    )
-    .expect("scheduler");
-    let env = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("svc"))
-        .build()
-        .expect("env");
-    let works = |now: f64| {
-        env.mint_at(&round(), b"s", None, now)
-            .and_then(|t| env.verify_at(&round(), &t, None, now))
-            .is_ok()
-    };
+    let member = instance(&reg, store.clone());
+    let (sched, works) = (&member.sched, |now: f64| works(&member, now));
     sched.refresh_at(T0).await.expect("refresh");
     let requests = kms.requests();
     for dt in [30.0, 600.0, 3599.0] {

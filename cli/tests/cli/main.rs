@@ -6,6 +6,7 @@ mod commands;
 mod gcp;
 #[path = "../../../examples/fixtures/gcp_kms_contract.rs"]
 mod gcp_kms_contract;
+mod member;
 #[path = "../../../examples/fixtures/moto.rs"]
 mod moto;
 #[path = "../../../examples/fixtures/openbao.rs"]

@@ -1,23 +1,17 @@
 //! `hcvault://` and `vault-kv://` against a real OpenBao server: the CLI
 //! lifecycle, binding, concurrent rotations, revocation, outages, AppRole.
 
-use std::sync::Arc;
-
-use stateseal::provider::{ErrorClass, WrapContext};
-use stateseal::rotation::{RotateMode, SchedulerConfig, init_keyset};
-use stateseal::{
-    AesGcmCodec, Envelope, Error, KeyProvider, KeysetStore, ManualClock, ProviderRegistry,
-    RequestIdentity, RingHandle, RotationScheduler,
-};
+use stateseal::provider::ErrorClass;
+use stateseal::rotation::{RotateMode, init_keyset};
+use stateseal::{Error, KeyProvider, ProviderRegistry};
 use stateseal_vault::{SecretString, VaultAuth, VaultConfig, VaultTransitProvider};
 
+use crate::member::{PARAMS, T0, base64_of, class, ctx, instance, round, works};
 use crate::openbao::{FLEET_POLICY, OpenBao};
 use crate::{json_of, stateseal_with, text};
 
 const KEK: &str = "hcvault://transit/keys/stateseal";
 const STORE: &str = "vault-kv://secret/stateseal/keyset";
-const PARAMS: &str = r#"{"name":"deploy","arguments":{"env":"prod"}}"#;
-const T0: f64 = 1_782_345_600.0;
 
 fn token_config(bao: &OpenBao, token: &str) -> VaultConfig {
     VaultConfig::builder(&bao.addr)
@@ -30,20 +24,6 @@ fn registry(config: VaultConfig) -> ProviderRegistry {
     let mut r = ProviderRegistry::with_defaults();
     stateseal_vault::register(&mut r, Ok(config));
     r
-}
-
-fn ctx<'a>(keyset_id: &'a str, entry_id: &'a str) -> WrapContext<'a> {
-    WrapContext {
-        keyset_id,
-        entry_id,
-    }
-}
-
-fn class(e: &Error) -> Option<ErrorClass> {
-    match e {
-        Error::Kms { class, .. } => Some(*class),
-        _ => None,
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -110,11 +90,6 @@ async fn transit_wraps_are_bound_to_keyset_and_entry_and_survive_key_rotation() 
     // No message carries key material.
     let b64 = base64_of(dk.plaintext.expose());
     assert!(!e.to_string().contains(&b64));
-}
-
-fn base64_of(b: &[u8]) -> String {
-    use base64::Engine;
-    base64::engine::general_purpose::STANDARD.encode(b)
 }
 
 #[test]
@@ -301,42 +276,6 @@ async fn concurrent_rotations_exactly_one_wins() {
     let after = store.load().await.expect("load").expect("doc");
     assert_eq!(after.generation, 3);
     assert_eq!(after.keys.len(), 2);
-}
-
-fn round() -> RequestIdentity {
-    RequestIdentity::from_json("tools/call", br#"{"name":"t","arguments":{}}"#).expect("id")
-}
-
-struct Instance {
-    sched: RotationScheduler,
-    env: Envelope,
-}
-
-fn instance(reg: &ProviderRegistry, store: Arc<dyn KeysetStore>) -> Instance {
-    let ring = Arc::new(RingHandle::empty());
-    let config = SchedulerConfig::default()
-        .max_key_age(3600.0)
-        .outage_grace(86_400.0)
-        .rotation_period(None);
-    let sched = RotationScheduler::new(
-        config,
-        store,
-        reg.clone(),
-        ring.clone(),
-        Arc::new(ManualClock::new(T0)),
-    )
-    .expect("scheduler");
-    let env = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("svc"))
-        .build()
-        .expect("envelope");
-    Instance { sched, env }
-}
-
-fn works(i: &Instance, now: f64) -> bool {
-    i.env
-        .mint_at(&round(), b"s", None, now)
-        .and_then(|t| i.env.verify_at(&round(), &t, None, now))
-        .is_ok()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

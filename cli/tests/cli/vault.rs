@@ -454,3 +454,141 @@ async fn approle_login_renews_and_logs_in_again_after_revocation() {
     );
     assert!(!e.to_string().contains("wrong-secret-id"));
 }
+
+/// A stand-in for the one Kubernetes API call Vault's Kubernetes auth makes
+/// (`TokenReview`): it vouches for the service account `default/mcp-server`.
+async fn token_review_api() -> (String, tokio::task::JoinHandle<()>) {
+    let app = axum::Router::new().route(
+        "/apis/authentication.k8s.io/v1/tokenreviews",
+        axum::routing::post(|| async {
+            (
+                [("content-type", "application/json")],
+                serde_json::json!({
+                    "apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
+                    "status": {"authenticated": true, "user": {
+                        "username": "system:serviceaccount:default:mcp-server",
+                        "uid": "0f6b8d4e-1111-2222-3333-444455556666",
+                        "groups": ["system:serviceaccounts", "system:serviceaccounts:default"]}}
+                })
+                .to_string(),
+            )
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (url, task)
+}
+
+/// A service-account JWT as a pod sees it (Vault reads its claims; the review vouches for it).
+fn service_account_jwt() -> String {
+    use base64::Engine;
+    let b64 = |v: serde_json::Value| {
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string())
+    };
+    let header = b64(serde_json::json!({"alg": "RS256", "typ": "JWT"}));
+    let claims = b64(serde_json::json!({
+        "iss": "kubernetes/serviceaccount",
+        "kubernetes.io/serviceaccount/namespace": "default",
+        "kubernetes.io/serviceaccount/service-account.name": "mcp-server",
+        "kubernetes.io/serviceaccount/service-account.uid": "0f6b8d4e-1111-2222-3333-444455556666",
+        "sub": "system:serviceaccount:default:mcp-server"
+    }));
+    let sig = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode([7u8; 256]);
+    format!("{header}.{claims}.{sig}")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubernetes_login_reads_the_pod_token_and_works() {
+    let bao = OpenBao::start(&crate::scratch("openbao-k8s"));
+    bao.write_policy("fleet", FLEET_POLICY);
+    let (api, _api_task) = token_review_api().await;
+    bao.ok(&["auth", "enable", "kubernetes"]);
+    // Vault wants the cluster's CA even when it reaches the API over plain HTTP: any certificate.
+    let ca = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+        ])
+        .args([
+            "-subj",
+            "/CN=test-cluster-ca",
+            "-days",
+            "1",
+            "-keyout",
+            "/dev/null",
+        ])
+        .output()
+        .expect("openssl");
+    assert!(ca.status.success(), "{}", text(&ca.stderr));
+    let ca_path = crate::scratch("k8s-ca").join("ca.pem");
+    std::fs::write(&ca_path, &ca.stdout).expect("ca");
+    bao.ok(&[
+        "write",
+        "auth/kubernetes/config",
+        &format!("kubernetes_host={api}"),
+        &format!("kubernetes_ca_cert=@{}", ca_path.display()),
+        "disable_local_ca_jwt=true",
+    ]);
+    bao.ok(&[
+        "write",
+        "auth/kubernetes/role/mcp",
+        "bound_service_account_names=mcp-server",
+        "bound_service_account_namespaces=default",
+        "token_policies=fleet",
+        "token_ttl=1h",
+    ]);
+    let dir = crate::scratch("k8s-jwt");
+    let jwt_path = dir.join("token");
+    std::fs::write(&jwt_path, service_account_jwt()).expect("jwt");
+    let provider = VaultTransitProvider::new(
+        VaultConfig::builder(&bao.addr)
+            .auth(VaultAuth::Kubernetes {
+                mount: "kubernetes".into(),
+                role: "mcp".into(),
+                jwt_path: jwt_path.clone(),
+            })
+            .build()
+            .expect("config"),
+    );
+    let dk = provider
+        .generate(KEK, ctx("ks_a", "k_1"))
+        .await
+        .expect("generate after a Kubernetes login");
+    let back = provider
+        .unwrap(KEK, &dk.wrapped, ctx("ks_a", "k_1"))
+        .await
+        .expect("unwrap");
+    assert_eq!(back.expose(), dk.plaintext.expose());
+    assert_eq!(provider.auth_stats().logins, 1);
+
+    // A role the service account is not bound to: Denied, nothing leaked.
+    let other = VaultTransitProvider::new(
+        VaultConfig::builder(&bao.addr)
+            .auth(VaultAuth::Kubernetes {
+                mount: "kubernetes".into(),
+                role: "missing-role".into(),
+                jwt_path,
+            })
+            .build()
+            .expect("config"),
+    );
+    let e = other
+        .generate(KEK, ctx("ks_a", "k_2"))
+        .await
+        .expect_err("an unknown role must not log in");
+    assert!(
+        matches!(class(&e), Some(ErrorClass::Denied | ErrorClass::Invalid)),
+        "{e}"
+    );
+    assert!(!e.to_string().contains(&service_account_jwt()[..40]));
+}

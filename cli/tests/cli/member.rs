@@ -67,3 +67,35 @@ pub(crate) fn works(i: &Instance, now: f64) -> bool {
         .and_then(|t| i.env.verify_at(&round(), &t, None, now))
         .is_ok()
 }
+
+/// Four operators run `stateseal rotate` on `store` at the same instant;
+/// asserts exactly one lands and the others are refused (exit 1, not an error).
+pub(crate) fn rotate_concurrently(store: &str, envs: &[(&str, String)]) {
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_stateseal"))
+                .args([
+                    "rotate",
+                    "--store",
+                    store,
+                    "--now",
+                    &(T0 + 50.0).to_string(),
+                ])
+                .envs(envs.iter().map(|(k, v)| (*k, v.as_str())))
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("spawn")
+        })
+        .collect();
+    let outs: Vec<_> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().expect("wait"))
+        .collect();
+    let won = outs.iter().filter(|o| o.status.success()).count();
+    let stderr: Vec<_> = outs.iter().map(|o| crate::text(&o.stderr)).collect();
+    assert_eq!(won, 1, "{stderr:?}");
+    for o in outs.iter().filter(|o| !o.status.success()) {
+        assert_eq!(o.status.code(), Some(1), "{}", crate::text(&o.stderr));
+    }
+}

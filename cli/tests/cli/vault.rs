@@ -241,38 +241,7 @@ async fn concurrent_rotations_exactly_one_wins() {
         ("VAULT_ADDR", bao.addr.clone()),
         ("VAULT_TOKEN", bao.root_token.clone()),
     ];
-    let bin = env!("CARGO_BIN_EXE_stateseal");
-    let children: Vec<_> = (0..4)
-        .map(|_| {
-            std::process::Command::new(bin)
-                .args([
-                    "rotate",
-                    "--store",
-                    STORE,
-                    "--now",
-                    &(T0 + 50.0).to_string(),
-                ])
-                .envs(envs.iter().map(|(k, v)| (*k, v.as_str())))
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .expect("spawn")
-        })
-        .collect();
-    let outs: Vec<_> = children
-        .into_iter()
-        .map(|c| c.wait_with_output().expect("wait"))
-        .collect();
-    let won = outs.iter().filter(|o| o.status.success()).count();
-    assert_eq!(
-        won,
-        1,
-        "{:?}",
-        outs.iter().map(|o| text(&o.stderr)).collect::<Vec<_>>()
-    );
-    for o in outs.iter().filter(|o| !o.status.success()) {
-        assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
-    }
+    crate::member::rotate_concurrently(STORE, &envs);
     let after = store.load().await.expect("load").expect("doc");
     assert_eq!(after.generation, 3);
     assert_eq!(after.keys.len(), 2);

@@ -7,7 +7,7 @@ use stateseal::rotation::init_keyset;
 use stateseal::{Error, KeyProvider, ProviderRegistry};
 use stateseal_aws_kms::{AwsConfig, AwsKmsProvider};
 
-use crate::member::{PARAMS, T0, base64_of, class, ctx, instance, round, works};
+use crate::member::{T0, base64_of, class, ctx, instance, round, works};
 use crate::moto::{Moto, REGION};
 use crate::{json_of, stateseal_with, text};
 
@@ -63,39 +63,9 @@ fn cli_init_rotate_status_and_keyset_tokens_through_kms_and_s3() {
     let doc: serde_json::Value = serde_json::from_str(&doc).expect("keyset json");
     assert_eq!(doc["keys"][0]["kek"], kek.as_str());
 
-    let mint = |dt: f64| {
-        let out = run(&[
-            "token",
-            "mint",
-            "--keyset",
-            store,
-            "--method",
-            "tools/call",
-            "--params",
-            PARAMS,
-            "--state",
-            "awaiting-confirm",
-            "--now",
-            &now(dt),
-        ]);
-        assert!(out.status.success(), "{}", text(&out.stderr));
-        text(&out.stdout).trim().to_owned()
-    };
-    let verify = |tok: &str, dt: f64| {
-        run(&[
-            "token",
-            "verify",
-            "--keyset",
-            store,
-            "--method",
-            "tools/call",
-            "--params",
-            PARAMS,
-            "--now",
-            &now(dt),
-            tok,
-        ])
-    };
+    let mint = |dt: f64| crate::member::keyset_mint(store, &envs, dt);
+    let verify = |tok: &str, dt: f64| crate::member::keyset_verify(store, &envs, tok, dt);
+
     let before = mint(10.0);
     let ok = verify(&before, 20.0);
     assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));

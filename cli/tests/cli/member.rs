@@ -99,3 +99,55 @@ pub(crate) fn rotate_concurrently(store: &str, envs: &[(&str, String)]) {
         assert_eq!(o.status.code(), Some(1), "{}", crate::text(&o.stderr));
     }
 }
+
+/// `stateseal token mint --keyset STORE` for the test's round at `T0 + dt`; returns the token.
+pub(crate) fn keyset_mint(store: &str, envs: &[(&str, &str)], dt: f64) -> String {
+    let now = (T0 + dt).to_string();
+    let out = crate::stateseal_with(
+        &[
+            "token",
+            "mint",
+            "--keyset",
+            store,
+            "--method",
+            "tools/call",
+            "--params",
+            PARAMS,
+            "--state",
+            "awaiting-confirm",
+            "--now",
+            &now,
+        ],
+        envs,
+        None,
+    );
+    assert!(out.status.success(), "{}", crate::text(&out.stderr));
+    crate::text(&out.stdout).trim().to_owned()
+}
+
+/// `stateseal token verify --keyset STORE` of `token` for the test's round at `T0 + dt`.
+pub(crate) fn keyset_verify(
+    store: &str,
+    envs: &[(&str, &str)],
+    token: &str,
+    dt: f64,
+) -> std::process::Output {
+    let now = (T0 + dt).to_string();
+    crate::stateseal_with(
+        &[
+            "token",
+            "verify",
+            "--keyset",
+            store,
+            "--method",
+            "tools/call",
+            "--params",
+            PARAMS,
+            "--now",
+            &now,
+            token,
+        ],
+        envs,
+        None,
+    )
+}

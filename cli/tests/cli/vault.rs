@@ -6,7 +6,7 @@ use stateseal::rotation::{RotateMode, init_keyset};
 use stateseal::{Error, KeyProvider, ProviderRegistry};
 use stateseal_vault::{SecretString, VaultAuth, VaultConfig, VaultTransitProvider};
 
-use crate::member::{PARAMS, T0, base64_of, class, ctx, instance, round, works};
+use crate::member::{T0, base64_of, class, ctx, instance, round, works};
 use crate::openbao::{FLEET_POLICY, OpenBao};
 use crate::{json_of, stateseal_with, text};
 
@@ -118,39 +118,9 @@ fn cli_init_rotate_status_and_keyset_tokens_through_vault() {
     assert_eq!(kv["data"]["data"]["format"], "stateseal.keyset/v1");
     assert_eq!(kv["data"]["data"]["keys"][0]["kek"], KEK);
 
-    let mint = |dt: f64| {
-        let out = run(&[
-            "token",
-            "mint",
-            "--keyset",
-            STORE,
-            "--method",
-            "tools/call",
-            "--params",
-            PARAMS,
-            "--state",
-            "awaiting-confirm",
-            "--now",
-            &now(dt),
-        ]);
-        assert!(out.status.success(), "{}", text(&out.stderr));
-        text(&out.stdout).trim().to_owned()
-    };
-    let verify = |tok: &str, dt: f64| {
-        run(&[
-            "token",
-            "verify",
-            "--keyset",
-            STORE,
-            "--method",
-            "tools/call",
-            "--params",
-            PARAMS,
-            "--now",
-            &now(dt),
-            tok,
-        ])
-    };
+    let mint = |dt: f64| crate::member::keyset_mint(STORE, &envs, dt);
+    let verify = |tok: &str, dt: f64| crate::member::keyset_verify(STORE, &envs, tok, dt);
+
     let before = mint(10.0);
     let ok = verify(&before, 20.0);
     assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));

@@ -17,6 +17,23 @@ pub(crate) fn encode(bytes: &[u8]) -> String {
     STRICT.encode_to_string(bytes)
 }
 
+/// The unpadded base64url encoding of 16 bytes (22 characters), without allocating.
+pub(crate) fn encode_16(bytes: &[u8; 16]) -> [u8; 22] {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = [0u8; 22];
+    let sextet = |v: u32, shift: u32| ALPHABET[((v >> shift) & 63) as usize];
+    for (group, chars) in bytes.chunks(3).zip(out.chunks_mut(4)) {
+        let v = group
+            .iter()
+            .enumerate()
+            .fold(0u32, |v, (i, &b)| v | u32::from(b) << (16 - 8 * i));
+        for (j, c) in chars.iter_mut().enumerate() {
+            *c = sextet(v, 18 - 6 * j as u32);
+        }
+    }
+    out
+}
+
 /// Decodes canonical unpadded base64url; anything else is `None`.
 ///
 /// base64-simd's decoder is strict: it refuses padding, characters outside
@@ -43,6 +60,13 @@ mod tests {
             decode("QUJ").is_none(),
             "non-zero trailing bits, 3-char tail"
         );
+        for seed in 0u8..=255 {
+            let bytes: [u8; 16] = std::array::from_fn(|i| {
+                seed.wrapping_mul(31)
+                    .wrapping_add((i as u8).wrapping_mul(97))
+            });
+            assert_eq!(&encode_16(&bytes)[..], encode(&bytes).as_bytes());
+        }
         for len in 0..64 {
             let bytes: Vec<u8> = (0..len as u8).map(|b| b.wrapping_mul(37)).collect();
             assert_eq!(decode(&encode(&bytes)), Some(bytes));

@@ -25,7 +25,9 @@ use crate::random::RandomSource;
 use crate::reason::RejectReason;
 use crate::ring::RingHandle;
 
-pub(crate) use base64url::{decode as b64u_decode, encode as b64u_encode};
+pub(crate) use base64url::{
+    decode as b64u_decode, encode as b64u_encode, encode_16 as b64u_encode_16,
+};
 
 /// The format prefix of v1 tokens (also bound as associated data).
 pub const TOKEN_PREFIX: &str = "v1.";
@@ -34,6 +36,9 @@ pub const NONCE_LEN: usize = 12;
 /// Authentication tag length in bytes.
 pub const TAG_LEN: usize = 16;
 const MIN_BODY: usize = KID_LEN + NONCE_LEN + TAG_LEN;
+/// Bytes free at the front of the buffer [`StateCodec::seal_with_headroom`] receives
+/// (the built-in codec's key id and nonce).
+pub const SEAL_HEADROOM: usize = KID_LEN + NONCE_LEN;
 
 /// Authenticated encryption of the claims envelope, like the Python SDK's `RequestStateCodec`.
 ///
@@ -59,6 +64,34 @@ pub trait StateCodec: Send + Sync {
     /// # Errors
     /// Any error means nothing may be sent; the boundary answers `-32603`.
     fn seal(&self, payload: &[u8]) -> Result<String, Error>;
+
+    /// [`StateCodec::seal`] of `buffer[SEAL_HEADROOM..]`, handing over the buffer.
+    ///
+    /// The envelope mints through this method: a codec may write its header
+    /// into the first [`SEAL_HEADROOM`] bytes and encrypt the payload in place,
+    /// which saves a copy and leaves no plaintext copy behind. The default
+    /// calls [`StateCodec::seal`].
+    ///
+    /// ```
+    /// use stateseal::{AesGcmCodec, KeyRing, RingHandle, SEAL_HEADROOM, Secret, StateCodec};
+    /// use std::sync::Arc;
+    /// let ring = Arc::new(RingHandle::new(KeyRing::from_secrets(&[Secret::new(vec![9; 32])?])?));
+    /// let codec = AesGcmCodec::new(ring);
+    /// let mut buffer = vec![0; SEAL_HEADROOM];
+    /// buffer.extend_from_slice(b"payload");
+    /// let token = codec.seal_with_headroom(buffer)?;
+    /// assert_eq!(codec.unseal(&token)?, b"payload");
+    /// # Ok::<(), stateseal::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`StateCodec::seal`]; a buffer shorter than the headroom is an error.
+    fn seal_with_headroom(&self, buffer: Vec<u8>) -> Result<String, Error> {
+        let payload = buffer
+            .get(SEAL_HEADROOM..)
+            .ok_or(Error::Seal("buffer shorter than its headroom"))?;
+        self.seal(payload)
+    }
 
     /// Reverses [`StateCodec::seal`].
     ///
@@ -106,22 +139,31 @@ fn reject(reason: RejectReason) -> Error {
 
 impl StateCodec for AesGcmCodec {
     fn seal(&self, payload: &[u8]) -> Result<String, Error> {
+        let mut buffer = Vec::with_capacity(MIN_BODY + payload.len());
+        buffer.resize(SEAL_HEADROOM, 0);
+        buffer.extend_from_slice(payload);
+        self.seal_with_headroom(buffer)
+    }
+
+    fn seal_with_headroom(&self, mut body: Vec<u8>) -> Result<String, Error> {
+        if body.len() < SEAL_HEADROOM {
+            return Err(Error::Seal("buffer shorter than its headroom"));
+        }
         let guard = self.ring.load();
         let ring = guard.as_ref().ok_or(Error::NotReady)?;
         let key = ring.primary();
         let kid = key.kid().0;
         let mut nonce = [0u8; NONCE_LEN];
         self.random.fill(&mut nonce)?;
-        let mut body = Vec::with_capacity(MIN_BODY + payload.len());
-        body.extend_from_slice(&kid);
-        body.extend_from_slice(&nonce);
-        body.extend_from_slice(payload);
+        body[..KID_LEN].copy_from_slice(&kid);
+        body[KID_LEN..SEAL_HEADROOM].copy_from_slice(&nonce);
+        // Encrypted in place: from here on the buffer holds no plaintext.
         let tag = key
             .cipher()
             .seal_in_place_separate_tag(
                 Nonce::assume_unique_for_key(nonce),
                 Aad::from(aad(&kid)),
-                &mut body[KID_LEN + NONCE_LEN..],
+                &mut body[SEAL_HEADROOM..],
             )
             .map_err(|_| Error::Seal("payload too large"))?;
         body.extend_from_slice(tag.as_ref());
@@ -202,6 +244,33 @@ mod tests {
         assert_eq!(new_old.unseal(&t).unwrap(), b"hello");
         assert_eq!(reason(codec(b"n").unseal(&t)), RejectReason::UnknownKey);
         assert_eq!(old.ring().current().unwrap().primary().seal_count(), 2);
+    }
+
+    #[test]
+    fn seals_in_the_handed_over_buffer() {
+        let c = codec(b"k");
+        let mut buffer = vec![0xaa; SEAL_HEADROOM];
+        buffer.extend_from_slice(b"payload");
+        let token = c.seal_with_headroom(buffer).unwrap();
+        assert_eq!(c.unseal(&token).unwrap(), b"payload");
+        assert_eq!(
+            c.seal_with_headroom(vec![0; SEAL_HEADROOM - 1]),
+            Err(Error::Seal("buffer shorter than its headroom"))
+        );
+        // A codec that only implements `seal` gets the payload without the headroom.
+        struct Echo;
+        impl StateCodec for Echo {
+            fn seal(&self, payload: &[u8]) -> Result<String, Error> {
+                Ok(String::from_utf8_lossy(payload).into_owned())
+            }
+            fn unseal(&self, _: &str) -> Result<Vec<u8>, Error> {
+                Err(Error::Rejected(RejectReason::Malformed))
+            }
+        }
+        let mut buffer = vec![b'#'; SEAL_HEADROOM];
+        buffer.extend_from_slice(b"abc");
+        assert_eq!(Echo.seal_with_headroom(buffer).unwrap(), "abc");
+        assert!(Echo.seal_with_headroom(Vec::new()).is_err());
     }
 
     #[test]

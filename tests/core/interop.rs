@@ -153,3 +153,46 @@ fn rust_and_python_accept_each_others_states() {
     }
     assert_eq!(checked, 12);
 }
+
+/// Arguments are digested as Python's `json.dumps` writes them, so every float
+/// must print as Python's `repr`: random bit patterns and timestamp-like values,
+/// minted in Rust, must verify in Python.
+#[test]
+fn random_float_arguments_digest_as_python_does() {
+    let mut py = PythonSdk::start();
+    let secret = Secret::generate().expect("rng");
+    let key_hex = hex::encode(secret.expose());
+    let ring = Arc::new(RingHandle::new(
+        KeyRing::from_secrets(&[secret]).expect("ring"),
+    ));
+    let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), None)
+        .build()
+        .expect("env");
+    let mut floats = 0;
+    for round in 0..40 {
+        let mut bits = [0u8; 8 * 100];
+        getrandom::fill(&mut bits).expect("rng");
+        let values: Vec<f64> = bits
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+            .map(|b| match b % 3 {
+                0 => f64::from_bits(b),
+                1 => (b % 10_000_000_000_000) as f64 / 1e6,
+                _ => (b % 1_000_000) as f64 * 10f64.powi((b % 40) as i32 - 20),
+            })
+            .filter(|f| f.is_finite())
+            .collect();
+        floats += values.len();
+        let params = json!({"name": "t", "arguments": {"x": values, "round": round}});
+        let id = RequestIdentity::from_serde("tools/call", &params).expect("identity");
+        let token = envelope.mint(&id, "s", None).expect("mint");
+        let req = json!({"op": "verify", "key_hex": key_hex, "audience": null, "principal": null,
+                         "method": "tools/call", "params": params, "token": token});
+        assert_eq!(
+            py.call(&req),
+            json!({"ok": true, "state": "s"}),
+            "round {round}"
+        );
+    }
+    assert!(floats > 3000, "{floats}");
+}

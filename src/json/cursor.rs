@@ -1,0 +1,146 @@
+//! Walking a compact JSON object in a layout the caller already expects.
+//!
+//! The claims of every token either SDK mints have one layout (fixed key order,
+//! no whitespace). Matching that layout literal by literal is several times
+//! cheaper than the general parser, which must find, file and de-duplicate
+//! every key and validate the whole document as UTF-8 first. A cursor never
+//! decides a rejection: when the input strays from what the caller expects,
+//! the caller hands it to the general parser, which gives the exact answer.
+
+use std::borrow::Cow;
+
+use super::parse::{Duplicates, Number, Parser};
+use super::swar::is_plain_ascii;
+
+/// A read position in a JSON document whose layout the caller walks.
+pub(crate) struct Cursor<'a> {
+    p: Parser<'a>,
+}
+
+impl<'a> Cursor<'a> {
+    /// A cursor at the start of `input`.
+    pub(crate) fn new(input: &'a [u8]) -> Self {
+        Self {
+            p: Parser {
+                s: input,
+                i: 0,
+                duplicates: Duplicates::Reject,
+            },
+        }
+    }
+
+    /// Consumes `lit` if the input continues with exactly these bytes.
+    pub(crate) fn literal(&mut self, lit: &[u8]) -> bool {
+        self.p.eat(lit)
+    }
+
+    /// The byte offset of the read position.
+    pub(crate) fn position(&self) -> usize {
+        self.p.i
+    }
+
+    /// Whether the whole input has been consumed.
+    pub(crate) fn at_end(&self) -> bool {
+        self.p.i == self.p.s.len()
+    }
+
+    /// A JSON number (integer or float, JSON grammar exactly) as `f64`.
+    pub(crate) fn number(&mut self) -> Option<f64> {
+        match self.p.number_lexeme().ok()? {
+            Number::Float(f) => Some(f),
+            Number::Int(lexeme) => lexeme.parse().ok(),
+            Number::NegZero => Some(0.0),
+        }
+    }
+
+    /// A string of printable ASCII without escapes, quotes excluded: its raw
+    /// bytes are its value. `None` (position unspecified) for anything else.
+    pub(crate) fn plain_string(&mut self) -> Option<&'a [u8]> {
+        let s = self.p.s;
+        if s.get(self.p.i) != Some(&b'"') {
+            return None;
+        }
+        let start = self.p.i + 1;
+        // The first quote ends a plain string; anything before it that is not
+        // plain (an escape included) makes it not plain.
+        let end = start + memchr::memchr(b'"', s.get(start..)?)?;
+        let body = &s[start..end];
+        if !is_plain_ascii(body) {
+            return None;
+        }
+        self.p.i = end + 1;
+        Some(body)
+    }
+
+    /// Any JSON string: its value as UTF-8 (WTF-8 where an escape made a lone
+    /// surrogate), borrowed when it has no escapes. `None` for invalid JSON or
+    /// raw bytes that are not UTF-8.
+    pub(crate) fn string(&mut self) -> Option<Cow<'a, [u8]>> {
+        let s = self.p.s;
+        let at = self.p.i;
+        if let Some(plain) = self.plain_string() {
+            return Some(Cow::Borrowed(plain));
+        }
+        self.p.i = at;
+        if s.get(at) != Some(&b'"') {
+            return None;
+        }
+        let value = self.p.string_cow().ok()?;
+        // The scan does not decode, so the raw text must be checked here; escapes are
+        // ASCII, so the raw text is UTF-8 exactly when every unescaped run is.
+        std::str::from_utf8(&s[at + 1..self.p.i - 1]).ok()?;
+        Some(value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn walks_a_layout() {
+        let doc = br#"{"n":-0,"f":1.5e3,"s":"a\u00e9\"","p":"plain","i":12345678901234567890}"#;
+        let mut c = Cursor::new(doc);
+        assert!(c.literal(br#"{"n":"#));
+        assert_eq!(c.number(), Some(0.0));
+        assert!(c.literal(br#","f":"#));
+        assert_eq!(c.number(), Some(1500.0));
+        assert!(c.literal(br#","s":"#));
+        assert_eq!(c.string().as_deref(), Some("aé\"".as_bytes()));
+        assert!(!c.literal(b",\"x\""));
+        assert!(c.literal(br#","p":"#));
+        assert_eq!(c.plain_string(), Some(&b"plain"[..]));
+        assert!(c.literal(br#","i":"#));
+        assert_eq!(c.number(), Some(12345678901234567890.0));
+        assert!(!c.at_end());
+        assert!(c.literal(b"}"));
+        assert!(c.at_end());
+    }
+
+    #[test]
+    fn refuses_what_is_not_json_or_not_plain() {
+        for (doc, plain_ok, string_ok) in [
+            (&br#""abc""#[..], true, true),
+            (br#""a\nb""#, false, true),
+            (b"\"caf\xc3\xa9\"", false, true),
+            (b"\"bad \xff\"", false, false),
+            (b"\"tab\there\"", false, false),
+            (br#""unterminated"#, false, false),
+            (br#""bad \x escape""#, false, false),
+            (b"abc", false, false),
+        ] {
+            assert_eq!(
+                Cursor::new(doc).plain_string().is_some(),
+                plain_ok,
+                "{doc:?}"
+            );
+            assert_eq!(Cursor::new(doc).string().is_some(), string_ok, "{doc:?}");
+        }
+        for bad in [&b"01"[..], b"-", b"1.", b".5", b"+1", b"NaN", b"Infinity"] {
+            let mut c = Cursor::new(bad);
+            // A number may stop early (the layout's next literal then fails), never read past JSON.
+            let read = c.number();
+            assert!(read.is_none() || !c.at_end(), "{bad:?}");
+        }
+    }
+}

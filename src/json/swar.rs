@@ -48,10 +48,14 @@ fn clean_blocks(bytes: &[u8], lo: u8, hi: u8) -> usize {
 /// Whether every byte is one `json.dumps(ensure_ascii=True)` copies verbatim
 /// (printable ASCII but `"` and `\\`), so the bytes are their own JSON text.
 ///
-/// One branch-free pass that LLVM vectorizes: cheaper than any early exit
-/// when, as for the states on the hot path, the answer is almost always yes.
+/// Long inputs take one branch-free pass that LLVM vectorizes (cheaper than
+/// any early exit when, as for the states on the hot path, the answer is
+/// almost always yes); short ones (keys, names) a table lookup per byte.
 #[inline]
 pub(crate) fn is_plain_ascii(bytes: &[u8]) -> bool {
+    if bytes.len() < 32 {
+        return bytes.iter().all(|&b| PLAIN[usize::from(b)]);
+    }
     let (min, max, special) = bytes.iter().fold((u8::MAX, 0u8, 0u8), |(mn, mx, q), &b| {
         (
             mn.min(b),
@@ -59,8 +63,19 @@ pub(crate) fn is_plain_ascii(bytes: &[u8]) -> bool {
             q | u8::from(b == b'"') | u8::from(b == b'\\'),
         )
     });
-    bytes.is_empty() || (min >= 0x20 && max <= 0x7e && special == 0)
+    min >= 0x20 && max <= 0x7e && special == 0
 }
+
+/// Bytes `json.dumps(ensure_ascii=True)` copies verbatim: printable ASCII but `"` and `\\`.
+pub(crate) const PLAIN: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0x20;
+    while b < 0x7f {
+        t[b] = b != b'"' as usize && b != b'\\' as usize;
+        b += 1;
+    }
+    t
+};
 
 /// Length of the prefix of `bytes[i..]` (from whole 8-byte words) that
 /// `json.dumps(ensure_ascii=True)` copies verbatim: printable ASCII except `"` and `\`.
@@ -135,6 +150,11 @@ mod tests {
                 let mut long = [b'a'; 100];
                 long[pos * 12] = b;
                 assert_eq!(is_plain_ascii(&long), plain, "byte {b:#x} at {}", pos * 12);
+                assert_eq!(
+                    is_plain_ascii(&long[..31]),
+                    plain || pos * 12 >= 31,
+                    "short, {b:#x}"
+                );
                 let unescaped = b >= 0x20 && b != b'"' && b != b'\\';
                 assert_eq!(unescaped_run(&w, 0) == 8, unescaped, "byte {b:#x}");
             }

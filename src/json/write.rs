@@ -1,7 +1,7 @@
 //! Compact JSON output exactly as Python's `json.dumps(..., separators=(",", ":"))`
 //! with the defaults `ensure_ascii=True` and `allow_nan=True`.
 
-use super::swar::{is_plain_ascii, plain_ascii_run};
+use super::swar::{PLAIN, is_plain_ascii, plain_ascii_run};
 use super::text::{Text, decode_at};
 use super::value::Value;
 
@@ -31,7 +31,7 @@ fn push_float_repr(f: f64, out: &mut Vec<u8>) {
     // Where both write fixed notation (1e-4 <= |f| < 1e16, Python's range, inside
     // zmij's), the digits and the ".0" of integers agree: copy its output as is.
     let magnitude = f.abs();
-    if (1e-4..1e16).contains(&magnitude) && !shortest.contains('e') {
+    if (1e-4..1e16).contains(&magnitude) && !shortest.bytes().any(|b| b == b'e') {
         if f.is_sign_negative() {
             out.push(b'-');
         }
@@ -108,17 +108,6 @@ pub(crate) fn push_json_float(f: f64, out: &mut Vec<u8>) {
 }
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
-
-/// Bytes `json.dumps(ensure_ascii=True)` copies verbatim: printable ASCII but `"` and `\`.
-const PLAIN: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut b = 0x20;
-    while b < 0x7f {
-        t[b] = b != b'"' as usize && b != b'\\' as usize;
-        b += 1;
-    }
-    t
-};
 
 fn push_u_escape(cp: u32, out: &mut Vec<u8>) {
     out.extend_from_slice(b"\\u");

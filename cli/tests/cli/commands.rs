@@ -262,10 +262,20 @@ fn bench_json_prints_one_object_per_line() {
         .iter()
         .map(|l| l["op"].as_str().expect("op"))
         .collect();
-    assert_eq!(ops, ["mint", "verify", "raw_seal", "raw_open"]);
+    assert_eq!(ops, ["identity", "mint", "verify", "raw_seal", "raw_open"]);
     for l in &lines {
         assert_eq!(l["state_bytes"], 64);
         assert!(l["ns_per_op"].as_f64().expect("ns") > 0.0);
+    }
+    for l in &lines[1..3] {
+        let ns = l["ns_per_op"].as_f64().expect("ns");
+        assert!(l["ratio_to_raw"].as_f64().expect("ratio") > 0.0);
+        // Adding the identity's cost can only make an op dearer.
+        assert!(l["with_identity_ns"].as_f64().expect("with identity") > ns * 0.5);
+        assert!(
+            l["with_identity_ratio_to_raw"].as_f64().expect("ratio")
+                >= l["ratio_to_raw"].as_f64().expect("ratio")
+        );
     }
 }
 

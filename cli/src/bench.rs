@@ -80,14 +80,11 @@ fn interleaved_ns(budget: Duration, ops: &mut [&mut dyn FnMut()]) -> Vec<Vec<f64
     samples
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 /// The median over rounds of `f(round)`.
 fn median_of_rounds(samples: &[Vec<f64>], f: impl Fn(usize) -> f64) -> f64 {
-    median((0..samples[0].len()).map(f).collect())
+    let mut v: Vec<f64> = (0..samples[0].len()).map(f).collect();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
 }
 
 pub(crate) fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError> {
@@ -175,7 +172,7 @@ pub(crate) fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError>
             ],
         );
         let [identity, mint, verify, raw_seal, raw_open] =
-            [0, 1, 2, 3, 4].map(|op| median(s[op].clone()));
+            [0, 1, 2, 3, 4].map(|op| median_of_rounds(&s, |r| s[op][r]));
         // Ratios to the floor, taken round by round (same patch of machine time).
         let ratio = |op: usize, raw: usize, with_identity: bool| {
             median_of_rounds(&s, |r| {

@@ -5,7 +5,7 @@
 //! characters). Accepting only the canonical spelling keeps tokens
 //! one-to-one with their bytes, as the Python SDK's decoder does.
 
-use base64_simd::URL_SAFE_NO_PAD as STRICT;
+use base64_simd::{AsOut, URL_SAFE_NO_PAD as STRICT};
 
 /// Appends the unpadded base64url encoding of `bytes` to `out`.
 pub(crate) fn encode_into(bytes: &[u8], out: &mut String) {
@@ -19,18 +19,9 @@ pub(crate) fn encode(bytes: &[u8]) -> String {
 
 /// The unpadded base64url encoding of 16 bytes (22 characters), without allocating.
 pub(crate) fn encode_16(bytes: &[u8; 16]) -> [u8; 22] {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     let mut out = [0u8; 22];
-    let sextet = |v: u32, shift: u32| ALPHABET[((v >> shift) & 63) as usize];
-    for (group, chars) in bytes.chunks(3).zip(out.chunks_mut(4)) {
-        let v = group
-            .iter()
-            .enumerate()
-            .fold(0u32, |v, (i, &b)| v | u32::from(b) << (16 - 8 * i));
-        for (j, c) in chars.iter_mut().enumerate() {
-            *c = sextet(v, 18 - 6 * j as u32);
-        }
-    }
+    // 16 bytes encode to exactly 22 characters, so the output always fits.
+    let _ = STRICT.encode(bytes, out.as_mut_slice().as_out());
     out
 }
 

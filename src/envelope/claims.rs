@@ -139,11 +139,11 @@ fn check_minted_layout(
     if !c.literal(b"{\"v\":1,\"iat\":") {
         return None;
     }
-    let iat = c.number()?;
+    let iat = number(c.number().as_ref())?;
     if !c.literal(b",\"exp\":") {
         return None;
     }
-    let exp = c.number()?;
+    let exp = number(c.number().as_ref())?;
     if !iat_ok(iat, now)
         || !exp_ok(exp, now)
         || !plain_eq(&mut c, b",\"m\":", identity.method().as_bytes())

@@ -9,7 +9,7 @@
 
 use std::borrow::Cow;
 
-use super::parse::{Duplicates, Number, Parser};
+use super::parse::{Duplicates, Parser, Scalar};
 use super::swar::is_plain_ascii;
 
 /// A read position in a JSON document whose layout the caller walks.
@@ -44,13 +44,10 @@ impl<'a> Cursor<'a> {
         self.p.i == self.p.s.len()
     }
 
-    /// A JSON number (integer or float, JSON grammar exactly) as `f64`.
-    pub(crate) fn number(&mut self) -> Option<f64> {
-        match self.p.number_lexeme().ok()? {
-            Number::Float(f) => Some(f),
-            Number::Int(lexeme) => lexeme.parse().ok(),
-            Number::NegZero => Some(0.0),
-        }
+    /// A JSON number (integer or float, JSON grammar exactly), as the general
+    /// parser hands it over ([`Scalar::Int`] or [`Scalar::Float`]).
+    pub(crate) fn number(&mut self) -> Option<Scalar<'a>> {
+        self.p.number_lexeme().ok().map(Scalar::from)
     }
 
     /// A string of printable ASCII without escapes, quotes excluded: its raw
@@ -102,16 +99,16 @@ mod tests {
         let doc = br#"{"n":-0,"f":1.5e3,"s":"a\u00e9\"","p":"plain","i":12345678901234567890}"#;
         let mut c = Cursor::new(doc);
         assert!(c.literal(br#"{"n":"#));
-        assert_eq!(c.number(), Some(0.0));
+        assert_eq!(c.number(), Some(Scalar::Int("0")));
         assert!(c.literal(br#","f":"#));
-        assert_eq!(c.number(), Some(1500.0));
+        assert_eq!(c.number(), Some(Scalar::Float(1500.0)));
         assert!(c.literal(br#","s":"#));
         assert_eq!(c.string().as_deref(), Some("aé\"".as_bytes()));
         assert!(!c.literal(b",\"x\""));
         assert!(c.literal(br#","p":"#));
         assert_eq!(c.plain_string(), Some(&b"plain"[..]));
         assert!(c.literal(br#","i":"#));
-        assert_eq!(c.number(), Some(12345678901234567890.0));
+        assert_eq!(c.number(), Some(Scalar::Int("12345678901234567890")));
         assert!(!c.at_end());
         assert!(c.literal(b"}"));
         assert!(c.at_end());

@@ -70,6 +70,16 @@ pub(crate) enum Scalar<'a> {
     Nested,
 }
 
+impl<'a> From<Number<'a>> for Scalar<'a> {
+    fn from(n: Number<'a>) -> Self {
+        match n {
+            Number::Float(f) => Scalar::Float(f),
+            Number::Int(t) => Scalar::Int(t),
+            Number::NegZero => Scalar::Int("0"),
+        }
+    }
+}
+
 /// Members of a flat object, keys and values borrowed from the input where possible.
 #[cfg(test)]
 pub(crate) type FlatObject<'a> = Vec<(Cow<'a, [u8]>, Scalar<'a>)>;
@@ -125,11 +135,7 @@ pub(crate) fn parse_flat_object_with<'a>(
         let value = match p.s.get(p.i) {
             Some(b'"') => Scalar::Str(p.string_cow()?),
             Some(b'-' | b'0'..=b'9') if !p.s[p.i..].starts_with(b"-Infinity") => {
-                match p.number_lexeme()? {
-                    Number::Float(f) => Scalar::Float(f),
-                    Number::Int(t) => Scalar::Int(t),
-                    Number::NegZero => Scalar::Int("0"),
-                }
+                p.number_lexeme()?.into()
             }
             _ => match p.value(1)? {
                 Value::Null => Scalar::Null,

@@ -67,6 +67,16 @@ impl Drop for PythonSdk {
     }
 }
 
+/// A fresh key as the Python driver takes it (hex) and as a Rust ring.
+fn shared_key() -> (String, Arc<RingHandle>) {
+    let secret = Secret::generate().expect("rng");
+    let key_hex = hex::encode(secret.expose());
+    let ring = Arc::new(RingHandle::new(
+        KeyRing::from_secrets(&[secret]).expect("ring"),
+    ));
+    (key_hex, ring)
+}
+
 fn tamper(token: &str) -> String {
     let mid = token.len() / 2;
     let c = if &token[mid..=mid] == "A" { "B" } else { "A" };
@@ -76,11 +86,7 @@ fn tamper(token: &str) -> String {
 #[test]
 fn rust_and_python_accept_each_others_states() {
     let mut py = PythonSdk::start();
-    let secret = Secret::generate().expect("rng");
-    let key_hex = hex::encode(secret.expose());
-    let ring = Arc::new(RingHandle::new(
-        KeyRing::from_secrets(&[secret]).expect("ring"),
-    ));
+    let (key_hex, ring) = shared_key();
     let rounds = [
         (
             "tools/call",
@@ -160,11 +166,7 @@ fn rust_and_python_accept_each_others_states() {
 #[test]
 fn random_float_arguments_digest_as_python_does() {
     let mut py = PythonSdk::start();
-    let secret = Secret::generate().expect("rng");
-    let key_hex = hex::encode(secret.expose());
-    let ring = Arc::new(RingHandle::new(
-        KeyRing::from_secrets(&[secret]).expect("ring"),
-    ));
+    let (key_hex, ring) = shared_key();
     let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), None)
         .build()
         .expect("env");

@@ -1,4 +1,4 @@
-//! Every case of `shared/vectors/python-mcp-2.3.0.json` (produced by the real
+//! Every case of `tests/data/python-mcp-2.3.0.json` (produced by the real
 //! Python SDK) except `verify`, which has its own file.
 
 use std::path::PathBuf;
@@ -16,7 +16,7 @@ pub(crate) fn vectors() -> J {
         .map(PathBuf::from)
         .unwrap_or_else(|| {
             PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("../shared/vectors/python-mcp-2.3.0.json")
+                .join("tests/data/python-mcp-2.3.0.json")
         });
     let raw = std::fs::read(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
     serde_json::from_slice(&raw).expect("vectors are JSON")

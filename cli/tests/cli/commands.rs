@@ -83,9 +83,9 @@ fn mint_then_verify_prints_the_state_and_exit_codes_mean_what_they_say() {
 
 #[test]
 fn python_vector_token_verifies_through_the_cli() {
-    // tools_call_basic from shared/vectors/python-mcp-2.3.0.json, minted by the Python SDK.
+    // tools_call_basic from tests/data/python-mcp-2.3.0.json, minted by the Python SDK.
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/vectors/python-mcp-2.3.0.json");
+        .join("../tests/data/python-mcp-2.3.0.json");
     let vectors: serde_json::Value =
         serde_json::from_slice(&std::fs::read(path).expect("vectors")).expect("json");
     let case = &vectors["seal"][0];

@@ -61,6 +61,16 @@ pub enum Error {
         /// What is wrong with it.
         problem: String,
     },
+    /// A keyset document was read but not adopted (an older generation, another
+    /// keyset id, a rewritten generation, invalid contents); the instance keeps
+    /// serving on the last document it adopted.
+    #[error("keyset document refused ({reason}): {detail}")]
+    KeysetRefused {
+        /// The `reason` label of `stateseal_keyset_rejected_total`.
+        reason: &'static str,
+        /// Generations and ids involved, and what to do.
+        detail: String,
+    },
     /// A URI names a scheme no provider or store is registered for.
     #[error("no provider or store is registered for scheme {scheme:?} (registered: {registered})")]
     UnknownScheme {

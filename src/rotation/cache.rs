@@ -20,7 +20,15 @@ use crate::provider::{ErrorClass, ProviderRegistry, WrapContext};
 pub(crate) struct CachedKey {
     pub(crate) key: Arc<RingKey>,
     pub(crate) unwrapped_at: f64,
-    wrapped: Vec<u8>,
+}
+
+/// What was unwrapped: the entry id and its wrapped bytes. An entry re-wrapped
+/// under another KEK (or repaired by hand) is a new cache entry, so a stale
+/// unwrap can never stand in for the bytes the document holds now.
+type CacheKey = (String, Vec<u8>);
+
+fn cache_key(e: &KeyEntry) -> CacheKey {
+    (e.entry.clone(), e.wrapped.clone())
 }
 
 /// What happened to one entry during a refresh.
@@ -35,7 +43,7 @@ pub(crate) enum Outcome {
 
 #[derive(Debug)]
 pub(crate) struct KeyCache {
-    cache: Cache<String, Arc<CachedKey>>,
+    cache: Cache<CacheKey, Arc<CachedKey>>,
     max_key_age: f64,
     outage_grace: f64,
     kms_calls: AtomicU64,
@@ -88,11 +96,8 @@ impl KeyCache {
         e: &KeyEntry,
         now: f64,
     ) -> (Option<Arc<RingKey>>, Outcome) {
-        let cached = self
-            .cache
-            .get(&e.entry)
-            .await
-            .filter(|c| c.wrapped == e.wrapped);
+        let key = cache_key(e);
+        let cached = self.cache.get(&key).await;
         match cached {
             Some(c) if now - c.unwrapped_at < self.max_key_age => {
                 (Some(c.key.clone()), Outcome::Fresh)
@@ -117,7 +122,7 @@ impl KeyCache {
                         (Some(c.key.clone()), Outcome::KeptThroughOutage)
                     } else {
                         tracing::warn!(entry = %e.entry, error = %err, "dropping key: its cached unwrap expired and the KMS refused to renew it");
-                        self.cache.invalidate(&e.entry).await;
+                        self.cache.invalidate(&key).await;
                         (None, Outcome::Dropped(class))
                     }
                 }
@@ -125,12 +130,11 @@ impl KeyCache {
             None => {
                 let loaded = self
                     .cache
-                    .try_get_with(e.entry.clone(), async {
+                    .try_get_with(key, async {
                         let key = self.unwrap(registry, &doc.id, e).await?;
                         Ok::<_, Error>(Arc::new(CachedKey {
                             key,
                             unwrapped_at: now,
-                            wrapped: e.wrapped.clone(),
                         }))
                     })
                     .await;
@@ -151,23 +155,22 @@ impl KeyCache {
     async fn insert(&self, e: &KeyEntry, key: Arc<RingKey>, now: f64) {
         self.cache
             .insert(
-                e.entry.clone(),
+                cache_key(e),
                 Arc::new(CachedKey {
                     key,
                     unwrapped_at: now,
-                    wrapped: e.wrapped.clone(),
                 }),
             )
             .await;
     }
 
-    /// Forgets entries no longer in the document.
+    /// Forgets unwraps of entries no longer in the document, or no longer wrapped as it says.
     pub(crate) async fn retain(&self, doc: &Keyset) {
-        let stale: Vec<String> = self
+        let stale: Vec<CacheKey> = self
             .cache
             .iter()
             .map(|(k, _)| (*k).clone())
-            .filter(|k| doc.entry(k).is_none())
+            .filter(|(entry, wrapped)| doc.entry(entry).is_none_or(|e| &e.wrapped != wrapped))
             .collect();
         for k in stale {
             self.cache.invalidate(&k).await;

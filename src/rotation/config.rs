@@ -19,6 +19,10 @@ pub struct SchedulerConfig {
     pub max_key_age: f64,
     /// How long past `max_key_age` a key keeps serving while the KMS is unreachable (default 24 h).
     pub outage_grace: f64,
+    /// Once the keyset store has been unreadable (or held only refused documents)
+    /// this long, the instance stops sealing and reports not-ready
+    /// (`None`, the default: the same as `outage_grace`).
+    pub max_store_staleness: Option<f64>,
     /// Rotate when the primary key is this old (default 30 days; `None`: never by age).
     pub rotation_period: Option<f64>,
     /// Rotate when this instance has sealed this many states under one key.
@@ -37,6 +41,7 @@ impl Default for SchedulerConfig {
             timing: Timing::default(),
             max_key_age: 3600.0,
             outage_grace: 24.0 * 3600.0,
+            max_store_staleness: None,
             rotation_period: Some(30.0 * 24.0 * 3600.0),
             max_seals_per_key: 1 << 26,
             early_refresh_min_interval: 1.0,
@@ -62,6 +67,17 @@ impl SchedulerConfig {
     pub fn outage_grace(mut self, secs: f64) -> Self {
         self.outage_grace = secs;
         self
+    }
+
+    /// Sets `max_store_staleness` (`None`: follow `outage_grace`).
+    pub fn max_store_staleness(mut self, secs: Option<f64>) -> Self {
+        self.max_store_staleness = secs;
+        self
+    }
+
+    /// The store staleness limit in force: `max_store_staleness`, or `outage_grace`.
+    pub fn store_staleness_limit(&self) -> f64 {
+        self.max_store_staleness.unwrap_or(self.outage_grace)
     }
 
     /// Sets `rotation_period` (`None` disables rotation by age).
@@ -96,6 +112,9 @@ impl SchedulerConfig {
             return Err(Error::Config(
                 "outage_grace must be zero or a positive number of seconds".into(),
             ));
+        }
+        if let Some(s) = self.max_store_staleness {
+            positive("max_store_staleness", s)?;
         }
         if let Some(p) = self.rotation_period {
             positive("rotation_period", p)?;

@@ -7,13 +7,15 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
+use super::admission::{Refusal, admit};
 use super::cache::{KeyCache, Outcome};
 use super::config::SchedulerConfig;
-use super::timeline::{Phase, RotateMode, ring_at, rotated};
+use super::operations::{load_existing, rotate_loaded};
+use super::timeline::{Phase, RotateMode, ring_at};
 use crate::clock::{Clock, SystemClock};
 use crate::error::Error;
-use crate::keyset::{KeyEntry, Keyset, KeysetStore, random_id};
-use crate::provider::{ProviderRegistry, WrapContext};
+use crate::keyset::{Keyset, KeysetStore};
+use crate::provider::ProviderRegistry;
 use crate::ring::{KeyRing, RingHandle};
 
 /// What an instance knows about its ring, for `status`, readiness and metrics.
@@ -29,6 +31,8 @@ pub struct SchedulerStatus {
     pub ring: Vec<String>,
     /// Unix seconds of the last successful refresh.
     pub last_refresh: Option<f64>,
+    /// Unix seconds of the last time the store yielded a document this instance adopted.
+    pub last_store_read: Option<f64>,
     /// The last refresh error, if the last refresh failed.
     pub last_error: Option<String>,
     /// KMS calls made by this instance so far.
@@ -43,6 +47,9 @@ struct Inner {
     config: SchedulerConfig,
     cache: KeyCache,
     refresh_lock: tokio::sync::Mutex<()>,
+    /// The last document adopted: the ring is recomputed from it on every tick,
+    /// and it is the watermark that older or foreign documents are refused against.
+    adopted: Mutex<Option<Keyset>>,
     status: Mutex<SchedulerStatus>,
     wake: Notify,
     early_requested: AtomicBool,
@@ -72,50 +79,6 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Writes a new keyset with one key, active from `now` (`stateseal init`).
-///
-/// # Errors
-/// [`Error::Conflict`] when the store already holds a keyset; provider errors.
-pub async fn init_keyset(
-    store: &dyn KeysetStore,
-    registry: &ProviderRegistry,
-    kek: &str,
-    now: f64,
-) -> Result<Keyset, Error> {
-    if let Some(existing) = store.load().await? {
-        return Err(Error::Conflict {
-            expected: None,
-            found: Some(existing.generation),
-        });
-    }
-    let id = random_id("ks_")?;
-    let entry = random_id("k_")?;
-    let provider = registry.provider_for(kek)?;
-    let dk = provider
-        .generate(
-            kek,
-            WrapContext {
-                keyset_id: &id,
-                entry_id: &entry,
-            },
-        )
-        .await?;
-    let doc = Keyset {
-        id,
-        generation: 1,
-        keys: vec![KeyEntry {
-            entry,
-            kek: kek.to_owned(),
-            wrapped: dk.wrapped,
-            created_at: now,
-            activate_at: now,
-            retire_at: None,
-        }],
-    };
-    store.compare_and_swap(None, &doc).await?;
-    Ok(doc)
-}
-
 impl RotationScheduler {
     /// A scheduler for `store`, unwrapping through `registry`, swapping `ring`.
     ///
@@ -137,12 +100,14 @@ impl RotationScheduler {
             clock,
             config,
             refresh_lock: tokio::sync::Mutex::new(()),
+            adopted: Mutex::new(None),
             status: Mutex::new(SchedulerStatus {
                 ready: false,
                 generation: None,
                 phase: None,
                 ring: Vec::new(),
                 last_refresh: None,
+                last_store_read: None,
                 last_error: None,
                 kms_calls: 0,
             }),
@@ -215,9 +180,15 @@ impl RotationScheduler {
     /// Loads the document, unwraps what is new or stale, computes the ring at
     /// `now`, swaps it in, and rotates if the primary is due.
     ///
+    /// When the store cannot be read, or holds a document this instance refuses
+    /// (invalid, an older generation, another keyset), the ring is still
+    /// recomputed at `now` from the last adopted document, so activations,
+    /// retirements and the key-cache rules go on; once the store has been
+    /// unusable for longer than `max_store_staleness`, the ring is cleared.
+    ///
     /// # Errors
-    /// Store errors, or [`Error::NotReady`] when no key can seal (the ring is
-    /// then cleared: fail closed). The current ring keeps serving on store errors.
+    /// Store errors, [`Error::KeysetRefused`], or [`Error::NotReady`] when no
+    /// key can seal (the ring is then cleared: fail closed).
     pub async fn refresh_at(&self, now: f64) -> Result<SchedulerStatus, Error> {
         let result = self.refresh_inner(now).await;
         self.record_refresh(now, result.as_ref().err());
@@ -242,23 +213,81 @@ impl RotationScheduler {
         }
     }
 
-    /// Swaps in the ring for `now`; returns the document it was computed from.
+    /// Reads the store and swaps in the ring for `now`; returns the document
+    /// adopted by this refresh.
     async fn refresh_inner(&self, now: f64) -> Result<Keyset, Error> {
         let inner = &self.inner;
         let _guard = inner.refresh_lock.lock().await;
-        let doc = inner.store.load().await?.ok_or_else(|| Error::Store {
-            uri: inner.store.uri().to_owned(),
-            problem: "no keyset document; create one with `stateseal init`".into(),
-        })?;
-        inner.cache.retain(&doc).await;
-        let plan = ring_at(&doc, now);
+        let uri = inner.store.uri();
+        let candidate = match load_existing(inner.store.as_ref()).await {
+            Ok(doc) => {
+                let adopted = lock(&inner.adopted).clone();
+                admit(adopted.as_ref(), &doc)
+                    .map(|()| doc)
+                    .map_err(|(refusal, detail)| refusal.record(uri, detail))
+            }
+            Err(Error::Keyset { field, problem }) => {
+                Err(Refusal::Invalid.record(uri, format!("{field}: {problem}")))
+            }
+            Err(e) => Err(e),
+        };
+        let problem = match candidate {
+            Ok(doc) => match self.install(&doc, now).await {
+                Err(Error::DuplicateKey { index }) => Refusal::DuplicateKey.record(
+                    uri,
+                    format!(
+                        "generation {}: the key of its entry {index} duplicates another entry's",
+                        doc.generation
+                    ),
+                ),
+                result => {
+                    *lock(&inner.adopted) = Some(doc.clone());
+                    lock(&inner.status).last_store_read = Some(now);
+                    return result.map(|()| doc);
+                }
+            },
+            Err(e) => e,
+        };
+        // The store gave nothing usable: the last adopted document still says what the ring is now.
+        let Some(adopted) = lock(&inner.adopted).clone() else {
+            return Err(problem);
+        };
+        let since = lock(&inner.status).last_store_read.unwrap_or(now);
+        let limit = inner.config.store_staleness_limit();
+        if now - since > limit {
+            self.fail_closed();
+            return Err(Error::Store {
+                uri: uri.to_owned(),
+                problem: format!(
+                    "no usable keyset document for {:.0}s, longer than max_store_staleness ({limit}s); not sealing until the store recovers (last problem: {problem})",
+                    now - since
+                ),
+            });
+        }
+        // A NotReady here is already in effect (ring cleared); the store problem is the news.
+        let _ = self.install(&adopted, now).await;
+        Err(problem)
+    }
+
+    fn fail_closed(&self) {
+        self.inner.ring.clear();
+        let mut st = lock(&self.inner.status);
+        st.ready = false;
+        st.ring.clear();
+    }
+
+    /// Computes the ring of `doc` at `now` (unwrapping through the cache) and swaps it in.
+    async fn install(&self, doc: &Keyset, now: f64) -> Result<(), Error> {
+        let inner = &self.inner;
+        inner.cache.retain(doc).await;
+        let plan = ring_at(doc, now);
         let mut keys = Vec::new();
         let mut primary = None;
         for entry_id in plan.iter().flat_map(|p| p.ring.iter()) {
             let Some(e) = doc.entry(entry_id) else {
                 continue;
             };
-            let (key, outcome) = inner.cache.get(&inner.registry, &doc, e, now).await;
+            let (key, outcome) = inner.cache.get(&inner.registry, doc, e, now).await;
             if let Outcome::Dropped(c) | Outcome::Unavailable(c) = outcome {
                 metrics::counter!("stateseal_key_unavailable_total", "class" => c.to_string())
                     .increment(1);
@@ -273,8 +302,7 @@ impl RotationScheduler {
         }
         let Some(p) = primary else {
             // No key can seal: fail closed rather than keep a ring that no longer matches the keyset.
-            inner.ring.clear();
-            lock(&inner.status).ready = false;
+            self.fail_closed();
             return Err(Error::NotReady);
         };
         keys.swap(0, p);
@@ -292,8 +320,7 @@ impl RotationScheduler {
         st.generation = Some(doc.generation);
         st.phase = phase;
         st.ring = kids;
-        drop(st);
-        Ok(doc)
+        Ok(())
     }
 
     /// Rotates when the primary is due, judged on the document just loaded.
@@ -343,10 +370,17 @@ impl RotationScheduler {
     /// # Errors
     /// [`Error::RotationInFlight`], [`Error::Conflict`] (another writer won), provider errors.
     pub async fn rotate_at(&self, now: f64, mode: RotateMode) -> Result<Keyset, Error> {
-        let doc = rotate_store_at(
-            self.inner.store.as_ref(),
-            &self.inner.registry,
-            &self.inner.config,
+        let inner = &self.inner;
+        let loaded = load_existing(inner.store.as_ref()).await?;
+        // Never rotate on top of a document this instance would refuse to serve.
+        let adopted = lock(&inner.adopted).clone();
+        admit(adopted.as_ref(), &loaded)
+            .map_err(|(refusal, detail)| refusal.record(inner.store.uri(), detail))?;
+        let doc = rotate_loaded(
+            inner.store.as_ref(),
+            &inner.registry,
+            &inner.config,
+            &loaded,
             now,
             mode,
         )
@@ -405,53 +439,4 @@ impl Inner {
             self.wake.notify_one();
         }
     }
-}
-
-/// One rotation against a store: generate a data key under the current
-/// primary's KEK, plan the timeline, compare-and-swap. Used by the scheduler and the CLI.
-///
-/// # Errors
-/// [`Error::RotationInFlight`], [`Error::Conflict`], store and provider errors.
-pub async fn rotate_store_at(
-    store: &dyn KeysetStore,
-    registry: &ProviderRegistry,
-    config: &SchedulerConfig,
-    now: f64,
-    mode: RotateMode,
-) -> Result<Keyset, Error> {
-    let doc = store.load().await?.ok_or_else(|| Error::Store {
-        uri: store.uri().to_owned(),
-        problem: "no keyset document; create one with `stateseal init`".into(),
-    })?;
-    if mode == RotateMode::Scheduled
-        && let Some(why) = super::timeline::in_flight(&doc, now)
-    {
-        return Err(Error::RotationInFlight(why));
-    }
-    let kek = ring_at(&doc, now)
-        .and_then(|p| doc.entry(&p.primary).map(|e| e.kek.clone()))
-        .or_else(|| doc.keys.last().map(|e| e.kek.clone()))
-        .ok_or(Error::NotReady)?;
-    let entry = random_id("k_")?;
-    let provider = registry.provider_for(&kek)?;
-    let dk = provider
-        .generate(
-            &kek,
-            WrapContext {
-                keyset_id: &doc.id,
-                entry_id: &entry,
-            },
-        )
-        .await?;
-    let new = KeyEntry {
-        entry,
-        kek,
-        wrapped: dk.wrapped,
-        created_at: now,
-        activate_at: now,
-        retire_at: None,
-    };
-    let next = rotated(&doc, new, now, &config.timing, mode)?;
-    store.compare_and_swap(Some(doc.generation), &next).await?;
-    Ok(next)
 }

@@ -56,6 +56,9 @@ pub struct Config {
     /// Keep serving cached keys this long past `max_key_age` while the KMS is down (default 86400).
     #[serde(default = "defaults::outage_grace")]
     pub outage_grace: f64,
+    /// Not ready once the keyset store has been unreadable this long (default: `outage_grace`).
+    #[serde(default)]
+    pub max_store_staleness: Option<f64>,
     /// Rotate the primary key at this age; 0 disables (default 30 days).
     #[serde(default = "defaults::rotation_period")]
     pub rotation_period: f64,
@@ -115,7 +118,7 @@ mod defaults {
 }
 
 /// `STATESEAL_<FIELD>` for every field, upper-cased.
-const FIELDS: [&str; 15] = [
+const FIELDS: [&str; 16] = [
     "store",
     "audience",
     "kek",
@@ -127,6 +130,7 @@ const FIELDS: [&str; 15] = [
     "propagation",
     "max_key_age",
     "outage_grace",
+    "max_store_staleness",
     "rotation_period",
     "max_seals_per_key",
     "ready_timeout",
@@ -216,6 +220,7 @@ impl Config {
             .timing(timing)
             .max_key_age(self.max_key_age)
             .outage_grace(self.outage_grace)
+            .max_store_staleness(self.max_store_staleness)
             .rotation_period((self.rotation_period > 0.0).then_some(self.rotation_period))
             .max_seals_per_key(self.max_seals_per_key)
     }

@@ -7,6 +7,7 @@ mod no_leak;
 mod observability;
 mod outage;
 mod setup;
+mod store_faults;
 mod timeline_props;
 mod vectors;
 mod vectors_verify;

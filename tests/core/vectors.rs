@@ -15,8 +15,7 @@ pub(crate) fn vectors() -> J {
     let path = std::env::var_os("STATESEAL_VECTORS")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/data/python-mcp-2.3.0.json")
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/python-mcp-2.3.0.json")
         });
     let raw = std::fs::read(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
     serde_json::from_slice(&raw).expect("vectors are JSON")

@@ -1,0 +1,360 @@
+//! The key plane when the keyset store misbehaves: an unreadable or garbage
+//! document never freezes the ring, an older or foreign document is never
+//! adopted, a store that stays unusable past `max_store_staleness` stops
+//! sealing, and a re-wrapped entry is unwrapped again.
+
+use std::sync::Arc;
+
+use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+use stateseal::provider::{BoxFuture, DataKey, ErrorClass, KeyProvider, WrapContext, kms_error};
+use stateseal::rotation::{RotateMode, SchedulerConfig, Timing, rotate_store_at};
+use stateseal::{
+    Error, FileStore, KeyEntry, KeyRing, Keyset, KeysetStore, ManualClock, ProviderRegistry,
+    RingHandle, RotationScheduler, Secret,
+};
+
+use crate::fleet::{local_keyset, temp_dir};
+
+const T0: f64 = 1_782_345_600.0;
+
+fn config() -> SchedulerConfig {
+    SchedulerConfig::default()
+        .timing(Timing::new(10.0, 5.0, 100.0))
+        .max_key_age(3600.0)
+        .outage_grace(7200.0)
+        .rotation_period(None)
+}
+
+struct Instance {
+    sched: RotationScheduler,
+    ring: Arc<RingHandle>,
+}
+
+fn instance(store: Arc<dyn KeysetStore>, registry: &ProviderRegistry) -> Instance {
+    let ring = Arc::new(RingHandle::empty());
+    let sched = RotationScheduler::new(
+        config(),
+        store,
+        registry.clone(),
+        ring.clone(),
+        Arc::new(ManualClock::new(T0)),
+    )
+    .expect("scheduler");
+    Instance { sched, ring }
+}
+
+impl Instance {
+    fn primary(&self) -> Option<String> {
+        self.ring.current().map(|r| r.kids()[0].to_hex())
+    }
+    fn kids(&self) -> Vec<String> {
+        self.ring
+            .current()
+            .map(|r| r.kids().iter().map(|k| k.to_hex()).collect())
+            .unwrap_or_default()
+    }
+}
+
+fn path_of(store: &Arc<dyn KeysetStore>) -> std::path::PathBuf {
+    std::path::PathBuf::from(store.uri().trim_start_matches("file://"))
+}
+
+#[tokio::test]
+async fn garbage_in_the_store_does_not_freeze_the_timeline() {
+    let registry = ProviderRegistry::with_defaults();
+    let (dir, store) = local_keyset("faults-garbage", &registry, T0).await;
+    let a = instance(store.clone(), &registry);
+    a.sched.refresh_at(T0).await.expect("refresh");
+    let old = a.primary().expect("ring");
+    let doc = rotate_store_at(
+        store.as_ref(),
+        &registry,
+        &config(),
+        T0 + 1.0,
+        RotateMode::Scheduled,
+    )
+    .await
+    .expect("rotate");
+    a.sched.refresh_at(T0 + 2.0).await.expect("refresh");
+    assert_eq!(a.primary().as_ref(), Some(&old), "phase 1: old key seals");
+    let new_entry = doc.keys.last().expect("new").clone();
+    let retire = doc.keys[0].retire_at.expect("old key retires");
+
+    std::fs::write(path_of(&store), b"{ not a keyset").expect("garbage");
+    // Past the new key's activation the new key seals, although the store is garbage.
+    let err = a
+        .sched
+        .refresh_at(new_entry.activate_at + 1.0)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            Error::KeysetRefused {
+                reason: "invalid",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_ne!(a.primary().as_ref(), Some(&old), "phase 2 reached");
+    assert_eq!(a.kids().len(), 2);
+    assert!(a.sched.is_ready());
+    let status = a.sched.status();
+    assert_eq!(status.generation, Some(2));
+    assert!(status.last_error.expect("error").contains("invalid"));
+    // Past the old key's retirement it is gone, still without a readable store.
+    let _ = a.sched.refresh_at(retire + 1.0).await;
+    assert_eq!(a.kids().len(), 1);
+    assert!(a.sched.is_ready());
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn a_store_unusable_past_max_store_staleness_stops_sealing_and_recovers() {
+    let registry = ProviderRegistry::with_defaults();
+    let (dir, store) = local_keyset("faults-stale", &registry, T0).await;
+    let good = std::fs::read(path_of(&store)).expect("doc");
+    let a = instance(store.clone(), &registry);
+    a.sched.refresh_at(T0).await.expect("refresh");
+    std::fs::remove_file(path_of(&store)).expect("remove");
+    // Within the limit (outage_grace, 7200 s) the instance serves on the last good document.
+    assert!(a.sched.refresh_at(T0 + 7000.0).await.is_err());
+    assert!(a.sched.is_ready());
+    assert!(a.ring.current().is_some());
+    let err = a.sched.refresh_at(T0 + 7201.0).await.unwrap_err();
+    assert!(err.to_string().contains("max_store_staleness"), "{err}");
+    assert!(!a.sched.is_ready());
+    assert!(a.ring.current().is_none(), "fails closed");
+    std::fs::write(path_of(&store), good).expect("restore");
+    a.sched.refresh_at(T0 + 7300.0).await.expect("recovers");
+    assert!(a.sched.is_ready());
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn max_store_staleness_overrides_outage_grace() {
+    let registry = ProviderRegistry::with_defaults();
+    let (dir, store) = local_keyset("faults-stale-cfg", &registry, T0).await;
+    let ring = Arc::new(RingHandle::empty());
+    let sched = RotationScheduler::new(
+        config().max_store_staleness(Some(60.0)),
+        store.clone(),
+        registry,
+        ring.clone(),
+        Arc::new(ManualClock::new(T0)),
+    )
+    .expect("scheduler");
+    sched.refresh_at(T0).await.expect("refresh");
+    std::fs::write(path_of(&store), b"[]").expect("garbage");
+    assert!(sched.refresh_at(T0 + 59.0).await.is_err());
+    assert!(sched.is_ready());
+    assert!(sched.refresh_at(T0 + 61.0).await.is_err());
+    assert!(!sched.is_ready());
+    assert!(
+        SchedulerConfig::default()
+            .max_store_staleness(Some(-1.0))
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("max_store_staleness")
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn an_older_generation_or_another_keyset_is_refused() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let _guard = metrics::set_default_local_recorder(&recorder);
+    let registry = ProviderRegistry::with_defaults();
+    let (dir, store) = local_keyset("faults-rollback", &registry, T0).await;
+    let path = path_of(&store);
+    let generation_one = std::fs::read(&path).expect("doc");
+    let a = instance(store.clone(), &registry);
+    a.sched.refresh_at(T0).await.expect("refresh");
+    let old = a.primary().expect("ring");
+    // An emergency rotation: the new key seals at once, the old one is gone after one TTL.
+    rotate_store_at(
+        store.as_ref(),
+        &registry,
+        &config(),
+        T0 + 1.0,
+        RotateMode::Compromise,
+    )
+    .await
+    .expect("rotate");
+    a.sched.refresh_at(T0 + 2.0).await.expect("refresh");
+    let new = a.primary().expect("ring");
+    assert_ne!(new, old);
+
+    // A restored backup puts generation 1 back.
+    std::fs::write(&path, &generation_one).expect("rollback");
+    let err = a.sched.refresh_at(T0 + 3.0).await.unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            Error::KeysetRefused {
+                reason: "rollback",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(a.primary(), Some(new.clone()), "the ring did not go back");
+    assert_eq!(a.sched.status().generation, Some(2));
+    // Nor does a rotation build on the rolled-back document.
+    let err = a.sched.rotate_at(T0 + 4.0, RotateMode::Forced).await;
+    assert!(matches!(err, Err(Error::KeysetRefused { .. })), "{err:?}");
+    assert_eq!(
+        std::fs::read(&path).expect("doc"),
+        generation_one,
+        "nothing written"
+    );
+
+    // Another keyset altogether, at a higher generation.
+    let (other_dir, other) = local_keyset("faults-other", &registry, T0).await;
+    let mut foreign = other.load().await.expect("load").expect("doc");
+    foreign.generation = 9;
+    std::fs::write(&path, foreign.to_json()).expect("foreign");
+    let err = a.sched.refresh_at(T0 + 5.0).await.unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            Error::KeysetRefused {
+                reason: "other_keyset",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(a.primary(), Some(new));
+
+    let counts: Vec<(String, u64)> = snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .filter(|(k, ..)| k.key().name() == "stateseal_keyset_rejected_total")
+        .filter_map(|(k, _, _, v)| match v {
+            DebugValue::Counter(n) => Some((
+                k.key()
+                    .labels()
+                    .find(|l| l.key() == "reason")
+                    .map(|l| l.value().to_owned())
+                    .unwrap_or_default(),
+                n,
+            )),
+            _ => None,
+        })
+        .collect();
+    assert!(counts.contains(&("rollback".into(), 2)), "{counts:?}");
+    assert!(counts.contains(&("other_keyset".into(), 1)), "{counts:?}");
+    let _ = std::fs::remove_dir_all(dir);
+    let _ = std::fs::remove_dir_all(other_dir);
+}
+
+/// A "KMS" whose wrapped form is the key itself: lets a test put any key, or
+/// the same key twice, into a document. For tests only, obviously.
+#[derive(Debug)]
+struct Transparent;
+
+impl KeyProvider for Transparent {
+    fn scheme(&self) -> &'static str {
+        "transparent"
+    }
+    fn generate<'a>(
+        &'a self,
+        _kek: &'a str,
+        _ctx: WrapContext<'a>,
+    ) -> BoxFuture<'a, Result<DataKey, Error>> {
+        Box::pin(async { Err(kms_error("transparent", ErrorClass::Config, "read-only")) })
+    }
+    fn unwrap<'a>(
+        &'a self,
+        _kek: &'a str,
+        wrapped: &'a [u8],
+        _ctx: WrapContext<'a>,
+    ) -> BoxFuture<'a, Result<Secret, Error>> {
+        Box::pin(async move { Secret::new(wrapped.to_vec()) })
+    }
+}
+
+fn entry(id: &str, key: u8, activate_at: f64) -> KeyEntry {
+    KeyEntry {
+        entry: id.into(),
+        kek: "transparent://k".into(),
+        wrapped: vec![key; 32],
+        created_at: activate_at,
+        activate_at,
+        retire_at: None,
+    }
+}
+
+fn kid_of(key: u8) -> String {
+    KeyRing::from_bytes(vec![vec![key; 32]])
+        .expect("ring")
+        .kids()[0]
+        .to_hex()
+}
+
+async fn transparent_store(
+    tag: &str,
+) -> (std::path::PathBuf, Arc<dyn KeysetStore>, ProviderRegistry) {
+    let mut registry = ProviderRegistry::with_defaults();
+    registry.register_provider(Arc::new(Transparent));
+    let dir = temp_dir(tag);
+    let store: Arc<dyn KeysetStore> = Arc::new(FileStore::new(dir.join("keyset.json")));
+    let doc = Keyset {
+        id: "ks_transparent".into(),
+        generation: 1,
+        keys: vec![entry("k_a", 1, T0)],
+    };
+    store.compare_and_swap(None, &doc).await.expect("create");
+    (dir, store, registry)
+}
+
+#[tokio::test]
+async fn a_rewrapped_entry_is_unwrapped_again() {
+    let (dir, store, registry) = transparent_store("faults-rewrap").await;
+    let a = instance(store.clone(), &registry);
+    a.sched.refresh_at(T0).await.expect("refresh");
+    assert_eq!(a.primary(), Some(kid_of(1)));
+    // The same entry, wrapped differently (re-wrapped under a new KEK, or repaired).
+    let doc = Keyset {
+        id: "ks_transparent".into(),
+        generation: 2,
+        keys: vec![entry("k_a", 2, T0)],
+    };
+    store.compare_and_swap(Some(1), &doc).await.expect("write");
+    a.sched.refresh_at(T0 + 1.0).await.expect("refresh");
+    assert_eq!(a.primary(), Some(kid_of(2)), "not the stale unwrap");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn a_document_with_a_duplicate_key_is_refused() {
+    let (dir, store, registry) = transparent_store("faults-dup").await;
+    let a = instance(store.clone(), &registry);
+    a.sched.refresh_at(T0).await.expect("refresh");
+    let doc = Keyset {
+        id: "ks_transparent".into(),
+        generation: 2,
+        keys: vec![entry("k_a", 1, T0), entry("k_b", 1, T0 + 1.0)],
+    };
+    store.compare_and_swap(Some(1), &doc).await.expect("write");
+    let err = a.sched.refresh_at(T0 + 2.0).await.unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            Error::KeysetRefused {
+                reason: "duplicate_key",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(a.kids(), vec![kid_of(1)]);
+    assert_eq!(a.sched.status().generation, Some(1));
+    assert!(a.sched.is_ready());
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -132,9 +132,7 @@ pub(crate) async fn run(cmd: TokenCmd, out: &mut dyn Write) -> Result<(), CliErr
             writeln!(out, "{token}").map_err(io)
         }
         TokenCmd::Open { keys, token } => {
-            let payload = codec(&keys, SystemClock.now())
-                .await?
-                .unseal(token.trim())?;
+            let payload = codec(&keys, SystemClock.now()).await?.unseal(&token)?;
             out.write_all(&payload).map_err(io)
         }
         TokenCmd::Mint(m) => {
@@ -145,8 +143,8 @@ pub(crate) async fn run(cmd: TokenCmd, out: &mut dyn Write) -> Result<(), CliErr
         }
         TokenCmd::Verify(v) => {
             let (envelope, id, now) = v.round.envelope(stateseal::DEFAULT_TTL_SECS).await?;
-            let state =
-                envelope.verify_at(&id, v.token.trim(), v.round.principal().as_ref(), now)?;
+            // The token exactly as given: a server rejects `TOKEN\n`, so the CLI does too.
+            let state = envelope.verify_at(&id, &v.token, v.round.principal().as_ref(), now)?;
             // Exactly the bytes the handler would see (WTF-8 if the state holds a lone surrogate).
             out.write_all(state.as_bytes()).map_err(io)
         }

@@ -53,6 +53,11 @@ impl PythonSdk {
     }
 
     fn call(&mut self, req: &J) -> J {
+        self.call_text(&req.to_string())
+    }
+
+    /// Sends a request line as written, so Python parses the numbers in it itself.
+    fn call_text(&mut self, req: &str) -> J {
         writeln!(self.stdin, "{req}").expect("write to python");
         let mut line = String::new();
         self.stdout.read_line(&mut line).expect("read from python");
@@ -197,4 +202,47 @@ fn random_float_arguments_digest_as_python_does() {
         );
     }
     assert!(floats > 3000, "{floats}");
+}
+
+/// The other direction, as a server meets it: Python mints over arguments full
+/// of random doubles, and the Rust side reads the request text with serde_json
+/// (as rmcp does) before verifying. Every state must verify.
+#[test]
+fn python_minted_states_with_random_floats_verify_after_serde_parsing() {
+    let mut py = PythonSdk::start();
+    let (key_hex, ring) = shared_key();
+    let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), None)
+        .build()
+        .expect("env");
+    for round in 0..20 {
+        let mut bits = [0u8; 8 * 100];
+        getrandom::fill(&mut bits).expect("rng");
+        let text: Vec<String> = bits
+            .chunks_exact(8)
+            .map(|c| f64::from_bits(u64::from_le_bytes(c.try_into().expect("8 bytes"))))
+            .filter(|f| f.is_finite())
+            .map(|f| format!("{f:e}"))
+            .collect();
+        let params_text = format!(
+            r#"{{"name":"t","arguments":{{"x":[{}],"round":{round}}}}}"#,
+            text.join(",")
+        );
+        let req = format!(
+            r#"{{"op":"mint","key_hex":"{key_hex}","audience":null,"principal":null,"method":"tools/call","params":{params_text},"state":"s"}}"#
+        );
+        let token = py.call_text(&req)["token"]
+            .as_str()
+            .expect("token")
+            .to_owned();
+        let params: J = serde_json::from_str(&params_text).expect("params");
+        let id = RequestIdentity::from_serde("tools/call", &params).expect("identity");
+        assert_eq!(
+            envelope
+                .verify(&id, &token, None)
+                .expect("python's state verifies")
+                .as_str(),
+            Some("s"),
+            "round {round}"
+        );
+    }
 }

@@ -5,5 +5,6 @@
 #[path = "../../examples/fixtures/bearer_auth.rs"]
 mod bearer_auth;
 mod e2e;
+mod floats;
 mod http;
 mod macros;

@@ -112,6 +112,38 @@ fn python_vector_token_verifies_through_the_cli() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(out.stdout, b"awaiting-confirm");
+    // What a server decides, byte for byte: a trailing newline or space is a different token.
+    for padded in [
+        format!("{token}\n"),
+        format!(" {token}"),
+        format!("{token} "),
+    ] {
+        let out = stateseal(
+            &[
+                "token",
+                "verify",
+                "--key",
+                &key,
+                "--method",
+                "tools/call",
+                "--params",
+                PARAMS,
+                "--audience",
+                "manual",
+                "--now",
+                "1782345600",
+                &padded,
+            ],
+            None,
+        );
+        assert_eq!(out.status.code(), Some(1), "{padded:?}");
+        assert!(out.stdout.is_empty());
+        assert!(
+            text(&out.stderr).contains("rejected"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
     let out = stateseal(&["token", "open", "--key", &key, token], None);
     assert_eq!(
         text(&out.stdout),

@@ -76,7 +76,8 @@ fn steady_state_kms_calls(_: &mut Criterion) {
     let kek = dir.join("kek.bin");
     LocalProvider::create_kek(&kek).expect("kek");
     let store: Arc<dyn KeysetStore> = Arc::new(FileStore::new(dir.join("keyset.json")));
-    let registry = ProviderRegistry::with_defaults();
+    let mut registry = ProviderRegistry::with_defaults();
+    registry.allow_local_kek();
     let t0 = 1_782_345_600.0;
     let ring = Arc::new(RingHandle::empty());
     let sched = rt.block_on(async {

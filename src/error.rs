@@ -53,6 +53,11 @@ pub enum Error {
     /// nothing is sealed, every echo is rejected.
     #[error("no key ring is loaded yet; the instance is not ready")]
     NotReady,
+    /// No key of the keyset can seal now (its unwraps failed, or every key has
+    /// retired): nothing is sealed and every echo is rejected until a refresh
+    /// succeeds. The message names the first failing entry and why.
+    #[error("no key in the keyset can seal: {0}")]
+    KeysUnavailable(String),
     /// A keyset document is invalid; the message names the field.
     #[error("keyset document: {field}: {problem}")]
     Keyset {

@@ -40,8 +40,8 @@ pub mod setup;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use codec::{AesGcmCodec, NONCE_LEN, SEAL_HEADROOM, StateCodec, TAG_LEN, TOKEN_PREFIX};
 pub use envelope::{
-    CARRIER_METHODS, DEFAULT_TTL_SECS, ENVELOPE_VERSION, Envelope, EnvelopeBuilder,
-    FUTURE_SKEW_SECS, PRINCIPAL_LABEL, Principal, RequestIdentity,
+    CARRIER_METHODS, DEFAULT_MAX_TOKEN_LEN, DEFAULT_TTL_SECS, ENVELOPE_VERSION, Envelope,
+    EnvelopeBuilder, FUTURE_SKEW_SECS, PRINCIPAL_LABEL, Principal, RequestIdentity,
 };
 pub use error::Error;
 #[cfg(feature = "deterministic-testing")]

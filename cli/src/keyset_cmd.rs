@@ -22,6 +22,8 @@ use crate::token::parse_seconds;
 /// (a provider's configuration error surfaces only when a URI names it).
 pub(crate) fn registry() -> ProviderRegistry {
     let mut registry = ProviderRegistry::with_defaults();
+    // Operators create and inspect local-KEK keysets for development with the CLI.
+    registry.allow_local_kek();
     stateseal_vault::register(&mut registry, stateseal_vault::VaultConfig::from_env());
     stateseal_aws_kms::register(&mut registry, stateseal_aws_kms::AwsConfig::default());
     stateseal_gcp_kms::register(&mut registry, stateseal_gcp_kms::GcpKmsConfig::from_env());

@@ -30,6 +30,13 @@ use crate::reason::RejectReason;
 /// The default state lifetime, in seconds.
 pub const DEFAULT_TTL_SECS: f64 = 600.0;
 
+/// The default longest token [`Envelope::verify`] decodes: 1 MiB of text, about
+/// 768 KiB of sealed claims.
+pub const DEFAULT_MAX_TOKEN_LEN: usize = 1 << 20;
+
+/// No configured `max_token_len` may be shorter than this (no token would fit).
+const MIN_MAX_TOKEN_LEN: usize = 256;
+
 /// Mints and verifies sealed states for one service.
 ///
 /// ```
@@ -48,6 +55,8 @@ pub const DEFAULT_TTL_SECS: f64 = 600.0;
 pub struct Envelope {
     codec: Arc<dyn StateCodec>,
     ttl: f64,
+    max_skew: f64,
+    max_token_len: usize,
     audience: Option<String>,
     clock: Arc<dyn Clock>,
     random: RandomSource,
@@ -74,6 +83,8 @@ impl Envelope {
             inner: Self {
                 codec,
                 ttl: DEFAULT_TTL_SECS,
+                max_skew: FUTURE_SKEW_SECS,
+                max_token_len: DEFAULT_MAX_TOKEN_LEN,
                 audience: audience.map(str::to_owned),
                 clock: Arc::new(SystemClock),
                 random: RandomSource::Os,
@@ -159,6 +170,12 @@ impl Envelope {
             SEAL_HEADROOM,
         );
         let token = self.codec.seal_with_headroom(payload)?;
+        if token.len() > self.max_token_len {
+            // Every verifier would reject it: better an error now than a dead state.
+            return Err(Error::Seal(
+                "state too large: its token exceeds max_token_len",
+            ));
+        }
         metrics::counter!("stateseal_seals_total").increment(1);
         Ok(token)
     }
@@ -187,13 +204,26 @@ impl Envelope {
         principal: Option<&Principal>,
         now: f64,
     ) -> Result<Text, Error> {
-        let result = self.codec.unseal(token).map_err(|e| match e {
+        // Refused before any decoding: the echo is attacker-controlled and unbounded.
+        let result = if token.len() > self.max_token_len {
+            Err(Error::Rejected(RejectReason::Malformed))
+        } else {
+            self.codec.unseal(token)
+        };
+        let result = result.map_err(|e| match e {
             Error::Rejected(r) => Error::Rejected(r),
             // A custom codec failing in another way still fails closed.
             _ => Error::Rejected(RejectReason::CodecError),
         });
         let result = result.and_then(|payload| {
-            claims::check(payload, identity, self.audience.as_deref(), principal, now)
+            claims::check(
+                payload,
+                identity,
+                self.audience.as_deref(),
+                principal,
+                now,
+                self.max_skew,
+            )
         });
         match &result {
             Ok(_) => metrics::counter!("stateseal_unseals_total").increment(1),
@@ -213,6 +243,24 @@ impl EnvelopeBuilder {
         self
     }
 
+    /// How far ahead of this verifier's clock a state's `iat` may be: the
+    /// fleet's largest clock difference S. The default, [`FUTURE_SKEW_SECS`]
+    /// (60 s), is the Python SDK's fixed value; above it, Python servers in the
+    /// same fleet reject states minted by clocks further ahead than 60 s.
+    pub fn max_skew(mut self, secs: f64) -> Self {
+        self.inner.max_skew = secs;
+        self
+    }
+
+    /// The longest token [`Envelope::verify`] will decode (default
+    /// [`DEFAULT_MAX_TOKEN_LEN`], 1 MiB). Longer echoes are rejected as
+    /// malformed before any work; [`Envelope::mint`] refuses a state whose token
+    /// would be longer. Stricter than the Python SDK, which has no limit.
+    pub fn max_token_len(mut self, bytes: usize) -> Self {
+        self.inner.max_token_len = bytes;
+        self
+    }
+
     /// The clock used by [`Envelope::mint`] and [`Envelope::verify`].
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.inner.clock = clock;
@@ -229,10 +277,22 @@ impl EnvelopeBuilder {
     /// Validates and builds.
     ///
     /// # Errors
-    /// [`Error::InvalidTtl`] for a TTL that is not a positive finite number.
+    /// [`Error::InvalidTtl`] for a TTL that is not a positive finite number;
+    /// [`Error::Config`] for a negative or non-finite `max_skew`, or a
+    /// `max_token_len` too short for any token.
     pub fn build(self) -> Result<Envelope, Error> {
         if !(self.inner.ttl.is_finite() && self.inner.ttl > 0.0) {
             return Err(Error::InvalidTtl);
+        }
+        if !(self.inner.max_skew.is_finite() && self.inner.max_skew >= 0.0) {
+            return Err(Error::Config(
+                "max_skew must be zero or a positive number of seconds".into(),
+            ));
+        }
+        if self.inner.max_token_len < MIN_MAX_TOKEN_LEN {
+            return Err(Error::Config(format!(
+                "max_token_len must be at least {MIN_MAX_TOKEN_LEN} bytes"
+            )));
         }
         Ok(self.inner)
     }

@@ -7,6 +7,7 @@
 //! refuse duplicate keys (`Duplicates::Reject`).
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 use super::swar::unescaped_run;
 use super::text::Text;
@@ -17,6 +18,9 @@ use crate::error::Error;
 pub const MAX_DEPTH: usize = 512;
 /// Most digits in an integer literal (Python's `int_max_str_digits` default).
 pub const MAX_INT_DIGITS: usize = 4300;
+
+/// Objects up to this many members find duplicate keys by scanning; larger ones by hashing.
+const LINEAR_SCAN_MEMBERS: usize = 16;
 
 /// What to do with a repeated object key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -397,6 +401,7 @@ impl<'a> Parser<'a> {
     fn object(&mut self, depth: usize) -> Result<Value, Error> {
         self.i += 1;
         let mut members: Vec<(Text, Value)> = Vec::new();
+        let mut index: Option<HashMap<Text, usize>> = None;
         self.ws();
         if self.eat(b"}") {
             return Ok(Value::Object(members));
@@ -414,12 +419,32 @@ impl<'a> Parser<'a> {
             }
             self.ws();
             let value = self.value(depth + 1)?;
-            match members.iter_mut().find(|(k, _)| *k == key) {
+            let found = match &index {
+                Some(index) => index.get(&key).copied(),
+                None => members.iter().position(|(k, _)| *k == key),
+            };
+            match found {
                 Some(_) if self.duplicates == Duplicates::Reject => {
                     return Err(Error::InvalidJson { offset: key_at });
                 }
-                Some(slot) => slot.1 = value,
-                None => members.push((key, value)),
+                Some(i) => members[i].1 = value,
+                None => {
+                    if let Some(index) = &mut index {
+                        index.insert(key.clone(), members.len());
+                    }
+                    members.push((key, value));
+                    // Past a few members a linear scan per key would make a large
+                    // object of short keys quadratic: index the keys from here on.
+                    if index.is_none() && members.len() > LINEAR_SCAN_MEMBERS {
+                        index = Some(
+                            members
+                                .iter()
+                                .enumerate()
+                                .map(|(i, (k, _))| (k.clone(), i))
+                                .collect(),
+                        );
+                    }
+                }
             }
             self.ws();
             if self.eat(b",") {
@@ -489,6 +514,28 @@ mod tests {
         assert!(p(&deep).is_err());
         let ok = "[".repeat(MAX_DEPTH) + &"]".repeat(MAX_DEPTH);
         assert!(p(&ok).is_ok());
+    }
+
+    #[test]
+    fn duplicates_in_large_objects() {
+        let members: Vec<String> = (0..100).map(|i| format!("\"k{i}\":{i}")).collect();
+        let body = members.join(",");
+        let Value::Object(m) = p(&format!("{{{body}}}")).unwrap() else {
+            panic!()
+        };
+        assert_eq!(m.len(), 100);
+        for late in [3, 16, 17, 50, 99] {
+            let doc = format!("{{{body},\"k{late}\":\"again\"}}");
+            assert!(
+                parse(doc.as_bytes(), Duplicates::Reject).is_err(),
+                "k{late}"
+            );
+            let Value::Object(m) = p(&doc).unwrap() else {
+                panic!()
+            };
+            assert_eq!(m.len(), 100, "last wins in place");
+            assert!(matches!(&m[late].1, Value::Str(t) if t.as_str() == Some("again")));
+        }
     }
 
     #[test]

@@ -5,7 +5,9 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
 
-use super::document::Keyset;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+
+use super::document::{Keyset, random_id};
 use crate::error::Error;
 use crate::provider::BoxFuture;
 
@@ -49,12 +51,22 @@ pub fn check_next_generation(uri: &str, expected: Option<u64>, doc: &Keyset) -> 
     Ok(())
 }
 
+/// Mode of a keyset file this store creates (an existing file keeps its own).
+const NEW_FILE_MODE: u32 = 0o600;
+
 /// A keyset in a local file (`file://<path>`): the embedded default.
 ///
 /// Writes take an exclusive lock on `<path>.lock` (held across processes),
 /// re-read the generation, write a temporary file in the same directory, fsync
 /// it, rename it over the document and fsync the directory, so a reader never
-/// sees a torn document and concurrent writers cannot both win.
+/// sees a torn document and concurrent writers cannot both win. New documents
+/// are created `0600`; an existing one keeps its mode; temporary files left by
+/// a killed writer are removed by the next write.
+///
+/// The lock is an advisory `flock`, which network file systems (NFS, SMB) do
+/// not reliably share between hosts: this store is for one host. A fleet on
+/// several hosts keeps its keyset in Vault KV, S3 or another shared store with
+/// compare-and-swap.
 ///
 /// ```
 /// use stateseal::{FileStore, KeysetStore};
@@ -118,6 +130,38 @@ impl FileStore {
         }
     }
 
+    fn temporary_prefix(&self) -> std::ffi::OsString {
+        let mut prefix = self
+            .path
+            .file_name()
+            .map(std::ffi::OsStr::to_os_string)
+            .unwrap_or_default();
+        prefix.push(".tmp-");
+        prefix
+    }
+
+    fn temporary_name(&self) -> Result<PathBuf, Error> {
+        let mut name = self.temporary_prefix();
+        name.push(random_id("")?);
+        Ok(self.path.with_file_name(name))
+    }
+
+    fn remove_stale_temporaries(&self, dir: &Path) {
+        let prefix = self.temporary_prefix();
+        let Ok(entries) = fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            if entry
+                .file_name()
+                .as_encoded_bytes()
+                .starts_with(prefix.as_encoded_bytes())
+            {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+    }
+
     fn cas_blocking(&self, expected: Option<u64>, doc: &Keyset) -> Result<(), Error> {
         check_next_generation(&self.uri, expected, doc)?;
         doc.validate()?;
@@ -138,11 +182,23 @@ impl FileStore {
         if found != expected {
             return Err(Error::Conflict { expected, found });
         }
-        let mut tmp_name = self.path.clone().into_os_string();
-        tmp_name.push(format!(".tmp-{}", std::process::id()));
-        let tmp = PathBuf::from(tmp_name);
+        // Holding the lock, no other writer is mid-write: any temporary file left
+        // beside the document is from a writer that was killed.
+        self.remove_stale_temporaries(&dir);
+        // A random name, so no two writers (or a recycled pid) ever share one.
+        let tmp = self.temporary_name()?;
+        let mode = match fs::metadata(&self.path) {
+            Ok(m) => m.permissions().mode() & 0o7777,
+            Err(_) => NEW_FILE_MODE,
+        };
         let result = (|| {
-            let mut f = File::create(&tmp)?;
+            let mut f = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(NEW_FILE_MODE)
+                .open(&tmp)?;
+            // An existing document keeps the mode its operator gave it.
+            f.set_permissions(fs::Permissions::from_mode(mode))?;
             f.write_all(&doc.to_json())?;
             f.sync_all()?;
             fs::rename(&tmp, &self.path)?;
@@ -250,6 +306,32 @@ mod tests {
             .filter(|e| e.file_name().to_string_lossy().contains(".tmp-"))
             .collect();
         assert!(leftovers.is_empty());
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn modes_and_temporaries() {
+        let dir = std::env::temp_dir().join(format!(
+            "stateseal-store-{}-{}",
+            std::process::id(),
+            line!()
+        ));
+        fs::create_dir_all(&dir).unwrap();
+        let store = FileStore::new(dir.join("keyset.json"));
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+        store.cas_blocking(None, &doc(1)).unwrap();
+        assert_eq!(mode(store.path()), 0o600, "new keysets are private");
+        fs::set_permissions(store.path(), fs::Permissions::from_mode(0o640)).unwrap();
+        // A writer killed mid-write left its temporary file behind.
+        let stale = dir.join("keyset.json.tmp-deadbeef");
+        fs::write(&stale, b"half a document").unwrap();
+        let unrelated = dir.join("other.json.tmp-1");
+        fs::write(&unrelated, b"not ours").unwrap();
+        store.cas_blocking(Some(1), &doc(2)).unwrap();
+        assert_eq!(mode(store.path()), 0o640, "an operator's mode is kept");
+        assert!(!stale.exists(), "stale temporary removed");
+        assert!(unrelated.exists(), "another file's temporary left alone");
+        assert_eq!(store.read().unwrap().unwrap().generation, 2);
         fs::remove_dir_all(dir).unwrap();
     }
 

@@ -13,13 +13,23 @@ type StoreFactory = Arc<dyn Fn(&str) -> Result<Arc<dyn KeysetStore>, Error> + Se
 /// Maps URI schemes to key providers (`local://`, `aws-kms://`, …) and keyset
 /// stores (`file://`, `s3://`, …).
 ///
-/// [`ProviderRegistry::with_defaults`] knows the embedded `local` provider and
-/// `file` store; provider crates add theirs (`stateseal_aws_kms::register(&mut registry)`).
+/// [`ProviderRegistry::with_defaults`] knows the embedded `file` store;
+/// provider crates add theirs (`stateseal_aws_kms::register(&mut registry, …)`).
+/// The embedded `local` provider (a KEK in a local file) is for development and
+/// tests and must be asked for with [`ProviderRegistry::allow_local_kek`]: a
+/// keyset document names its own KEKs, so a server whose registry knew
+/// `local://` would read any key file an edited document pointed it at.
 ///
 /// ```
 /// use stateseal::ProviderRegistry;
 /// let registry = ProviderRegistry::with_defaults();
-/// let err = registry.provider_for("aws-kms://arn:aws:kms:eu-west-1:1:key/x").unwrap_err();
+/// let err = registry.provider_for("local:///etc/kek.bin").unwrap_err();
+/// assert!(err.to_string().contains("allow_local_kek"));
+///
+/// let mut dev = ProviderRegistry::with_defaults();
+/// dev.allow_local_kek();
+/// assert!(dev.provider_for("local:///tmp/kek.bin").is_ok());
+/// let err = dev.provider_for("aws-kms://arn:aws:kms:eu-west-1:1:key/x").unwrap_err();
 /// assert!(err.to_string().contains("registered: file, local"));
 /// ```
 #[derive(Clone, Default)]
@@ -65,14 +75,20 @@ impl ProviderRegistry {
         Self::default()
     }
 
-    /// The `local` provider and the `file` store.
+    /// The `file` store (not the `local` provider: see [`ProviderRegistry::allow_local_kek`]).
     pub fn with_defaults() -> Self {
         let mut r = Self::new();
-        r.register_provider(Arc::new(LocalProvider::new()));
         r.register_store(FileStore::SCHEME, |uri| {
             Ok(Arc::new(FileStore::from_uri(uri)?) as Arc<dyn KeysetStore>)
         });
         r
+    }
+
+    /// Adds the `local` provider: KEKs in local files, for development, tests
+    /// and single-host setups whose operator chose it. Never enable it in a
+    /// server whose keyset document others can edit.
+    pub fn allow_local_kek(&mut self) -> &mut Self {
+        self.register_provider(Arc::new(LocalProvider::new()))
     }
 
     /// Adds (or replaces) the provider for its scheme.
@@ -110,13 +126,19 @@ impl ProviderRegistry {
     /// [`Error::InvalidUri`] or [`Error::UnknownScheme`] (listing what is registered).
     pub fn provider_for(&self, kek_uri: &str) -> Result<Arc<dyn KeyProvider>, Error> {
         let scheme = scheme_of(kek_uri)?;
-        self.providers
-            .get(scheme)
-            .cloned()
-            .ok_or_else(|| Error::UnknownScheme {
-                scheme: scheme.to_owned(),
-                registered: self.registered(),
-            })
+        if let Some(p) = self.providers.get(scheme) {
+            return Ok(p.clone());
+        }
+        if scheme == LocalProvider::SCHEME {
+            return Err(Error::Config(format!(
+                "the keyset names a local:// KEK, which this registry does not accept; local KEKs are for development and are enabled with ProviderRegistry::allow_local_kek (registered: {})",
+                self.registered()
+            )));
+        }
+        Err(Error::UnknownScheme {
+            scheme: scheme.to_owned(),
+            registered: self.registered(),
+        })
     }
 
     /// Opens the keyset store a URI names.
@@ -142,7 +164,11 @@ mod tests {
 
     #[test]
     fn unknown_and_malformed() {
-        let r = ProviderRegistry::with_defaults();
+        let mut r = ProviderRegistry::with_defaults();
+        let e = r.provider_for("local:///tmp/k").unwrap_err();
+        assert!(matches!(e, Error::Config(_)), "{e}");
+        assert!(e.to_string().contains("allow_local_kek"), "{e}");
+        r.allow_local_kek();
         assert!(r.provider_for("local:///tmp/k").is_ok());
         assert!(r.open_store("file:///tmp/k.json").is_ok());
         let e = r.provider_for("gcp-kms://projects/p").unwrap_err();

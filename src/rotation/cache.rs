@@ -32,13 +32,15 @@ fn cache_key(e: &KeyEntry) -> CacheKey {
 }
 
 /// What happened to one entry during a refresh.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Outcome {
     Fresh,
     Unwrapped,
     KeptThroughOutage,
-    Dropped(ErrorClass),
-    Unavailable(ErrorClass),
+    /// The cached unwrap expired and could not be renewed.
+    Dropped(ErrorClass, Arc<Error>),
+    /// The entry could not be unwrapped at all.
+    Unavailable(ErrorClass, Arc<Error>),
 }
 
 #[derive(Debug)]
@@ -123,7 +125,7 @@ impl KeyCache {
                     } else {
                         tracing::warn!(entry = %e.entry, error = %err, "dropping key: its cached unwrap expired and the KMS refused to renew it");
                         self.cache.invalidate(&key).await;
-                        (None, Outcome::Dropped(class))
+                        (None, Outcome::Dropped(class, Arc::new(err)))
                     }
                 }
             },
@@ -142,10 +144,8 @@ impl KeyCache {
                     Ok(c) => (Some(c.key.clone()), Outcome::Unwrapped),
                     Err(err) => {
                         tracing::warn!(entry = %e.entry, error = %err, "cannot unwrap key");
-                        (
-                            None,
-                            Outcome::Unavailable(err.kms_class().unwrap_or(ErrorClass::Config)),
-                        )
+                        let class = err.kms_class().unwrap_or(ErrorClass::Config);
+                        (None, Outcome::Unavailable(class, err))
                     }
                 }
             }

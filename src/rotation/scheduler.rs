@@ -187,8 +187,8 @@ impl RotationScheduler {
     /// unusable for longer than `max_store_staleness`, the ring is cleared.
     ///
     /// # Errors
-    /// Store errors, [`Error::KeysetRefused`], or [`Error::NotReady`] when no
-    /// key can seal (the ring is then cleared: fail closed).
+    /// Store errors, [`Error::KeysetRefused`], or [`Error::KeysUnavailable`]
+    /// when no key can seal (the ring is then cleared: fail closed).
     pub async fn refresh_at(&self, now: f64) -> Result<SchedulerStatus, Error> {
         let result = self.refresh_inner(now).await;
         self.record_refresh(now, result.as_ref().err());
@@ -264,7 +264,7 @@ impl RotationScheduler {
                 ),
             });
         }
-        // A NotReady here is already in effect (ring cleared); the store problem is the news.
+        // KeysUnavailable here is already in effect (ring cleared); the store problem is the news.
         let _ = self.install(&adopted, now).await;
         Err(problem)
     }
@@ -283,14 +283,16 @@ impl RotationScheduler {
         let plan = ring_at(doc, now);
         let mut keys = Vec::new();
         let mut primary = None;
+        let mut first_problem = None;
         for entry_id in plan.iter().flat_map(|p| p.ring.iter()) {
             let Some(e) = doc.entry(entry_id) else {
                 continue;
             };
             let (key, outcome) = inner.cache.get(&inner.registry, doc, e, now).await;
-            if let Outcome::Dropped(c) | Outcome::Unavailable(c) = outcome {
+            if let Outcome::Dropped(c, err) | Outcome::Unavailable(c, err) = outcome {
                 metrics::counter!("stateseal_key_unavailable_total", "class" => c.to_string())
                     .increment(1);
+                first_problem.get_or_insert_with(|| format!("entry {}: {err}", e.entry));
             }
             let Some(key) = key else { continue };
             // The planned primary, or failing that the newest active key we hold.
@@ -303,7 +305,9 @@ impl RotationScheduler {
         let Some(p) = primary else {
             // No key can seal: fail closed rather than keep a ring that no longer matches the keyset.
             self.fail_closed();
-            return Err(Error::NotReady);
+            return Err(Error::KeysUnavailable(
+                first_problem.unwrap_or_else(|| "every key has retired".to_owned()),
+            ));
         };
         keys.swap(0, p);
         let ring = KeyRing::from_keys(keys)?;

@@ -139,6 +139,7 @@ pub async fn start_with_clock(
     let refresh = scheduler.spawn();
     let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some(&config.audience))
         .ttl(config.ttl)
+        .max_skew(config.max_skew)
         .clock(clock)
         .build()?;
     let boundary = Boundary::new(Arc::new(envelope)).with_failure_mode(config.failure_mode.into());

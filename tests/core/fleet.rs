@@ -56,6 +56,13 @@ pub(crate) fn temp_dir(tag: &str) -> std::path::PathBuf {
 
 /// A temporary directory with a fresh `local://` KEK and a `file://` store
 /// holding a keyset initialised at `t0` through `registry`.
+/// The default registry plus the `local` provider these tests' keysets use.
+pub(crate) fn local_registry() -> ProviderRegistry {
+    let mut registry = ProviderRegistry::with_defaults();
+    registry.allow_local_kek();
+    registry
+}
+
 pub(crate) async fn local_keyset(
     tag: &str,
     registry: &ProviderRegistry,
@@ -86,7 +93,7 @@ pub(crate) fn instance(
     let scheduler = RotationScheduler::new(
         config.clone(),
         store,
-        ProviderRegistry::with_defaults(),
+        local_registry(),
         ring.clone(),
         Arc::new(ManualClock::new(0.0)),
     )
@@ -129,7 +136,7 @@ async fn fleet_rotates_three_times_with_zero_rejections() {
     let t0 = 1_782_345_600.0;
     init_keyset(
         store.as_ref(),
-        &ProviderRegistry::with_defaults(),
+        &local_registry(),
         &format!("local://{}", kek.display()),
         t0,
     )

@@ -9,7 +9,7 @@ use stateseal::{
     RotationScheduler,
 };
 
-use crate::fleet::local_keyset;
+use crate::fleet::{local_keyset, local_registry};
 
 #[test]
 fn counters_and_gauges_are_recorded() {
@@ -21,7 +21,7 @@ fn counters_and_gauges_are_recorded() {
             .build()
             .expect("rt");
         rt.block_on(async {
-            let registry = ProviderRegistry::with_defaults();
+            let registry = local_registry();
             let t0 = 1_782_345_600.0;
             let (dir, store) = local_keyset("metrics", &registry, t0).await;
             let ring = Arc::new(RingHandle::empty());

@@ -133,7 +133,10 @@ async fn transient_outage_within_grace_causes_no_rejection() {
     assert!(env.verify_at(&round(), &token, None, s.t0 + 1.0).is_ok());
     // Past max_key_age + outage_grace the key is dropped: fail closed.
     let late = s.t0 + 3_600.0 + 86_400.0 + 1.0;
-    assert_eq!(sched.refresh_at(late).await.unwrap_err(), Error::NotReady);
+    assert!(matches!(
+        sched.refresh_at(late).await.unwrap_err(),
+        Error::KeysUnavailable(_)
+    ));
     assert!(!sched.is_ready());
     assert_eq!(
         env.mint_at(&round(), b"x", None, late).unwrap_err(),
@@ -155,14 +158,17 @@ async fn denied_key_is_dropped_after_max_key_age() {
     sched.refresh_at(s.t0 + 3_599.0).await.expect("refresh");
     assert!(works(&env, s.t0 + 3_599.0));
     // Once it expires, the KMS's "denied" drops the key.
-    assert_eq!(
+    assert!(matches!(
         sched.refresh_at(s.t0 + 3_601.0).await.unwrap_err(),
-        Error::NotReady
-    );
+        Error::KeysUnavailable(_)
+    ));
     assert!(!works(&env, s.t0 + 3_601.0));
-    assert_eq!(
-        sched.status().last_error.as_deref(),
-        Some("no key ring is loaded yet; the instance is not ready")
+    // The status names the real cause: which entry, and the KMS's answer.
+    let last = sched.status().last_error.expect("error");
+    assert!(
+        last.starts_with("no key in the keyset can seal: entry k_")
+            && last.ends_with("local KMS: denied: access denied"),
+        "{last}"
     );
 }
 

@@ -4,9 +4,9 @@
 use std::collections::HashMap;
 
 use stateseal::setup::{Config, start};
-use stateseal::{Error, LocalProvider, ProviderRegistry, RequestIdentity};
+use stateseal::{Error, LocalProvider, RequestIdentity};
 
-use crate::fleet::temp_dir;
+use crate::fleet::{local_registry, temp_dir};
 
 fn err(text: &str) -> String {
     match Config::from_toml_str(text) {
@@ -87,9 +87,7 @@ async fn start_creates_waits_and_protects() {
         kek.display()
     );
     let config = Config::from_toml_str(&text).expect("config");
-    let protection = start(&config, ProviderRegistry::with_defaults())
-        .await
-        .expect("start");
+    let protection = start(&config, local_registry()).await.expect("start");
     assert!(protection.is_ready());
     assert_eq!(protection.status().generation, Some(1));
     let boundary = protection.boundary();
@@ -100,13 +98,23 @@ async fn start_creates_waits_and_protects() {
         Ok(Some("s".to_owned()))
     );
     // A second instance finds the keyset and uses the same keys.
-    let second = start(&config, ProviderRegistry::with_defaults())
+    let second = start(&config, local_registry())
         .await
         .expect("second instance");
     assert_eq!(
         second.boundary().open(&round, Some(&sealed), &Ok(None)),
         Ok(Some("s".to_owned()))
     );
+    // A server whose registry was not asked for local KEKs refuses a keyset naming one.
+    let strict = Config::from_toml_str(&format!(
+        "store = '{store}'\naudience = 'svc'\nready_timeout = 0.3\n"
+    ))
+    .expect("config");
+    let e = start(&strict, stateseal::ProviderRegistry::with_defaults())
+        .await
+        .expect_err("local KEK refused")
+        .to_string();
+    assert!(e.contains("allow_local_kek"), "{e}");
 
     // No keyset and nothing to create it with: a clear, bounded failure.
     let empty = Config::from_toml_str(&format!(
@@ -114,7 +122,7 @@ async fn start_creates_waits_and_protects() {
         dir.join("none.json").display()
     ))
     .expect("config");
-    let e = start(&empty, ProviderRegistry::with_defaults())
+    let e = start(&empty, local_registry())
         .await
         .expect_err("no keyset")
         .to_string();
@@ -124,7 +132,7 @@ async fn start_creates_waits_and_protects() {
     );
     let unknown =
         Config::from_toml_str("store = 's3://bucket/key'\naudience = 'svc'").expect("config");
-    let e = start(&unknown, ProviderRegistry::with_defaults())
+    let e = start(&unknown, local_registry())
         .await
         .expect_err("unknown scheme")
         .to_string();

@@ -13,7 +13,7 @@ use stateseal::{
     RingHandle, RotationScheduler, Secret,
 };
 
-use crate::fleet::{local_keyset, temp_dir};
+use crate::fleet::{local_keyset, local_registry, temp_dir};
 
 const T0: f64 = 1_782_345_600.0;
 
@@ -61,7 +61,7 @@ fn path_of(store: &Arc<dyn KeysetStore>) -> std::path::PathBuf {
 
 #[tokio::test]
 async fn garbage_in_the_store_does_not_freeze_the_timeline() {
-    let registry = ProviderRegistry::with_defaults();
+    let registry = local_registry();
     let (dir, store) = local_keyset("faults-garbage", &registry, T0).await;
     let a = instance(store.clone(), &registry);
     a.sched.refresh_at(T0).await.expect("refresh");
@@ -112,7 +112,7 @@ async fn garbage_in_the_store_does_not_freeze_the_timeline() {
 
 #[tokio::test]
 async fn a_store_unusable_past_max_store_staleness_stops_sealing_and_recovers() {
-    let registry = ProviderRegistry::with_defaults();
+    let registry = local_registry();
     let (dir, store) = local_keyset("faults-stale", &registry, T0).await;
     let good = std::fs::read(path_of(&store)).expect("doc");
     let a = instance(store.clone(), &registry);
@@ -134,7 +134,7 @@ async fn a_store_unusable_past_max_store_staleness_stops_sealing_and_recovers() 
 
 #[tokio::test]
 async fn max_store_staleness_overrides_outage_grace() {
-    let registry = ProviderRegistry::with_defaults();
+    let registry = local_registry();
     let (dir, store) = local_keyset("faults-stale-cfg", &registry, T0).await;
     let ring = Arc::new(RingHandle::empty());
     let sched = RotationScheduler::new(
@@ -167,7 +167,7 @@ async fn an_older_generation_or_another_keyset_is_refused() {
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
     let _guard = metrics::set_default_local_recorder(&recorder);
-    let registry = ProviderRegistry::with_defaults();
+    let registry = local_registry();
     let (dir, store) = local_keyset("faults-rollback", &registry, T0).await;
     let path = path_of(&store);
     let generation_one = std::fs::read(&path).expect("doc");

@@ -4,7 +4,7 @@
 use stateseal::provider::ErrorClass;
 use stateseal::rotation::{RotateMode, init_keyset};
 use stateseal::{Error, KeyProvider, ProviderRegistry};
-use stateseal_vault::{SecretString, VaultAuth, VaultConfig, VaultTransitProvider};
+use stateseal_vault::{SecretId, SecretString, VaultAuth, VaultConfig, VaultTransitProvider};
 
 use crate::member::{T0, base64_of, class, ctx, instance, round, works};
 use crate::openbao::{FLEET_POLICY, OpenBao};
@@ -255,10 +255,10 @@ async fn revoked_decrypt_is_denied_and_the_key_dropped_after_max_key_age() {
     assert_eq!(class(&e), Some(ErrorClass::Denied), "{e}");
     // Until max_key_age the cached key serves; after it, the key is dropped: fail closed.
     assert!(works(&i, T0 + 3599.0));
-    assert_eq!(
+    assert!(matches!(
         i.sched.refresh_at(T0 + 3601.0).await.unwrap_err(),
-        Error::NotReady
-    );
+        Error::KeysUnavailable(_)
+    ));
     assert!(!i.sched.is_ready());
     assert!(!works(&i, T0 + 3601.0));
 }
@@ -337,7 +337,7 @@ async fn approle_login_renews_and_logs_in_again_after_revocation() {
         .auth(VaultAuth::AppRole {
             mount: "approle".into(),
             role_id,
-            secret_id: SecretString::new(secret_id.clone()),
+            secret_id: SecretId::Value(SecretString::new(secret_id.clone())),
         })
         // Renew when 99.9 % of the 60 s TTL is left: every call after the first 60 ms renews.
         .renew_before(0.999)
@@ -378,7 +378,7 @@ async fn approle_login_renews_and_logs_in_again_after_revocation() {
             .auth(VaultAuth::AppRole {
                 mount: "approle".into(),
                 role_id: "nope".into(),
-                secret_id: SecretString::new("wrong-secret-id"),
+                secret_id: SecretId::Value(SecretString::new("wrong-secret-id")),
             })
             .build()
             .expect("config"),
@@ -392,6 +392,97 @@ async fn approle_login_renews_and_logs_in_again_after_revocation() {
         "{e}"
     );
     assert!(!e.to_string().contains("wrong-secret-id"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approle_secret_id_file_is_read_at_every_login() {
+    let bao = OpenBao::start(&crate::scratch("openbao-secret-id"));
+    bao.write_policy("fleet", FLEET_POLICY);
+    bao.ok(&["auth", "enable", "approle"]);
+    // Secret ids that can be used once: a server that reused the first one would be refused.
+    bao.ok(&[
+        "write",
+        "auth/approle/role/mcp",
+        "token_policies=fleet",
+        "token_ttl=1h",
+        "secret_id_num_uses=1",
+    ]);
+    let role_id = bao.bao_json(&["read", "auth/approle/role/mcp/role-id"])["data"]["role_id"]
+        .as_str()
+        .expect("role id")
+        .to_owned();
+    let new_secret_id = || {
+        bao.bao_json(&["write", "-f", "auth/approle/role/mcp/secret-id"])["data"]["secret_id"]
+            .as_str()
+            .expect("secret id")
+            .to_owned()
+    };
+    let file = crate::scratch("openbao-secret-id").join("secret-id");
+    std::fs::write(&file, format!("{}\n", new_secret_id())).expect("write");
+    let provider = VaultTransitProvider::new(
+        VaultConfig::builder(&bao.addr)
+            .auth(VaultAuth::AppRole {
+                mount: "approle".into(),
+                role_id,
+                secret_id: SecretId::File(file.clone()),
+            })
+            .build()
+            .expect("config"),
+    );
+    let dk = provider
+        .generate(KEK, ctx("ks_a", "k_1"))
+        .await
+        .expect("generate");
+    assert_eq!(provider.auth_stats().logins, 1);
+    // The delivery side (Vault Agent, CSI, a job) rotates the secret id; the login token dies.
+    std::fs::write(&file, new_secret_id()).expect("rotate");
+    bao.ok(&["token", "revoke", "-mode=path", "auth/approle/login"]);
+    provider
+        .unwrap(KEK, &dk.wrapped, ctx("ks_a", "k_1"))
+        .await
+        .expect("logs in again with the rotated secret id");
+    assert_eq!(provider.auth_stats().logins, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_renewal_survives_vault_being_down_during_a_renewal() {
+    let mut bao = OpenBao::start(&crate::scratch("openbao-renew-outage"));
+    bao.write_policy("fleet", FLEET_POLICY);
+    let token =
+        bao.bao_json(&["token", "create", "-policy=fleet", "-ttl=30s"])["auth"]["client_token"]
+            .as_str()
+            .expect("token")
+            .to_owned();
+    let provider = VaultTransitProvider::new(
+        VaultConfig::builder(&bao.addr)
+            .auth(VaultAuth::Token(SecretString::new(token)))
+            // Renewal falls due 30 ms after the first call.
+            .renew_before(0.999)
+            .build()
+            .expect("config"),
+    );
+    let dk = provider
+        .generate(KEK, ctx("ks_a", "k_1"))
+        .await
+        .expect("generate");
+    assert_eq!(provider.auth_stats().renewals, 0);
+    bao.stop();
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    // The renewal falls due while Vault is down: it fails, and so does the call.
+    let e = provider
+        .unwrap(KEK, &dk.wrapped, ctx("ks_a", "k_1"))
+        .await
+        .unwrap_err();
+    assert_eq!(class(&e), Some(ErrorClass::Transient), "{e}");
+    assert_eq!(provider.auth_stats().renewals, 0);
+    bao.restart();
+    // One backoff (0.5 s) later the renewal is tried again and succeeds.
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    provider
+        .unwrap(KEK, &dk.wrapped, ctx("ks_a", "k_1"))
+        .await
+        .expect("unwrap after recovery");
+    assert_eq!(provider.auth_stats().renewals, 1, "renewal resumed");
 }
 
 /// A stand-in for the one Kubernetes API call Vault's Kubernetes auth makes

@@ -32,8 +32,33 @@ impl fmt::Debug for SecretString {
     }
 }
 
-/// How stateseal authenticates to Vault.
+/// Where an AppRole secret id comes from.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum SecretId {
+    /// A fixed value (it stops working when its `secret_id_ttl` ends).
+    Value(SecretString),
+    /// A file read afresh at every login, so whatever delivers secret ids
+    /// (Vault Agent, a CSI driver, an operator's job) can rotate them under a
+    /// running server. Trailing whitespace is ignored.
+    File(PathBuf),
+}
+
+impl SecretId {
+    /// The secret id now (the file's current contents for [`SecretId::File`]).
+    pub(crate) fn read(&self) -> std::io::Result<SecretString> {
+        match self {
+            Self::Value(v) => Ok(v.clone()),
+            Self::File(path) => {
+                let text = Zeroizing::new(std::fs::read_to_string(path)?);
+                Ok(SecretString::new(text.trim_end()))
+            }
+        }
+    }
+}
+
+/// How stateseal authenticates to Vault.
+#[derive(Clone)]
 #[non_exhaustive]
 pub enum VaultAuth {
     /// A token given by the operator (`VAULT_TOKEN`); renewed while renewable.
@@ -44,8 +69,8 @@ pub enum VaultAuth {
         mount: String,
         /// The role id (not secret on its own, but not logged either).
         role_id: String,
-        /// The secret id.
-        secret_id: SecretString,
+        /// The secret id, or the file to read it from at each login.
+        secret_id: SecretId,
     },
     /// Kubernetes login with the pod's service account token, read from `jwt_path` at each login.
     Kubernetes {
@@ -56,6 +81,38 @@ pub enum VaultAuth {
         /// Where the service account JWT is mounted.
         jwt_path: PathBuf,
     },
+}
+
+impl fmt::Debug for VaultAuth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Token(_) => f.write_str("Token(<redacted>)"),
+            Self::AppRole {
+                mount, secret_id, ..
+            } => f
+                .debug_struct("AppRole")
+                .field("mount", mount)
+                .field("role_id", &"<redacted>")
+                .field(
+                    "secret_id",
+                    match secret_id {
+                        SecretId::Value(_) => &"<redacted>",
+                        SecretId::File(path) => path,
+                    },
+                )
+                .finish(),
+            Self::Kubernetes {
+                mount,
+                role,
+                jwt_path,
+            } => f
+                .debug_struct("Kubernetes")
+                .field("mount", mount)
+                .field("role", role)
+                .field("jwt_path", jwt_path)
+                .finish(),
+        }
+    }
 }
 
 impl VaultAuth {
@@ -147,17 +204,18 @@ impl VaultConfig {
             )?)),
             "approle" => {
                 let secret_id = match var("STATESEAL_VAULT_SECRET_ID_FILE") {
-                    Some(path) => SecretString::new(
-                        std::fs::read_to_string(&path)
-                            .map_err(|e| {
-                                Error::Config(format!("STATESEAL_VAULT_SECRET_ID_FILE {path}: {e}"))
-                            })?
-                            .trim_end(),
-                    ),
-                    None => SecretString::new(need(
+                    Some(path) => {
+                        // Read now to fail fast on a wrong path; read again at every login.
+                        let source = SecretId::File(PathBuf::from(&path));
+                        source.read().map_err(|e| {
+                            Error::Config(format!("STATESEAL_VAULT_SECRET_ID_FILE {path}: {e}"))
+                        })?;
+                        source
+                    }
+                    None => SecretId::Value(SecretString::new(need(
                         "STATESEAL_VAULT_SECRET_ID",
                         "approle auth needs a secret id, or STATESEAL_VAULT_SECRET_ID_FILE",
-                    )?),
+                    )?)),
                 };
                 VaultAuth::AppRole {
                     mount: var("STATESEAL_VAULT_AUTH_MOUNT").unwrap_or_else(|| "approle".into()),
@@ -376,11 +434,41 @@ mod tests {
                 secret_id,
             } => {
                 assert_eq!((mount.as_str(), role_id.as_str()), ("approle", "role-1"));
-                assert_eq!(secret_id.expose(), "secret-id-value");
+                assert_eq!(secret_id.read().unwrap().expose(), "secret-id-value");
             }
             other => panic!("{other:?}"),
         }
-        assert!(!format!("{c:?}").contains("secret-id-value"));
+        let debug = format!("{c:?}");
+        assert!(!debug.contains("secret-id-value"), "{debug}");
+        assert!(!debug.contains("role-1"), "{debug}");
+        // A secret id file is read at every login, so a rotated one is picked up.
+        let file = std::env::temp_dir().join(format!("stateseal-secret-id-{}", std::process::id()));
+        std::fs::write(&file, "first\n").unwrap();
+        let path = file.display().to_string();
+        let c = VaultConfig::from_vars(vars(&[
+            ("VAULT_ADDR", "https://vault:8200"),
+            ("STATESEAL_VAULT_AUTH", "approle"),
+            ("STATESEAL_VAULT_ROLE_ID", "role-1"),
+            ("STATESEAL_VAULT_SECRET_ID_FILE", &path),
+        ]))
+        .unwrap();
+        let VaultAuth::AppRole { secret_id, .. } = c.auth() else {
+            panic!("approle")
+        };
+        assert_eq!(secret_id.read().unwrap().expose(), "first");
+        std::fs::write(&file, "second").unwrap();
+        assert_eq!(secret_id.read().unwrap().expose(), "second");
+        assert!(!format!("{c:?}").contains("second"));
+        std::fs::remove_file(&file).unwrap();
+        let e = VaultConfig::from_vars(vars(&[
+            ("VAULT_ADDR", "https://vault:8200"),
+            ("STATESEAL_VAULT_AUTH", "approle"),
+            ("STATESEAL_VAULT_ROLE_ID", "role-1"),
+            ("STATESEAL_VAULT_SECRET_ID_FILE", &path),
+        ]))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("STATESEAL_VAULT_SECRET_ID_FILE"), "{e}");
         let c = VaultConfig::from_vars(vars(&[
             ("VAULT_ADDR", "https://vault:8200"),
             ("STATESEAL_VAULT_AUTH", "kubernetes"),

@@ -10,7 +10,9 @@ use std::sync::Arc;
 
 use stateseal::{Error, KeysetStore, ProviderRegistry};
 
-pub use config::{KUBERNETES_JWT_PATH, SecretString, VaultAuth, VaultConfig, VaultConfigBuilder};
+pub use config::{
+    KUBERNETES_JWT_PATH, SecretId, SecretString, VaultAuth, VaultConfig, VaultConfigBuilder,
+};
 pub use provider::{TransitKey, VaultTransitProvider};
 pub use session::AuthStats;
 pub use store::VaultKvStore;

@@ -22,6 +22,13 @@ struct Login {
     /// `None`: the token does not expire (root or periodic tokens without a TTL).
     renew_at: Option<Instant>,
     renewable: bool,
+    /// Renewals that failed transiently in a row (they back off, bounded).
+    renew_failures: u32,
+}
+
+/// The wait before retrying a renewal that failed transiently: 0.5 s, doubling, at most 64 s.
+fn renewal_backoff(failures: u32) -> Duration {
+    Duration::from_millis(500u64 << failures.saturating_sub(1).min(7))
 }
 
 impl Login {
@@ -143,6 +150,7 @@ impl Session {
                     client: Arc::new(client),
                     renew_at: renew_at(now, info.ttl, config.renew_before()),
                     renewable: info.renewable,
+                    renew_failures: 0,
                 })
             }
             VaultAuth::AppRole {
@@ -150,6 +158,11 @@ impl Session {
                 role_id,
                 secret_id,
             } => {
+                // Read at every login: the file may hold a newer secret id than at start.
+                let secret_id = secret_id.read().map_err(|e| ClientError::FileReadError {
+                    source: e,
+                    path: "the AppRole secret id file".into(),
+                })?;
                 let client = Self::client_with(config, "")?;
                 let info =
                     vaultrs::auth::approle::login(&client, mount, role_id, secret_id.expose())
@@ -187,6 +200,7 @@ impl Session {
             client: Arc::new(client),
             renew_at: renew_at(now, info.lease_duration, config.renew_before()),
             renewable: info.renewable,
+            renew_failures: 0,
         }
     }
 
@@ -200,22 +214,32 @@ impl Session {
             && login.due_at(now)
         {
             let renewed = if login.renewable {
-                vaultrs::token::renew_self(&*login.client, None).await.ok()
+                Some(vaultrs::token::renew_self(&*login.client, None).await)
             } else {
                 None
             };
             match renewed {
-                Some(info) => {
+                Some(Ok(info)) => {
                     login.renew_at = renew_at(now, info.lease_duration, config.renew_before());
+                    login.renew_failures = 0;
                     self.renewals.fetch_add(1, Ordering::Relaxed);
                     tracing::debug!(target: "stateseal::vault", "renewed the Vault token");
                 }
-                None if matches!(config.auth(), VaultAuth::Token(_)) => {
+                // Vault unreachable, sealed or overloaded: the token is still valid, so
+                // keep it and try again soon, backing off.
+                Some(Err(e)) if class_of(&e) == ErrorClass::Transient => {
+                    login.renew_failures = login.renew_failures.saturating_add(1);
+                    let wait = renewal_backoff(login.renew_failures);
+                    login.renew_at = Some(now + wait);
+                    tracing::warn!(target: "stateseal::vault", error = %classify(provider, "renew", &e), retry_in_ms = wait.as_millis() as u64, "the Vault token renewal failed; retrying");
+                }
+                // A definite refusal, or a token that cannot be renewed.
+                _ if matches!(config.auth(), VaultAuth::Token(_)) => {
                     // Nothing to log in with: keep the token until Vault refuses it.
                     login.renew_at = None;
                     tracing::warn!(target: "stateseal::vault", "the Vault token could not be renewed; it will expire");
                 }
-                None => *guard = None,
+                _ => *guard = None,
             }
         }
         if guard.is_none() {
@@ -398,8 +422,18 @@ mod tests {
             ),
             renew_at: Some(at),
             renewable: true,
+            renew_failures: 0,
         };
         assert!(!login.due_at(now + Duration::from_secs(74)));
         assert!(login.due_at(now + Duration::from_secs(75)));
+        let waits: Vec<u64> = (1..=10)
+            .map(|n| renewal_backoff(n).as_millis() as u64)
+            .collect();
+        assert_eq!(
+            waits,
+            [
+                500, 1000, 2000, 4000, 8000, 16000, 32000, 64000, 64000, 64000
+            ]
+        );
     }
 }

@@ -1,0 +1,100 @@
+//! Configurable verification limits: the token length cap (checked before any
+//! decoding) and the future-`iat` allowance that follows the fleet's max skew.
+
+use std::sync::Arc;
+
+use stateseal::{
+    AesGcmCodec, DEFAULT_MAX_TOKEN_LEN, Envelope, Error, FUTURE_SKEW_SECS, KeyRing, RejectReason,
+    RequestIdentity, RingHandle, Secret,
+};
+
+const NOW: f64 = 1_782_345_600.0;
+
+fn codec() -> Arc<AesGcmCodec> {
+    let ring = KeyRing::from_secrets(&[Secret::new(vec![9; 32]).expect("key")]).expect("ring");
+    Arc::new(AesGcmCodec::new(Arc::new(RingHandle::new(ring))))
+}
+
+fn id() -> RequestIdentity {
+    RequestIdentity::from_json("tools/call", br#"{"name":"t","arguments":{}}"#).expect("id")
+}
+
+fn reason(r: Result<stateseal::json::Text, Error>) -> Option<RejectReason> {
+    r.err().and_then(|e| e.reject_reason())
+}
+
+#[test]
+fn tokens_longer_than_max_token_len_are_rejected_before_decoding() {
+    let codec = codec();
+    let small = Envelope::builder(codec.clone(), Some("svc"))
+        .max_token_len(1024)
+        .build()
+        .expect("env");
+    let token = small.mint_at(&id(), &[b'x'; 600], None, NOW).expect("fits");
+    assert!(token.len() <= 1024);
+    assert!(small.verify_at(&id(), &token, None, NOW).is_ok());
+    // A state whose token would not fit is refused at mint time, not sent out to die.
+    let err = small.mint_at(&id(), &[b'x'; 900], None, NOW).unwrap_err();
+    assert!(err.to_string().contains("max_token_len"), "{err}");
+    // An over-long echo is malformed, whatever it holds (here: a valid token, padded out).
+    let big = Envelope::builder(codec, Some("svc")).build().expect("env");
+    let long = big.mint_at(&id(), &[b'x'; 900], None, NOW).expect("mint");
+    assert!(big.verify_at(&id(), &long, None, NOW).is_ok());
+    assert_eq!(
+        reason(small.verify_at(&id(), &long, None, NOW)),
+        Some(RejectReason::Malformed)
+    );
+    let huge = "v1.".to_owned() + &"A".repeat(DEFAULT_MAX_TOKEN_LEN);
+    assert_eq!(
+        reason(big.verify_at(&id(), &huge, None, NOW)),
+        Some(RejectReason::Malformed)
+    );
+    let err = Envelope::builder(
+        Arc::new(AesGcmCodec::new(Arc::new(RingHandle::empty()))),
+        None,
+    )
+    .max_token_len(10)
+    .build()
+    .unwrap_err();
+    assert!(err.to_string().contains("max_token_len"), "{err}");
+}
+
+#[test]
+fn the_future_iat_allowance_follows_max_skew() {
+    let codec = codec();
+    let ahead = Envelope::builder(codec.clone(), Some("svc"))
+        .build()
+        .expect("env");
+    // Minted by a clock 90 s ahead of the verifier's.
+    let token = ahead.mint_at(&id(), b"s", None, NOW + 90.0).expect("mint");
+    let default = Envelope::builder(codec.clone(), Some("svc"))
+        .build()
+        .expect("env");
+    assert_eq!(FUTURE_SKEW_SECS, 60.0, "the Python SDK's value");
+    assert_eq!(
+        reason(default.verify_at(&id(), &token, None, NOW)),
+        Some(RejectReason::MintedInFuture)
+    );
+    let wide = Envelope::builder(codec.clone(), Some("svc"))
+        .max_skew(120.0)
+        .build()
+        .expect("env");
+    assert!(wide.verify_at(&id(), &token, None, NOW).is_ok());
+    let narrow = Envelope::builder(codec.clone(), Some("svc"))
+        .max_skew(5.0)
+        .build()
+        .expect("env");
+    let slightly = ahead.mint_at(&id(), b"s", None, NOW + 10.0).expect("mint");
+    assert!(default.verify_at(&id(), &slightly, None, NOW).is_ok());
+    assert_eq!(
+        reason(narrow.verify_at(&id(), &slightly, None, NOW)),
+        Some(RejectReason::MintedInFuture)
+    );
+    for bad in [-1.0, f64::NAN, f64::INFINITY] {
+        let err = Envelope::builder(codec.clone(), None)
+            .max_skew(bad)
+            .build()
+            .unwrap_err();
+        assert!(err.to_string().contains("max_skew"), "{bad}: {err}");
+    }
+}

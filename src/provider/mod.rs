@@ -6,6 +6,7 @@
 //! Providers are async and object-safe; they are only called by the rotation
 //! scheduler and the CLI, never on the seal/unseal path.
 
+mod endpoint;
 mod local;
 mod registry;
 
@@ -13,6 +14,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 
+pub use endpoint::{check_endpoint, is_loopback_http};
 pub use local::LocalProvider;
 pub use registry::{ProviderRegistry, scheme_of};
 

@@ -7,6 +7,7 @@ use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, SdkConfig};
 use stateseal::Error;
+use stateseal::provider::check_endpoint;
 
 /// Settings of the AWS KMS provider and the S3 store, built with [`AwsConfig::builder`].
 ///
@@ -172,12 +173,8 @@ impl AwsConfigBuilder {
                 "aws: the attempt timeout must not exceed the operation timeout".into(),
             ));
         }
-        if let Some(url) = &c.endpoint_url
-            && !(url.starts_with("http://") || url.starts_with("https://"))
-        {
-            return Err(Error::Config(format!(
-                "aws: endpoint {url:?} must start with http:// or https://"
-            )));
+        if let Some(url) = &c.endpoint_url {
+            check_endpoint("aws", url)?;
         }
         Ok(c)
     }
@@ -190,11 +187,23 @@ mod tests {
     #[test]
     fn builder_checks() {
         assert!(AwsConfig::builder().build().is_ok());
+        for ok in [
+            "http://127.0.0.1:4566",
+            "https://kms.eu-west-1.amazonaws.com",
+        ] {
+            assert!(
+                AwsConfig::builder().endpoint_url(ok).build().is_ok(),
+                "{ok}"
+            );
+        }
         for bad in [
             AwsConfig::builder().max_attempts(0),
             AwsConfig::builder().operation_timeout(Duration::ZERO),
             AwsConfig::builder().attempt_timeout(Duration::from_secs(60)),
             AwsConfig::builder().endpoint_url("localhost:4566"),
+            AwsConfig::builder().endpoint_url("http://localhost:4566"),
+            AwsConfig::builder().endpoint_url("http://127.0.0.1.evil.example:4566"),
+            AwsConfig::builder().endpoint_url("http://10.1.2.3:4566"),
         ] {
             let e = bad.build().unwrap_err();
             assert!(

@@ -14,7 +14,7 @@ use object_store::aws::{AmazonS3, AmazonS3Builder, AwsCredential};
 use object_store::path::Path;
 use object_store::{ObjectStore, PutMode, PutOptions, PutPayload, UpdateVersion};
 use stateseal::keyset::check_next_generation;
-use stateseal::provider::BoxFuture;
+use stateseal::provider::{BoxFuture, check_endpoint, is_loopback_http};
 use stateseal::{Error, Keyset, KeysetStore};
 use tokio::sync::OnceCell;
 
@@ -121,9 +121,8 @@ impl S3Store {
                     .with_credentials(Arc::new(SdkCredentials(creds)));
                 if let Some(url) = endpoint {
                     // Plain HTTP only to a loopback endpoint (a local test server).
-                    let loopback = url.starts_with("http://127.0.0.1")
-                        || url.starts_with("http://localhost")
-                        || url.starts_with("http://[::1]");
+                    check_endpoint("s3", &url)?;
+                    let loopback = is_loopback_http(&url);
                     b = b.with_endpoint(url).with_allow_http(loopback);
                 }
                 b.build().map_err(|e| self.error(format!("S3 client: {e}")))

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use stateseal::Error;
+use stateseal::provider::{check_endpoint, is_loopback_http};
 
 /// Settings of the GCP KMS provider, built with [`GcpKmsConfig::builder`] or [`GcpKmsConfig::from_env`].
 ///
@@ -131,21 +132,19 @@ impl GcpKmsConfigBuilder {
     /// Checks and builds the configuration.
     ///
     /// # Errors
-    /// [`Error::Config`] for anonymous credentials against Google's endpoint,
-    /// an endpoint that is not `http(s)://…`, or zero attempts or timeout.
+    /// [`Error::Config`] for anonymous credentials anywhere but a loopback
+    /// endpoint, an endpoint that is neither `https://…` nor `http://` to a
+    /// loopback address, or zero attempts or timeout.
     pub fn build(self) -> Result<GcpKmsConfig, Error> {
         let c = self.0;
-        if c.anonymous && c.endpoint.is_none() {
-            return Err(Error::Config(
-                "gcp-kms: anonymous credentials need an endpoint override (STATESEAL_GCP_KMS_ENDPOINT)".into(),
-            ));
+        if let Some(e) = &c.endpoint {
+            check_endpoint("gcp-kms", e)?;
         }
-        if let Some(e) = &c.endpoint
-            && !(e.starts_with("http://") || e.starts_with("https://"))
-        {
-            return Err(Error::Config(format!(
-                "gcp-kms: endpoint {e:?} must start with http:// or https://"
-            )));
+        // Anonymous credentials are for a local emulator or test server only.
+        if c.anonymous && !c.endpoint.as_deref().is_some_and(is_loopback_http) {
+            return Err(Error::Config(
+                "gcp-kms: anonymous credentials need a loopback endpoint override (STATESEAL_GCP_KMS_ENDPOINT=http://127.0.0.1:PORT)".into(),
+            ));
         }
         if c.max_attempts == 0 || c.max_attempts > 10 || c.attempt_timeout.is_zero() {
             return Err(Error::Config(
@@ -182,5 +181,27 @@ mod tests {
         .to_string();
         assert!(e.contains("expected adc or anonymous"), "{e}");
         assert!(GcpKmsConfig::from_vars(|_| None).is_ok());
+        // Plain HTTP (a bearer token, and plaintext keys on wrap) only to a loopback address;
+        // anonymous credentials only there too.
+        for (endpoint, anonymous) in [
+            ("http://kms.internal.example:9", false),
+            ("http://127.0.0.1.evil.example:9", false),
+            ("http://localhost:9", true),
+            ("https://kms.internal.example", true),
+        ] {
+            let e = GcpKmsConfig::builder()
+                .endpoint(endpoint)
+                .anonymous_credentials(anonymous)
+                .build()
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("loopback"), "{endpoint}: {e}");
+        }
+        assert!(
+            GcpKmsConfig::builder()
+                .endpoint("https://kms.internal.example")
+                .build()
+                .is_ok()
+        );
     }
 }

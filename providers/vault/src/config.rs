@@ -316,8 +316,9 @@ impl VaultConfigBuilder {
     /// Checks and builds the configuration.
     ///
     /// # Errors
-    /// [`Error::Config`] for a missing auth method, an address that is not
-    /// `http(s)://…`, an empty role or mount, or a renewal share outside (0, 1).
+    /// [`Error::Config`] for a missing auth method, an address that is neither
+    /// `https://…` nor `http://` to a loopback address, an empty role or
+    /// mount, or a renewal share outside (0, 1).
     pub fn build(self) -> Result<VaultConfig, Error> {
         let auth = self
             .auth
@@ -332,6 +333,8 @@ impl VaultConfigBuilder {
                 self.address
             )));
         }
+        // Tokens, secret ids and transit's plaintext data keys travel over this connection.
+        stateseal::provider::check_endpoint("vault", &self.address)?;
         let empty = match &auth {
             VaultAuth::Token(t) => t.expose().is_empty().then_some("token"),
             VaultAuth::AppRole { mount, role_id, .. } => {
@@ -416,6 +419,15 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("http(s)://host:port"), "{e}");
+        for remote in [
+            "http://vault.internal:8200",
+            "http://127.0.0.1.evil.example:8200",
+        ] {
+            let e = VaultConfig::from_vars(vars(&[("VAULT_ADDR", remote), ("VAULT_TOKEN", "t")]))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("loopback") && !e.contains("\"t\""), "{e}");
+        }
     }
 
     #[test]

@@ -336,3 +336,50 @@ async fn kms_unavailable_keeps_serving_cached_keys() {
         Error::KeysUnavailable(_)
     ));
 }
+
+/// The credential chain timing out (IMDS, the metadata server, STS) says
+/// nothing about the key: transient, so cached keys keep serving.
+#[derive(Debug)]
+struct TimingOutChain;
+
+impl aws_credential_types::provider::ProvideCredentials for TimingOutChain {
+    fn provide_credentials<'a>(
+        &'a self,
+    ) -> aws_credential_types::provider::future::ProvideCredentials<'a>
+    where
+        Self: 'a,
+    {
+        aws_credential_types::provider::future::ProvideCredentials::ready(Err(
+            aws_credential_types::provider::error::CredentialsError::provider_timed_out(
+                std::time::Duration::from_secs(1),
+            ),
+        ))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn credential_chain_failures_are_transient() {
+    let moto = Moto::start(&crate::scratch("moto-creds"));
+    let (key_arn, _, _) = moto.create_key("stateseal");
+    let kek = format!("aws-kms://{key_arn}");
+    let good = AwsKmsProvider::new(config(&moto));
+    let dk = good
+        .generate(&kek, ctx("ks_a", "k_1"))
+        .await
+        .expect("generate");
+    let blip = AwsKmsProvider::new(
+        AwsConfig::builder()
+            .endpoint_url(&moto.endpoint)
+            .region(REGION)
+            .credentials_provider(TimingOutChain)
+            .max_attempts(1)
+            .build()
+            .expect("config"),
+    );
+    let e = blip
+        .unwrap(&kek, &dk.wrapped, ctx("ks_a", "k_1"))
+        .await
+        .unwrap_err();
+    assert_eq!(class(&e), Some(ErrorClass::Transient), "{e}");
+    assert!(e.to_string().contains("credential chain"), "{e}");
+}

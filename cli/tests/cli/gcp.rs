@@ -274,6 +274,27 @@ async fn disabled_version_is_denied_and_a_down_server_keeps_cached_keys() {
     sched.refresh_at(T0 + 3700.0).await.expect("re-enabled");
     assert!(works(T0 + 3700.0));
 
+    // A token problem (UNAUTHENTICATED) is the caller's credentials, not a revocation:
+    // past max_key_age the cached key keeps serving, and the renewal resumes after it.
+    kms.faults.unauthenticated.store(true, Ordering::SeqCst);
+    let e = reg
+        .provider_for(&kek)
+        .expect("provider")
+        .unwrap(&kek, &doc.keys[0].wrapped, ctx(&doc.id, &doc.keys[0].entry))
+        .await
+        .unwrap_err();
+    assert_eq!(class(&e), Some(ErrorClass::Transient), "{e}");
+    sched
+        .refresh_at(T0 + 7400.0)
+        .await
+        .expect("kept through the blip");
+    assert!(sched.is_ready());
+    assert!(works(T0 + 7400.0));
+    kms.faults.unauthenticated.store(false, Ordering::SeqCst);
+    let calls = kms.requests();
+    sched.refresh_at(T0 + 7430.0).await.expect("renewed");
+    assert!(kms.requests() > calls, "the stale unwrap was renewed");
+
     // Server down: cached keys keep serving within outage_grace, past max_key_age.
     kms.stop();
     for dt in [8000.0, 40_000.0] {

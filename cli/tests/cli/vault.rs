@@ -465,7 +465,8 @@ async fn token_renewal_survives_vault_being_down_during_a_renewal() {
         .generate(KEK, ctx("ks_a", "k_1"))
         .await
         .expect("generate");
-    assert_eq!(provider.auth_stats().renewals, 0);
+    // (The first generation makes two calls; the second may already have renewed.)
+    let before = provider.auth_stats().renewals;
     bao.stop();
     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     // The renewal falls due while Vault is down: it fails, and so does the call.
@@ -474,7 +475,7 @@ async fn token_renewal_survives_vault_being_down_during_a_renewal() {
         .await
         .unwrap_err();
     assert_eq!(class(&e), Some(ErrorClass::Transient), "{e}");
-    assert_eq!(provider.auth_stats().renewals, 0);
+    assert_eq!(provider.auth_stats().renewals, before);
     bao.restart();
     // One backoff (0.5 s) later the renewal is tried again and succeeds.
     tokio::time::sleep(std::time::Duration::from_millis(600)).await;
@@ -482,7 +483,11 @@ async fn token_renewal_survives_vault_being_down_during_a_renewal() {
         .unwrap(KEK, &dk.wrapped, ctx("ks_a", "k_1"))
         .await
         .expect("unwrap after recovery");
-    assert_eq!(provider.auth_stats().renewals, 1, "renewal resumed");
+    assert!(
+        provider.auth_stats().renewals > before,
+        "renewal resumed: {:?}",
+        provider.auth_stats()
+    );
 }
 
 /// A stand-in for the one Kubernetes API call Vault's Kubernetes auth makes

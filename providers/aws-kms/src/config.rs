@@ -6,6 +6,7 @@ use std::time::Duration;
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, SdkConfig};
+use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
 use stateseal::Error;
 use stateseal::provider::check_endpoint;
 
@@ -31,7 +32,7 @@ use stateseal::provider::check_endpoint;
 pub struct AwsConfig {
     endpoint_url: Option<String>,
     region: Option<String>,
-    credentials: Option<aws_credential_types::Credentials>,
+    credentials: Option<SharedCredentialsProvider>,
     operation_timeout: Duration,
     attempt_timeout: Duration,
     connect_timeout: Duration,
@@ -117,7 +118,14 @@ impl AwsConfigBuilder {
     /// chain everywhere else). They print redacted.
     #[must_use]
     pub fn credentials(mut self, credentials: aws_credential_types::Credentials) -> Self {
-        self.0.credentials = Some(credentials);
+        self.0.credentials = Some(SharedCredentialsProvider::new(credentials));
+        self
+    }
+
+    /// A credentials provider of your own instead of the standard chain.
+    #[must_use]
+    pub fn credentials_provider(mut self, provider: impl ProvideCredentials + 'static) -> Self {
+        self.0.credentials = Some(SharedCredentialsProvider::new(provider));
         self
     }
 

@@ -105,10 +105,18 @@ pub(crate) fn class_of_code(code: &str, status: u16) -> ErrorClass {
         "AccessDeniedException"
         | "DisabledException"
         | "KMSInvalidStateException"
-        | "NotFoundException"
-        | "UnrecognizedClientException"
+        | "NotFoundException" => ErrorClass::Denied,
+        // The caller's credentials, not the key: an expired session, a clock off
+        // by minutes, a token the chain has not refreshed yet. Treating them as
+        // revocation would empty rings fleet-wide during a credential blip.
+        "UnrecognizedClientException"
         | "InvalidSignatureException"
-        | "ExpiredTokenException" => ErrorClass::Denied,
+        | "ExpiredTokenException"
+        | "ExpiredToken"
+        | "RequestExpired"
+        | "InvalidClientTokenId"
+        | "IncompleteSignature"
+        | "SignatureDoesNotMatch" => ErrorClass::Transient,
         "InvalidCiphertextException" | "IncorrectKeyException" | "InvalidKeyUsageException" => {
             ErrorClass::Invalid
         }
@@ -141,15 +149,17 @@ where
             format!("{op}: cannot build the request: {}", DisplayErrorContext(e)),
         ),
         _ => {
+            // Dispatch failures include the credential chain's (IMDS or metadata
+            // timeouts, an STS hiccup, no credentials yet): all may pass, none says
+            // anything about the key, so they are transient.
             let text = DisplayErrorContext(e).to_string();
-            // Missing credentials surface as a dispatch failure: that is configuration, not an outage.
-            let class = if text.contains("credentials") || text.contains("Credentials") {
-                ErrorClass::Config
+            let hint = if text.contains("credentials") || text.contains("Credentials") {
+                " (check the credential chain: environment, profile, role, instance metadata)"
             } else {
-                ErrorClass::Transient
+                ""
             };
             let text: String = text.chars().take(300).collect();
-            err(class, format!("{op}: {text}"))
+            err(ErrorClass::Transient, format!("{op}: {text}{hint}"))
         }
     }
 }
@@ -316,6 +326,10 @@ mod tests {
             ("ThrottlingException", ErrorClass::Transient),
             ("KMSInternalException", ErrorClass::Transient),
             ("DependencyTimeoutException", ErrorClass::Transient),
+            ("ExpiredTokenException", ErrorClass::Transient),
+            ("UnrecognizedClientException", ErrorClass::Transient),
+            ("InvalidSignatureException", ErrorClass::Transient),
+            ("RequestExpired", ErrorClass::Transient),
         ] {
             assert_eq!(class_of_code(code, 400), class, "{code}");
         }

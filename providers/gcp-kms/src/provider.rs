@@ -84,11 +84,11 @@ fn crc(b: &[u8]) -> i64 {
 /// The class of a gRPC status code (see the crate docs for the table).
 pub(crate) fn class_of_code(code: Code, op: &str) -> ErrorClass {
     match code {
-        Code::PermissionDenied
-        | Code::FailedPrecondition
-        | Code::NotFound
-        | Code::Unauthenticated => ErrorClass::Denied,
-        Code::Unavailable
+        Code::PermissionDenied | Code::FailedPrecondition | Code::NotFound => ErrorClass::Denied,
+        // UNAUTHENTICATED is about the caller's token (expired, or its refresh
+        // failed), not the key: it passes when the credentials recover.
+        Code::Unauthenticated
+        | Code::Unavailable
         | Code::DeadlineExceeded
         | Code::ResourceExhausted
         | Code::Internal
@@ -108,7 +108,11 @@ fn classify(op: &str, e: &google_cloud_gax::error::Error) -> Error {
         );
     }
     if e.is_authentication() {
-        return err(ErrorClass::Config, format!("{op}: credentials: {e}"));
+        // The token source failed (metadata server timeout, refresh error): transient.
+        return err(
+            ErrorClass::Transient,
+            format!("{op}: credentials: {e} (check Application Default Credentials)"),
+        );
     }
     let class = match e.http_status_code() {
         Some(s) if s < 500 && s != 429 => ErrorClass::Invalid,
@@ -325,6 +329,11 @@ mod tests {
         assert_eq!(
             class_of_code(Code::InvalidArgument, "Decrypt"),
             ErrorClass::Invalid
+        );
+        assert_eq!(
+            class_of_code(Code::Unauthenticated, "Decrypt"),
+            ErrorClass::Transient,
+            "a caller's token problem is not a revocation"
         );
     }
 

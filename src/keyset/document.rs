@@ -28,6 +28,9 @@ pub struct KeyEntry {
     pub activate_at: f64,
     /// Unix seconds from which it no longer unseals (`None`: not scheduled).
     pub retire_at: Option<f64>,
+    /// Seals the whole fleet has reserved under this key, so far (instances
+    /// reserve blocks before they seal; see `SchedulerConfig::max_seals_per_key`).
+    pub seals_reserved: u64,
 }
 
 impl std::fmt::Debug for KeyEntry {
@@ -37,6 +40,7 @@ impl std::fmt::Debug for KeyEntry {
             .field("kek", &self.kek)
             .field("activate_at", &self.activate_at)
             .field("retire_at", &self.retire_at)
+            .field("seals_reserved", &self.seals_reserved)
             .finish_non_exhaustive()
     }
 }
@@ -70,6 +74,12 @@ struct RawEntry {
     created_at: String,
     activate_at: String,
     retire_at: Option<String>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    seals_reserved: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn bad(field: impl Into<String>, problem: impl Into<String>) -> Error {
@@ -134,6 +144,7 @@ impl Keyset {
                 entry: e.entry,
                 kek: e.kek,
                 wrapped,
+                seals_reserved: e.seals_reserved,
             });
         }
         let doc = Self {
@@ -203,6 +214,7 @@ impl Keyset {
                     created_at: format_rfc3339(e.created_at),
                     activate_at: format_rfc3339(e.activate_at),
                     retire_at: e.retire_at.map(format_rfc3339),
+                    seals_reserved: e.seals_reserved,
                 })
                 .collect(),
         };
@@ -214,6 +226,16 @@ impl Keyset {
     /// The entry named `entry`.
     pub fn entry(&self, entry: &str) -> Option<&KeyEntry> {
         self.keys.iter().find(|e| e.entry == entry)
+    }
+
+    /// The generation a write based on this document carries.
+    ///
+    /// # Errors
+    /// [`Error::Keyset`] when the generation cannot grow any more (`u64::MAX`).
+    pub fn next_generation(&self) -> Result<u64, Error> {
+        self.generation
+            .checked_add(1)
+            .ok_or_else(|| bad("generation", "is at its maximum; start a new keyset"))
     }
 }
 
@@ -247,6 +269,7 @@ mod tests {
                 created_at: 1_782_345_600.0,
                 activate_at: 1_782_345_600.0,
                 retire_at: Some(1_782_346_600.5),
+                seals_reserved: 0,
             }],
         }
     }
@@ -261,6 +284,23 @@ mod tests {
             String::from_utf8_lossy(&json)
         );
         assert_eq!(Keyset::from_json(&json).unwrap(), d);
+    }
+
+    #[test]
+    fn seals_reserved_is_written_only_when_set() {
+        let mut d = doc();
+        assert!(!String::from_utf8_lossy(&d.to_json()).contains("seals_reserved"));
+        d.keys[0].seals_reserved = 1 << 20;
+        let json = d.to_json();
+        assert!(String::from_utf8_lossy(&json).contains("\"seals_reserved\": 1048576"));
+        assert_eq!(Keyset::from_json(&json).unwrap(), d);
+        d.generation = u64::MAX;
+        assert!(
+            d.next_generation()
+                .unwrap_err()
+                .to_string()
+                .contains("generation")
+        );
     }
 
     #[test]

@@ -263,18 +263,22 @@ mod tests {
                 created_at: 1.0,
                 activate_at: 1.0,
                 retire_at: None,
+                seals_reserved: 0,
             }],
         }
     }
 
+    /// A fresh directory for one test (named by the line that asks).
+    fn scratch(line: u32) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("stateseal-store-{}-{line}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
     #[test]
     fn cas_across_threads_has_exactly_one_winner() {
-        let dir = std::env::temp_dir().join(format!(
-            "stateseal-store-{}-{}",
-            std::process::id(),
-            line!()
-        ));
-        fs::create_dir_all(&dir).unwrap();
+        let dir = scratch(line!());
         let store = FileStore::new(dir.join("keyset.json"));
         assert!(store.read().unwrap().is_none());
         store.cas_blocking(None, &doc(1)).unwrap();
@@ -311,12 +315,7 @@ mod tests {
 
     #[test]
     fn modes_and_temporaries() {
-        let dir = std::env::temp_dir().join(format!(
-            "stateseal-store-{}-{}",
-            std::process::id(),
-            line!()
-        ));
-        fs::create_dir_all(&dir).unwrap();
+        let dir = scratch(line!());
         let store = FileStore::new(dir.join("keyset.json"));
         let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o7777;
         store.cas_blocking(None, &doc(1)).unwrap();

@@ -100,6 +100,7 @@ mod tests {
                 created_at: 1.0,
                 activate_at,
                 retire_at: None,
+                seals_reserved: 0,
             }],
         }
     }

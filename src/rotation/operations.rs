@@ -45,6 +45,7 @@ pub async fn init_keyset(
             created_at: now,
             activate_at: now,
             retire_at: None,
+            seals_reserved: 0,
         }],
     };
     store.compare_and_swap(None, &doc).await?;
@@ -111,6 +112,7 @@ pub(crate) async fn rotate_loaded(
         created_at: now,
         activate_at: now,
         retire_at: None,
+        seals_reserved: 0,
     };
     let next = rotated(doc, new, now, &config.timing, mode)?;
     store.compare_and_swap(Some(doc.generation), &next).await?;

@@ -5,8 +5,7 @@ use std::sync::Arc;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use stateseal::rotation::SchedulerConfig;
 use stateseal::{
-    AesGcmCodec, Envelope, ManualClock, ProviderRegistry, RequestIdentity, RingHandle,
-    RotationScheduler,
+    AesGcmCodec, Envelope, ManualClock, RequestIdentity, RingHandle, RotationScheduler,
 };
 
 use crate::fleet::{local_keyset, local_registry};

@@ -287,6 +287,7 @@ fn entry(id: &str, key: u8, activate_at: f64) -> KeyEntry {
         created_at: activate_at,
         activate_at,
         retire_at: None,
+        seals_reserved: 0,
     }
 }
 

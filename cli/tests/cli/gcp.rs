@@ -258,12 +258,13 @@ async fn disabled_version_is_denied_and_a_down_server_keeps_cached_keys() {
     // Disabled version: FAILED_PRECONDITION → Denied; the key goes after max_key_age.
     kms.set_state(&name, 1, "DISABLED");
     let doc = store.load().await.expect("load").expect("doc");
-    let e = reg
-        .provider_for(&kek)
-        .expect("provider")
-        .unwrap(&kek, &doc.keys[0].wrapped, ctx(&doc.id, &doc.keys[0].entry))
-        .await
-        .unwrap_err();
+    let unwrap_first = || async {
+        reg.provider_for(&kek)
+            .expect("provider")
+            .unwrap(&kek, &doc.keys[0].wrapped, ctx(&doc.id, &doc.keys[0].entry))
+            .await
+    };
+    let e = unwrap_first().await.unwrap_err();
     assert_eq!(class(&e), Some(ErrorClass::Denied), "{e}");
     assert!(e.to_string().contains("FAILED_PRECONDITION"), "{e}");
     assert!(matches!(
@@ -277,12 +278,7 @@ async fn disabled_version_is_denied_and_a_down_server_keeps_cached_keys() {
     // A token problem (UNAUTHENTICATED) is the caller's credentials, not a revocation:
     // past max_key_age the cached key keeps serving, and the renewal resumes after it.
     kms.faults.unauthenticated.store(true, Ordering::SeqCst);
-    let e = reg
-        .provider_for(&kek)
-        .expect("provider")
-        .unwrap(&kek, &doc.keys[0].wrapped, ctx(&doc.id, &doc.keys[0].entry))
-        .await
-        .unwrap_err();
+    let e = unwrap_first().await.unwrap_err();
     assert_eq!(class(&e), Some(ErrorClass::Transient), "{e}");
     sched
         .refresh_at(T0 + 7400.0)

@@ -312,27 +312,32 @@ async fn sealed_or_stopped_server_keeps_serving_cached_keys() {
     assert_eq!(doc.generation, 2);
 }
 
+/// Enables AppRole with a role `mcp` on the fleet policy (plus `settings`); returns its role id.
+fn approle_role(bao: &OpenBao, settings: &[&str]) -> String {
+    bao.write_policy("fleet", FLEET_POLICY);
+    bao.ok(&["auth", "enable", "approle"]);
+    let mut args = vec!["write", "auth/approle/role/mcp", "token_policies=fleet"];
+    args.extend_from_slice(settings);
+    bao.ok(&args);
+    bao.bao_json(&["read", "auth/approle/role/mcp/role-id"])["data"]["role_id"]
+        .as_str()
+        .expect("role id")
+        .to_owned()
+}
+
+/// A new secret id for the role `mcp`.
+fn approle_secret_id(bao: &OpenBao) -> String {
+    bao.bao_json(&["write", "-f", "auth/approle/role/mcp/secret-id"])["data"]["secret_id"]
+        .as_str()
+        .expect("secret id")
+        .to_owned()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approle_login_renews_and_logs_in_again_after_revocation() {
     let bao = OpenBao::start(&crate::scratch("openbao-approle"));
-    bao.write_policy("fleet", FLEET_POLICY);
-    bao.ok(&["auth", "enable", "approle"]);
-    bao.ok(&[
-        "write",
-        "auth/approle/role/mcp",
-        "token_policies=fleet",
-        "token_ttl=60s",
-        "token_max_ttl=1h",
-    ]);
-    let role_id = bao.bao_json(&["read", "auth/approle/role/mcp/role-id"])["data"]["role_id"]
-        .as_str()
-        .expect("role id")
-        .to_owned();
-    let secret_id =
-        bao.bao_json(&["write", "-f", "auth/approle/role/mcp/secret-id"])["data"]["secret_id"]
-            .as_str()
-            .expect("secret id")
-            .to_owned();
+    let role_id = approle_role(&bao, &["token_ttl=60s", "token_max_ttl=1h"]);
+    let secret_id = approle_secret_id(&bao);
     let config = VaultConfig::builder(&bao.addr)
         .auth(VaultAuth::AppRole {
             mount: "approle".into(),
@@ -397,28 +402,10 @@ async fn approle_login_renews_and_logs_in_again_after_revocation() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approle_secret_id_file_is_read_at_every_login() {
     let bao = OpenBao::start(&crate::scratch("openbao-secret-id"));
-    bao.write_policy("fleet", FLEET_POLICY);
-    bao.ok(&["auth", "enable", "approle"]);
     // Secret ids that can be used once: a server that reused the first one would be refused.
-    bao.ok(&[
-        "write",
-        "auth/approle/role/mcp",
-        "token_policies=fleet",
-        "token_ttl=1h",
-        "secret_id_num_uses=1",
-    ]);
-    let role_id = bao.bao_json(&["read", "auth/approle/role/mcp/role-id"])["data"]["role_id"]
-        .as_str()
-        .expect("role id")
-        .to_owned();
-    let new_secret_id = || {
-        bao.bao_json(&["write", "-f", "auth/approle/role/mcp/secret-id"])["data"]["secret_id"]
-            .as_str()
-            .expect("secret id")
-            .to_owned()
-    };
+    let role_id = approle_role(&bao, &["token_ttl=1h", "secret_id_num_uses=1"]);
     let file = crate::scratch("openbao-secret-id").join("secret-id");
-    std::fs::write(&file, format!("{}\n", new_secret_id())).expect("write");
+    std::fs::write(&file, format!("{}\n", approle_secret_id(&bao))).expect("write");
     let provider = VaultTransitProvider::new(
         VaultConfig::builder(&bao.addr)
             .auth(VaultAuth::AppRole {
@@ -435,7 +422,7 @@ async fn approle_secret_id_file_is_read_at_every_login() {
         .expect("generate");
     assert_eq!(provider.auth_stats().logins, 1);
     // The delivery side (Vault Agent, CSI, a job) rotates the secret id; the login token dies.
-    std::fs::write(&file, new_secret_id()).expect("rotate");
+    std::fs::write(&file, approle_secret_id(&bao)).expect("rotate");
     bao.ok(&["token", "revoke", "-mode=path", "auth/approle/login"]);
     provider
         .unwrap(KEK, &dk.wrapped, ctx("ks_a", "k_1"))

@@ -257,8 +257,11 @@ async fn load_ring(
     now: f64,
 ) -> Result<(Arc<RingHandle>, SchedulerStatus), stateseal::Error> {
     let ring = Arc::new(RingHandle::empty());
+    // An inspection never writes: no automatic rotation, no seal reservations.
     let sched = RotationScheduler::new(
-        SchedulerConfig::default().rotation_period(None),
+        SchedulerConfig::default()
+            .rotation_period(None)
+            .seal_reservation_block(None),
         store,
         registry(),
         ring.clone(),

@@ -38,14 +38,17 @@ pub trait KeysetStore: Send + Sync + fmt::Debug {
 /// # Errors
 /// [`Error::Store`] when `doc.generation` is not `expected + 1` (or 1).
 pub fn check_next_generation(uri: &str, expected: Option<u64>, doc: &Keyset) -> Result<(), Error> {
-    let want = expected.map_or(1, |g| g + 1);
-    if doc.generation != want {
+    let want = expected.map_or(Some(1), |g| g.checked_add(1));
+    if want != Some(doc.generation) {
         return Err(Error::Store {
             uri: uri.to_owned(),
-            problem: format!(
-                "a write based on generation {expected:?} must carry generation {want}, not {}",
-                doc.generation
-            ),
+            problem: match want {
+                Some(want) => format!(
+                    "a write based on generation {expected:?} must carry generation {want}, not {}",
+                    doc.generation
+                ),
+                None => "the generation is at its maximum; start a new keyset".to_owned(),
+            },
         });
     }
     Ok(())
@@ -304,6 +307,8 @@ mod tests {
             store.cas_blocking(Some(2), &doc(9)).is_err(),
             "generation must be expected + 1"
         );
+        let e = check_next_generation("file:///k", Some(u64::MAX), &doc(0)).unwrap_err();
+        assert!(e.to_string().contains("maximum"), "{e}");
         let leftovers: Vec<_> = fs::read_dir(&dir)
             .unwrap()
             .filter_map(|e| e.ok())

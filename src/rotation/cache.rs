@@ -134,6 +134,12 @@ impl KeyCache {
                     .cache
                     .try_get_with(key, async {
                         let key = self.unwrap(registry, &doc.id, e).await?;
+                        // Re-wrapped, same key: keep the prepared key so its seal count carries on.
+                        let key = self
+                            .cache
+                            .iter()
+                            .find(|(k, c)| k.0 == e.entry && c.key.kid() == key.kid())
+                            .map_or(key, |(_, c)| c.key.clone());
                         Ok::<_, Error>(Arc::new(CachedKey {
                             key,
                             unwrapped_at: now,

@@ -25,10 +25,15 @@ pub struct SchedulerConfig {
     pub max_store_staleness: Option<f64>,
     /// Rotate when the primary key is this old (default 30 days; `None`: never by age).
     pub rotation_period: Option<f64>,
-    /// Rotate when this instance has sealed this many states under one key.
-    /// AES-GCM with random nonces allows 2^32 seals per key in total, across
-    /// the fleet; the default 2^26 leaves room for 64 instances at equal load.
+    /// Rotate once the fleet has reserved this many seals under the primary key
+    /// (default 2^31). AES-GCM with random nonces allows 2^32 seals per key in
+    /// total, across every process that ever held it; the default leaves the
+    /// other half for the propagation window, during which the old key still seals.
     pub max_seals_per_key: u64,
+    /// Smallest block of seals an instance reserves in the keyset at a time
+    /// (default 2^20; `None`: no reservations, each instance counts only its own
+    /// seals, which restarts and fleet growth defeat).
+    pub seal_reservation_block: Option<u64>,
     /// Least time between two early refreshes triggered by unknown key ids (default 1 s).
     pub early_refresh_min_interval: f64,
     /// Refresh interval jitter as a fraction (default 0.1 = ±10%).
@@ -43,7 +48,8 @@ impl Default for SchedulerConfig {
             outage_grace: 24.0 * 3600.0,
             max_store_staleness: None,
             rotation_period: Some(30.0 * 24.0 * 3600.0),
-            max_seals_per_key: 1 << 26,
+            max_seals_per_key: 1 << 31,
+            seal_reservation_block: Some(1 << 20),
             early_refresh_min_interval: 1.0,
             jitter: 0.1,
         }
@@ -92,6 +98,12 @@ impl SchedulerConfig {
         self
     }
 
+    /// Sets `seal_reservation_block` (`None` turns reservations off).
+    pub fn seal_reservation_block(mut self, seals: Option<u64>) -> Self {
+        self.seal_reservation_block = seals;
+        self
+    }
+
     /// Checks every field; the error names the one to fix.
     ///
     /// # Errors
@@ -127,6 +139,13 @@ impl SchedulerConfig {
         if self.max_seals_per_key == 0 || self.max_seals_per_key > 1 << 32 {
             return Err(Error::Config(
                 "max_seals_per_key must be between 1 and 2^32".into(),
+            ));
+        }
+        if let Some(block) = self.seal_reservation_block
+            && (block == 0 || block > self.max_seals_per_key)
+        {
+            return Err(Error::Config(
+                "seal_reservation_block must be between 1 and max_seals_per_key".into(),
             ));
         }
         positive(

@@ -4,6 +4,7 @@ mod admission;
 mod cache;
 mod config;
 mod operations;
+mod reservations;
 mod scheduler;
 mod timeline;
 

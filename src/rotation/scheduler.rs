@@ -11,6 +11,7 @@ use super::admission::{Refusal, admit};
 use super::cache::{KeyCache, Outcome};
 use super::config::SchedulerConfig;
 use super::operations::{load_existing, rotate_loaded};
+use super::reservations::Reservations;
 use super::timeline::{Phase, RotateMode, ring_at};
 use crate::clock::{Clock, SystemClock};
 use crate::error::Error;
@@ -50,6 +51,9 @@ struct Inner {
     /// The last document adopted: the ring is recomputed from it on every tick,
     /// and it is the watermark that older or foreign documents are refused against.
     adopted: Mutex<Option<Keyset>>,
+    /// Entry id of the primary key of the ring installed last.
+    primary_entry: Mutex<Option<String>>,
+    reservations: Reservations,
     status: Mutex<SchedulerStatus>,
     wake: Notify,
     early_requested: AtomicBool,
@@ -101,6 +105,8 @@ impl RotationScheduler {
             config,
             refresh_lock: tokio::sync::Mutex::new(()),
             adopted: Mutex::new(None),
+            primary_entry: Mutex::new(None),
+            reservations: Reservations::default(),
             status: Mutex::new(SchedulerStatus {
                 ready: false,
                 generation: None,
@@ -243,7 +249,9 @@ impl RotationScheduler {
                 result => {
                     *lock(&inner.adopted) = Some(doc.clone());
                     lock(&inner.status).last_store_read = Some(now);
-                    return result.map(|()| doc);
+                    result?;
+                    self.reserve_seals(&doc).await;
+                    return Ok(doc);
                 }
             },
             Err(e) => e,
@@ -267,6 +275,55 @@ impl RotationScheduler {
         // KeysUnavailable here is already in effect (ring cleared); the store problem is the news.
         let _ = self.install(&adopted, now).await;
         Err(problem)
+    }
+
+    /// Reserves a block of seals under the primary key in the keyset when this
+    /// process's reservation is running low (see `reservations`). A failed
+    /// write is logged and tried again at the next refresh; sealing goes on.
+    async fn reserve_seals(&self, doc: &Keyset) {
+        let inner = &self.inner;
+        let Some(min_block) = inner.config.seal_reservation_block else {
+            return;
+        };
+        inner
+            .reservations
+            .retain(|entry| doc.entry(entry).is_some());
+        let Some(entry) = lock(&inner.primary_entry).clone() else {
+            return;
+        };
+        let Some(used) = inner.ring.current().map(|r| r.primary().seal_count()) else {
+            return;
+        };
+        let Some(amount) = inner.reservations.due(&entry, used, min_block) else {
+            return;
+        };
+        let mut next = doc.clone();
+        let Some(e) = next.keys.iter_mut().find(|e| e.entry == entry) else {
+            return;
+        };
+        e.seals_reserved = e.seals_reserved.saturating_add(amount);
+        let reserved = e.seals_reserved;
+        let written = match doc.next_generation() {
+            Ok(g) => {
+                next.generation = g;
+                inner
+                    .store
+                    .compare_and_swap(Some(doc.generation), &next)
+                    .await
+            }
+            Err(e) => Err(e),
+        };
+        match written {
+            Ok(()) => {
+                // The next refresh loads the new generation like any other write.
+                inner.reservations.granted(&entry, amount);
+                metrics::gauge!("stateseal_primary_key_seals_reserved").set(reserved as f64);
+            }
+            Err(e) => {
+                metrics::counter!("stateseal_seal_reservation_failures_total").increment(1);
+                tracing::warn!(store = %inner.store.uri(), error = %e, "could not reserve seals in the keyset; sealing goes on, the next refresh tries again");
+            }
+        }
     }
 
     fn fail_closed(&self) {
@@ -298,11 +355,11 @@ impl RotationScheduler {
             // The planned primary, or failing that the newest active key we hold.
             let planned = plan.as_ref().is_some_and(|p| p.primary == e.entry);
             if primary.is_none() && (planned || e.activate_at <= now) {
-                primary = Some(keys.len());
+                primary = Some((keys.len(), e.entry.clone()));
             }
             keys.push(key);
         }
-        let Some(p) = primary else {
+        let Some((p, primary_entry)) = primary else {
             // No key can seal: fail closed rather than keep a ring that no longer matches the keyset.
             self.fail_closed();
             return Err(Error::KeysUnavailable(
@@ -311,6 +368,7 @@ impl RotationScheduler {
         };
         keys.swap(0, p);
         let ring = KeyRing::from_keys(keys)?;
+        *lock(&inner.primary_entry) = Some(primary_entry);
         let kids: Vec<String> = ring.kids().iter().map(|k| k.to_hex()).collect();
         let phase = plan.as_ref().map(|p| p.phase);
         if let Some(e) = plan.as_ref().and_then(|p| doc.entry(&p.primary)) {
@@ -343,7 +401,9 @@ impl RotationScheduler {
             .config
             .rotation_period
             .is_some_and(|p| now - primary.activate_at >= p);
-        let by_count = ring.primary().seal_count() >= self.inner.config.max_seals_per_key;
+        // The fleet's reservations under the key, or (reservations off) this process's own seals.
+        let max = self.inner.config.max_seals_per_key;
+        let by_count = primary.seals_reserved >= max || ring.primary().seal_count() >= max;
         if !(by_age || by_count) {
             return;
         }

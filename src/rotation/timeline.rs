@@ -235,6 +235,6 @@ pub fn rotated(
         e.retire_at = Some(r);
     }
     next.keys.push(new);
-    next.generation += 1;
+    next.generation = doc.next_generation()?;
     Ok(next)
 }

@@ -62,9 +62,12 @@ pub struct Config {
     /// Rotate the primary key at this age; 0 disables (default 30 days).
     #[serde(default = "defaults::rotation_period")]
     pub rotation_period: f64,
-    /// Rotate after this many seals under one key by this instance (default 2^26).
+    /// Rotate once the fleet has reserved this many seals under one key (default 2^31).
     #[serde(default = "defaults::max_seals_per_key")]
     pub max_seals_per_key: u64,
+    /// Seals an instance reserves in the keyset at a time, at least (default 2^20; 0: off).
+    #[serde(default = "defaults::seal_reservation_block")]
+    pub seal_reservation_block: u64,
     /// How long start-up waits for the first key ring (default 10).
     #[serde(default = "defaults::ready_timeout")]
     pub ready_timeout: f64,
@@ -110,7 +113,10 @@ mod defaults {
         30.0 * 86_400.0
     }
     pub(super) fn max_seals_per_key() -> u64 {
-        1 << 26
+        1 << 31
+    }
+    pub(super) fn seal_reservation_block() -> u64 {
+        1 << 20
     }
     pub(super) fn ready_timeout() -> f64 {
         10.0
@@ -118,7 +124,7 @@ mod defaults {
 }
 
 /// `STATESEAL_<FIELD>` for every field, upper-cased.
-const FIELDS: [&str; 16] = [
+const FIELDS: [&str; 17] = [
     "store",
     "audience",
     "kek",
@@ -133,6 +139,7 @@ const FIELDS: [&str; 16] = [
     "max_store_staleness",
     "rotation_period",
     "max_seals_per_key",
+    "seal_reservation_block",
     "ready_timeout",
     "config",
 ];
@@ -189,7 +196,7 @@ impl Config {
                         Error::Config(format!("{name}: expected true or false, got {raw:?}"))
                     })?
                 }
-                "max_seals_per_key" => {
+                "max_seals_per_key" | "seal_reservation_block" => {
                     raw.parse::<i64>().map(toml::Value::Integer).map_err(|_| {
                         Error::Config(format!("{name}: expected a whole number, got {raw:?}"))
                     })?
@@ -223,6 +230,9 @@ impl Config {
             .max_store_staleness(self.max_store_staleness)
             .rotation_period((self.rotation_period > 0.0).then_some(self.rotation_period))
             .max_seals_per_key(self.max_seals_per_key)
+            .seal_reservation_block(
+                (self.seal_reservation_block > 0).then_some(self.seal_reservation_block),
+            )
     }
 
     /// Checks every field; the message names the one to fix.

@@ -7,6 +7,7 @@ mod limits;
 mod no_leak;
 mod observability;
 mod outage;
+mod seal_budget;
 mod setup;
 mod store_faults;
 mod timeline_props;

@@ -66,7 +66,9 @@ async fn setup() -> Setup {
     registry.register_provider(provider.clone());
     let t0 = 1_782_345_600.0;
     let (dir, store) = local_keyset("outage", &registry, t0).await;
+    // Seal reservations off: these tests count the keyset's writes (tests/core/seal_budget.rs has them on).
     let config = SchedulerConfig::default()
+        .seal_reservation_block(None)
         .max_key_age(3600.0)
         .outage_grace(86_400.0)
         .rotation_period(None);

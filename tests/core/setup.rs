@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use stateseal::setup::{Config, start};
-use stateseal::{Error, LocalProvider, RequestIdentity};
+use stateseal::{Error, KeysetStore, LocalProvider, RequestIdentity};
 
 use crate::fleet::{local_registry, temp_dir};
 
@@ -89,7 +89,14 @@ async fn start_creates_waits_and_protects() {
     let config = Config::from_toml_str(&text).expect("config");
     let protection = start(&config, local_registry()).await.expect("start");
     assert!(protection.is_ready());
-    assert_eq!(protection.status().generation, Some(1));
+    // Created (generation 1), then a first block of seals reserved before any seal (generation 2).
+    let doc = stateseal::FileStore::new(dir.join("keyset.json"))
+        .load()
+        .await
+        .expect("load")
+        .expect("doc");
+    assert_eq!(doc.generation, 2);
+    assert_eq!(doc.keys[0].seals_reserved, 1 << 20);
     let boundary = protection.boundary();
     let round = RequestIdentity::from_json("tools/call", br#"{"name":"t"}"#).expect("id");
     let sealed = boundary.seal(&round, "s", &Ok(None)).expect("seal");

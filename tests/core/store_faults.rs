@@ -17,8 +17,10 @@ use crate::fleet::{local_keyset, local_registry, temp_dir};
 
 const T0: f64 = 1_782_345_600.0;
 
+/// Seal reservations off: these tests count the keyset's generations.
 fn config() -> SchedulerConfig {
     SchedulerConfig::default()
+        .seal_reservation_block(None)
         .timing(Timing::new(10.0, 5.0, 100.0))
         .max_key_age(3600.0)
         .outage_grace(7200.0)

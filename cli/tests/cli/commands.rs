@@ -340,8 +340,14 @@ fn keyset_walks_through_three_phases_with_status_and_keyset_tokens() {
             None,
         ))
     };
+    let written = std::fs::read(dir.join("keyset.json")).expect("keyset");
     assert_eq!(status(0)["ring"], serde_json::json!([first]));
     assert_eq!(status(0)["phase"], 3);
+    assert_eq!(
+        std::fs::read(dir.join("keyset.json")).expect("keyset"),
+        written,
+        "an inspection never writes (no seal reservations, no rotation)"
+    );
 
     let mint = |dt: u64| {
         let out = stateseal(
@@ -547,8 +553,15 @@ fn demo_uses_the_given_kek_and_store() {
         ),
         (serde_json::json!(2), serde_json::json!(0))
     );
-    // The rotation went into the given store.
-    let status = json_of(&stateseal(&["status", "--store", &store, "--json"], None));
-    assert_eq!(status["generation"], 2);
+    // The rotation went into the given store, and the servers reserved seals under both keys.
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("fleet.json")).expect("keyset"))
+            .expect("json");
+    let keys = doc["keys"].as_array().expect("keys");
+    assert_eq!(keys.len(), 2, "{doc}");
+    assert!(
+        keys.iter().all(|k| k["seals_reserved"].as_u64() > Some(0)),
+        "{doc}"
+    );
     let _ = std::fs::remove_dir_all(dir);
 }

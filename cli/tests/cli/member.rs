@@ -43,10 +43,12 @@ pub(crate) struct Instance {
 
 pub(crate) fn instance(reg: &ProviderRegistry, store: Arc<dyn KeysetStore>) -> Instance {
     let ring = Arc::new(RingHandle::empty());
+    // Seal reservations off: the provider suites count the keyset's generations.
     let config = SchedulerConfig::default()
         .max_key_age(3600.0)
         .outage_grace(86_400.0)
-        .rotation_period(None);
+        .rotation_period(None)
+        .seal_reservation_block(None);
     let sched = RotationScheduler::new(
         config,
         store,

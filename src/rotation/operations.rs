@@ -64,9 +64,53 @@ pub async fn rotate_store_at(
     now: f64,
     mode: RotateMode,
 ) -> Result<Keyset, Error> {
-    let doc = load_existing(store).await?;
-    rotate_loaded(store, registry, config, &doc, now, mode).await
+    rotate_vetted(store, registry, config, now, mode, &|_| Ok(())).await
 }
+
+/// [`rotate_store_at`], with `vet` run on every document it is about to build
+/// on (the scheduler refuses documents older than the one it serves).
+///
+/// Servers write the keyset too (seal reservations): a write that lost only to
+/// such a write is retried on the new document; one that lost to another
+/// rotation (the entries changed) is not.
+pub(crate) async fn rotate_vetted(
+    store: &dyn KeysetStore,
+    registry: &ProviderRegistry,
+    config: &SchedulerConfig,
+    now: f64,
+    mode: RotateMode,
+    vet: &(dyn Fn(&Keyset) -> Result<(), Error> + Sync),
+) -> Result<Keyset, Error> {
+    let mut doc = load_existing(store).await?;
+    vet(&doc)?;
+    let mut retries = RESERVATION_RETRIES;
+    loop {
+        match rotate_loaded(store, registry, config, &doc, now, mode).await {
+            Err(Error::Conflict { .. }) if retries > 0 => {
+                retries -= 1;
+                let stored = load_existing(store).await?;
+                let same_entries = stored.keys.len() == doc.keys.len()
+                    && stored
+                        .keys
+                        .iter()
+                        .zip(&doc.keys)
+                        .all(|(a, b)| a.entry == b.entry);
+                if !same_entries {
+                    return Err(Error::Conflict {
+                        expected: Some(doc.generation),
+                        found: Some(stored.generation),
+                    });
+                }
+                vet(&stored)?;
+                doc = stored;
+            }
+            result => return result,
+        }
+    }
+}
+
+/// How often a rotation retries after losing to a seal reservation.
+const RESERVATION_RETRIES: usize = 4;
 
 /// The store's document, or an error that says how to create one.
 pub(crate) async fn load_existing(store: &dyn KeysetStore) -> Result<Keyset, Error> {
@@ -77,7 +121,7 @@ pub(crate) async fn load_existing(store: &dyn KeysetStore) -> Result<Keyset, Err
 }
 
 /// [`rotate_store_at`] on a document the caller has already loaded (and vetted).
-pub(crate) async fn rotate_loaded(
+async fn rotate_loaded(
     store: &dyn KeysetStore,
     registry: &ProviderRegistry,
     config: &SchedulerConfig,

@@ -10,7 +10,7 @@ use tokio::sync::Notify;
 use super::admission::{Refusal, admit};
 use super::cache::{KeyCache, Outcome};
 use super::config::SchedulerConfig;
-use super::operations::{load_existing, rotate_loaded};
+use super::operations::{load_existing, rotate_vetted};
 use super::reservations::Reservations;
 use super::timeline::{Phase, RotateMode, ring_at};
 use crate::clock::{Clock, SystemClock};
@@ -429,24 +429,25 @@ impl RotationScheduler {
     }
 
     /// Adds a new key under the current primary's KEK with one compare-and-swap
-    /// write (see [`rotated`]), then refreshes this instance.
+    /// write (see [`super::rotated`]), then refreshes this instance.
     ///
     /// # Errors
     /// [`Error::RotationInFlight`], [`Error::Conflict`] (another writer won), provider errors.
     pub async fn rotate_at(&self, now: f64, mode: RotateMode) -> Result<Keyset, Error> {
         let inner = &self.inner;
-        let loaded = load_existing(inner.store.as_ref()).await?;
-        // Never rotate on top of a document this instance would refuse to serve.
         let adopted = lock(&inner.adopted).clone();
-        admit(adopted.as_ref(), &loaded)
-            .map_err(|(refusal, detail)| refusal.record(inner.store.uri(), detail))?;
-        let doc = rotate_loaded(
+        // Never rotate on top of a document this instance would refuse to serve.
+        let vet = |doc: &Keyset| {
+            admit(adopted.as_ref(), doc)
+                .map_err(|(refusal, detail)| refusal.record(inner.store.uri(), detail))
+        };
+        let doc = rotate_vetted(
             inner.store.as_ref(),
             &inner.registry,
             &inner.config,
-            &loaded,
             now,
             mode,
+            &vet,
         )
         .await?;
         // The new key is known from now on; a failed refresh here does not undo the rotation.

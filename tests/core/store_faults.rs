@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use stateseal::provider::{BoxFuture, DataKey, ErrorClass, KeyProvider, WrapContext, kms_error};
-use stateseal::rotation::{RotateMode, SchedulerConfig, Timing, rotate_store_at};
+use stateseal::rotation::{RotateMode, SchedulerConfig, Timing, rotate_store_at, rotated};
 use stateseal::{
     Error, FileStore, KeyEntry, KeyRing, Keyset, KeysetStore, ManualClock, ProviderRegistry,
     RingHandle, RotationScheduler, Secret,
@@ -359,5 +359,92 @@ async fn a_document_with_a_duplicate_key_is_refused() {
     assert_eq!(a.kids(), vec![kid_of(1)]);
     assert_eq!(a.sched.status().generation, Some(1));
     assert!(a.sched.is_ready());
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A store that lets another writer in just before the first write it forwards.
+#[derive(Debug)]
+struct Interfering {
+    inner: Arc<dyn KeysetStore>,
+    other: std::sync::Mutex<Option<Keyset>>,
+}
+
+impl KeysetStore for Interfering {
+    fn uri(&self) -> &str {
+        self.inner.uri()
+    }
+    fn load(&self) -> BoxFuture<'_, Result<Option<Keyset>, Error>> {
+        self.inner.load()
+    }
+    fn compare_and_swap<'a>(
+        &'a self,
+        expected: Option<u64>,
+        doc: &'a Keyset,
+    ) -> BoxFuture<'a, Result<(), Error>> {
+        Box::pin(async move {
+            let other = self.other.lock().expect("lock").take();
+            if let Some(other) = other {
+                self.inner
+                    .compare_and_swap(Some(other.generation - 1), &other)
+                    .await
+                    .expect("the other writer");
+            }
+            self.inner.compare_and_swap(expected, doc).await
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_rotation_retries_after_a_seal_reservation_but_not_after_a_rotation() {
+    let registry = local_registry();
+    let (dir, store) = local_keyset("faults-retry", &registry, T0).await;
+    let base = store.load().await.expect("load").expect("doc");
+    // A server reserves seals while the operator's rotation is in flight.
+    let mut reservation = base.clone();
+    reservation.generation += 1;
+    reservation.keys[0].seals_reserved = 1 << 20;
+    let racing = Interfering {
+        inner: store.clone(),
+        other: std::sync::Mutex::new(Some(reservation)),
+    };
+    let doc = rotate_store_at(
+        &racing,
+        &registry,
+        &config(),
+        T0 + 1.0,
+        RotateMode::Scheduled,
+    )
+    .await
+    .expect("retried on the new document");
+    assert_eq!(doc.generation, 3);
+    assert_eq!(doc.keys.len(), 2);
+    assert_eq!(
+        doc.keys[0].seals_reserved,
+        1 << 20,
+        "the reservation is kept"
+    );
+    // Another operator's rotation gets in first: that conflict is the answer.
+    let current = store.load().await.expect("load").expect("doc");
+    let mut theirs_entry = current.keys[0].clone();
+    theirs_entry.entry = "k_theirs".into();
+    let theirs = rotated(
+        &current,
+        theirs_entry,
+        T0 + 2.0,
+        &config().timing,
+        RotateMode::Forced,
+    )
+    .expect("their rotation");
+    let racing = Interfering {
+        inner: store.clone(),
+        other: std::sync::Mutex::new(Some(theirs.clone())),
+    };
+    let err = rotate_store_at(&racing, &registry, &config(), T0 + 2.0, RotateMode::Forced).await;
+    assert!(matches!(err, Err(Error::Conflict { .. })), "{err:?}");
+    assert_eq!(
+        store.load().await.expect("load").expect("doc"),
+        theirs,
+        "only their rotation landed"
+    );
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -206,7 +206,8 @@ pub(crate) async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<(), CliEr
     let mut tally = Tally::default();
     let mut phases = BTreeSet::new();
     let mut rotated = false;
-    let mut held: Vec<(Instant, String, usize)> = Vec::new(); // tokens kept to replay after expiry
+    // Tokens kept to replay after expiry: (when, token, user, arguments).
+    let mut held: Vec<(Instant, String, usize, &str)> = Vec::new();
     let mut last_report = Instant::now() - Duration::from_secs(1);
     while started.elapsed().as_secs_f64() < args.duration {
         let now = SystemClock.now();
@@ -271,18 +272,19 @@ pub(crate) async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<(), CliEr
                 .await;
             tally.attacks_rejected += u64::from(rejected(&r));
         }
-        // Expired: keep a token, replay it once it is past T + S.
+        // Expired: keep a token, replay it once it is past T + S, by the same user
+        // with the same arguments: it differs from a valid round only in its time.
         if held.len() < 3 && pick.below(20) == 0 {
-            held.push((Instant::now(), token.clone(), user));
+            held.push((Instant::now(), token.clone(), user, env));
         }
         let (due, waiting): (Vec<_>, Vec<_>) = held
             .drain(..)
             .partition(|(at, ..)| at.elapsed() > Duration::from_secs(14));
         held = waiting;
-        for (_, old, who) in due {
+        for (_, old, who, env) in due {
             tally.attacks += 1;
             let r = fleet.clients[who][pick.below(args.instances)]
-                .call_tool_once(answered(deploy("prod"), &old))
+                .call_tool_once(answered(deploy(env), &old))
                 .await;
             tally.attacks_rejected += u64::from(rejected(&r));
         }

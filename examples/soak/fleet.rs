@@ -17,6 +17,8 @@ pub(crate) struct Server {
     pub(crate) peak_rss_kb: u64,
     /// KMS calls of the processes that were killed (the live one reports its own).
     pub(crate) kms_calls_before: u64,
+    /// AppRole login (role id, secret id file) instead of the fleet's token.
+    approle: Option<(String, PathBuf)>,
 }
 
 /// What the fleet shares: binaries, config, Vault credentials.
@@ -72,7 +74,14 @@ impl Server {
             child: None,
             peak_rss_kb: 0,
             kms_calls_before: 0,
+            approle: None,
         }
+    }
+
+    /// Logs this process in with AppRole, reading the secret id from `file` at each login.
+    pub(crate) fn with_approle(mut self, role_id: String, file: PathBuf) -> Self {
+        self.approle = Some((role_id, file));
+        self
     }
 
     /// Starts the process and waits until `/stats` says it is ready.
@@ -84,7 +93,16 @@ impl Server {
             .map_err(|e| e.to_string())?;
         let err = log.try_clone().map_err(|e| e.to_string())?;
         let started = Instant::now();
-        let child = Command::new(&env.server_bin)
+        let mut command = Command::new(&env.server_bin);
+        match &self.approle {
+            Some((role_id, file)) => command
+                .env("STATESEAL_VAULT_AUTH", "approle")
+                .env("STATESEAL_VAULT_ROLE_ID", role_id)
+                .env("STATESEAL_VAULT_SECRET_ID_FILE", file)
+                .env_remove("VAULT_TOKEN"),
+            None => command.env("VAULT_TOKEN", &env.vault_token),
+        };
+        let child = command
             .args([
                 "--addr",
                 &format!("127.0.0.1:{}", self.port),
@@ -94,7 +112,6 @@ impl Server {
                 &self.clock_offset.to_string(),
             ])
             .env("VAULT_ADDR", &env.vault_addr)
-            .env("VAULT_TOKEN", &env.vault_token)
             .env("RUST_LOG", "warn")
             .stdout(Stdio::from(log))
             .stderr(Stdio::from(err))

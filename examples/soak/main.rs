@@ -1,9 +1,12 @@
 //! Fleet soak: separate `http_server` processes sharing keys through OpenBao,
 //! under concurrent multi-round load with attacks, through rotations, a
-//! process kill and restart, an OpenBao outage, and one process whose clock
-//! runs ahead within the skew. Prints the figures; exits non-zero on any
-//! unexpected rejection or error, accepted attack, failed event, or KMS calls
-//! that grow with requests.
+//! process kill and restart, an OpenBao outage, the store flapping, a garbage
+//! document and an older generation put into the store, an AppRole secret id
+//! rotated under a running process, short-lived Vault tokens renewed all
+//! along, and one process whose clock runs ahead within the skew. Prints the
+//! figures; exits non-zero on any unexpected rejection or error, accepted
+//! attack, failed event, fault not seen as it should be, or KMS calls that
+//! grow with requests.
 //!
 //! ```sh
 //! scripts/soak.sh --duration 60            # what CI runs (debug build)
@@ -13,6 +16,7 @@
 #[path = "../fixtures/openbao.rs"]
 mod openbao;
 
+mod faults;
 mod fleet;
 mod load;
 
@@ -88,7 +92,14 @@ enum Event {
     Rotate,
     KillRestart(usize),
     VaultOutage(f64),
+    StoreFlap,
+    GarbageDocument,
+    OlderGeneration,
+    RotateSecretId,
 }
+
+/// The process that logs in with AppRole (the others use the fleet's token).
+const APPROLE_SERVER: usize = 2;
 
 /// When things happen, as (seconds from start, event).
 fn schedule(d: f64) -> Vec<(f64, Event)> {
@@ -106,6 +117,10 @@ fn schedule(d: f64) -> Vec<(f64, Event)> {
         .collect();
     events.push((0.3 * d, Event::KillRestart(1)));
     events.push((outage_at, Event::VaultOutage(outage)));
+    events.push((0.18 * d, Event::StoreFlap));
+    events.push((0.38 * d, Event::GarbageDocument));
+    events.push((0.68 * d, Event::OlderGeneration));
+    events.push((0.8 * d, Event::RotateSecretId));
     events.sort_by(|a, b| a.0.total_cmp(&b.0));
     events
 }
@@ -132,7 +147,29 @@ fn run(args: &Args) -> Result<bool, String> {
     let dir = std::env::temp_dir().join(format!("stateseal-soak-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let mut bao = openbao::OpenBao::start(&dir.join("openbao"));
-    let token = bao.token_with_policy("fleet", openbao::FLEET_POLICY);
+    bao.write_policy("fleet", openbao::FLEET_POLICY);
+    // Short-lived tokens, so they must be renewed all through the run (and across
+    // the outage: three times its length, at least 30 s).
+    let outage = schedule(args.duration)
+        .iter()
+        .find_map(|(_, e)| match e {
+            Event::VaultOutage(secs) => Some(*secs),
+            _ => None,
+        })
+        .unwrap_or(3.0);
+    let token_ttl = format!("{}s", (3.0 * outage).max(30.0).ceil());
+    let token = bao.bao_json(&[
+        "token",
+        "create",
+        "-policy=fleet",
+        &format!("-ttl={token_ttl}"),
+    ])["auth"]["client_token"]
+        .as_str()
+        .ok_or("no token")?
+        .to_owned();
+    let role_id = faults::approle_role(&bao, &token_ttl);
+    let secret_id_file = dir.join("secret-id");
+    let mut secret_id = faults::issue_secret_id(&bao, &secret_id_file);
     let config = dir.join("fleet.toml");
     std::fs::write(
         &config,
@@ -159,7 +196,14 @@ fn run(args: &Args) -> Result<bool, String> {
     let mut servers: Vec<Server> = CLOCK_OFFSETS
         .iter()
         .enumerate()
-        .map(|(i, o)| Server::new(i, *o))
+        .map(|(i, o)| {
+            let s = Server::new(i, *o);
+            if i == APPROLE_SERVER {
+                s.with_approle(role_id.clone(), secret_id_file.clone())
+            } else {
+                s
+            }
+        })
         .collect();
     for s in &mut servers {
         s.start(&env)?;
@@ -204,6 +248,7 @@ fn run(args: &Args) -> Result<bool, String> {
     let (mut rotations, mut forced) = (0u64, 0u64);
     let mut restart_ready_s = None;
     let mut outage_felt = false;
+    let mut seen_faults: Vec<faults::Seen> = Vec::new();
     for (at, event) in schedule(args.duration) {
         let wait = started + Duration::from_secs_f64(at);
         std::thread::sleep(wait.saturating_duration_since(Instant::now()));
@@ -244,6 +289,24 @@ fn run(args: &Args) -> Result<bool, String> {
                     }
                     Err(e) => failures.push(format!("restart: {e}")),
                 }
+            }
+            Event::StoreFlap => seen_faults.push(faults::store_flap(&bao, &servers, t)),
+            Event::GarbageDocument => {
+                seen_faults.push(faults::garbage_document(&bao, &servers, t));
+            }
+            Event::OlderGeneration => {
+                seen_faults.push(faults::older_generation(&bao, &servers, t));
+            }
+            Event::RotateSecretId => {
+                let (seen, new) = faults::rotate_secret_id(
+                    &bao,
+                    &servers[APPROLE_SERVER],
+                    &secret_id_file,
+                    &secret_id,
+                    t,
+                );
+                secret_id = new;
+                seen_faults.push(seen);
             }
             Event::VaultOutage(secs) => {
                 bao.stop();
@@ -353,6 +416,24 @@ fn run(args: &Args) -> Result<bool, String> {
             p["server"], p["kms_calls"], p["peak_rss_kb"]
         );
     }
+    for f in &seen_faults {
+        println!(
+            "  fault {} at {:.1}s: reported by {}, kept serving {}/{n}, recovered {}/{n}",
+            f.fault,
+            f.at_s,
+            f.reported
+                .map_or("(invisible by design)".to_owned(), |r| format!(
+                    "{r}/{}",
+                    f.processes
+                )),
+            f.kept_serving,
+            f.recovered,
+            n = f.processes
+        );
+        if !f.ok() {
+            failures.push(format!("fault {} was not seen as it should be", f.fault));
+        }
+    }
     for f in &failures {
         println!("  FAILED: {f}");
     }
@@ -366,7 +447,8 @@ fn run(args: &Args) -> Result<bool, String> {
                 "p99_ms": quantile(&lat, 0.99) as f64 / 1000.0, "unexpected_rejections": rej,
                 "unexpected_errors": errs, "attacks": attacks, "attacks_accepted": accepted, "attacks_by_kind": by_kind,
                 "rotations": rotations, "forced_rotations": forced, "restart_ready_s": restart_ready_s,
-                "processes": per_process, "failures": failures})
+                "processes": per_process, "faults": seen_faults.iter().map(faults::Seen::json).collect::<Vec<_>>(),
+                "failures": failures})
         );
     }
     drop(servers);

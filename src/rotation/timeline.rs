@@ -83,6 +83,9 @@ impl Timing {
     }
 }
 
+/// The least gap between two keys' activations: the document's time resolution.
+const ACTIVATION_STEP: f64 = 0.001;
+
 /// Where a keyset is in its rotation at one instant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Phase {
@@ -213,10 +216,20 @@ pub fn rotated(
         return Err(Error::RotationInFlight(why));
     }
     new.created_at = now;
+    // Keys become primary in the order they were written, whatever the clocks of
+    // the operators or instances that wrote them: a forced rotation by a clock
+    // behind the previous rotator's would otherwise activate its key first, and
+    // the key in flight would seal later, until its retirement cut its states short.
+    let latest = doc
+        .keys
+        .iter()
+        .filter(|e| unseals_at(e, now))
+        .map(|e| e.activate_at)
+        .fold(f64::NEG_INFINITY, f64::max);
     new.activate_at = if mode == RotateMode::Compromise {
         now
     } else {
-        now + timing.propagation
+        (now + timing.propagation).max(latest + ACTIVATION_STEP)
     };
     new.retire_at = None;
     let retire = if mode == RotateMode::Compromise {

@@ -16,6 +16,7 @@ use google_cloud_kms_v1::client::KeyManagementService;
 use stateseal::provider::{BoxFuture, DataKey, ErrorClass, KeyProvider, WrapContext, kms_error};
 use stateseal::{Error, Secret};
 use tokio::sync::OnceCell;
+use zeroize::Zeroize;
 
 use crate::config::GcpKmsConfig;
 
@@ -122,6 +123,18 @@ fn classify(op: &str, e: &google_cloud_gax::error::Error) -> Error {
     err(class, format!("{op}: {text}"))
 }
 
+/// Wipes a plaintext copy held in `Bytes`, when this is its last reference
+/// (a shared one cannot be written); returns whether it did.
+fn wipe(bytes: Bytes) -> bool {
+    match bytes.try_into_mut() {
+        Ok(mut unique) => {
+            unique.as_mut().zeroize();
+            true
+        }
+        Err(_) => false,
+    }
+}
+
 impl GcpKmsProvider {
     /// A provider (the client is built on first use).
     pub fn new(config: GcpKmsConfig) -> Self {
@@ -176,20 +189,23 @@ impl GcpKmsProvider {
         let key = CryptoKeyName::parse(kek)?;
         let plaintext = Secret::generate()?;
         let aad = ctx.associated_data();
+        // Kept so the copy handed to the client can be wiped once the client is done with it.
+        let request_copy = Bytes::copy_from_slice(plaintext.expose());
         let resp = self
             .client()
             .await?
             .encrypt()
             .set_name(key.as_str())
-            .set_plaintext(Bytes::copy_from_slice(plaintext.expose()))
+            .set_plaintext(request_copy.clone())
             .set_plaintext_crc32c(crc(plaintext.expose()))
             .set_additional_authenticated_data(Bytes::from(aad.clone()))
             .set_additional_authenticated_data_crc32c(crc(&aad))
             .with_idempotency(true)
             .with_attempt_timeout(self.config()?.attempt_timeout())
             .send()
-            .await
-            .map_err(|e| classify("Encrypt", &e))?;
+            .await;
+        wipe(request_copy);
+        let resp = resp.map_err(|e| classify("Encrypt", &e))?;
         let integrity = |what: &str| {
             err(
                 ErrorClass::Transient,
@@ -224,7 +240,7 @@ impl GcpKmsProvider {
     ) -> Result<Secret, Error> {
         let key = CryptoKeyName::parse(kek)?;
         let aad = ctx.associated_data();
-        let resp = self
+        let mut resp = self
             .client()
             .await?
             .decrypt()
@@ -253,7 +269,9 @@ impl GcpKmsProvider {
                 ),
             ));
         }
-        Secret::from_slice(&resp.plaintext)
+        let secret = Secret::from_slice(&resp.plaintext);
+        wipe(std::mem::take(&mut resp.plaintext));
+        secret
     }
 }
 
@@ -335,6 +353,16 @@ mod tests {
             ErrorClass::Transient,
             "a caller's token problem is not a revocation"
         );
+    }
+
+    #[test]
+    fn plaintext_copies_are_wiped_when_ours_alone() {
+        let unique = Bytes::copy_from_slice(&[7; 32]);
+        assert!(wipe(unique));
+        let shared = Bytes::copy_from_slice(&[7; 32]);
+        let other = shared.clone();
+        assert!(!wipe(shared), "a shared copy cannot be written");
+        assert_eq!(other.as_ref(), &[7; 32]);
     }
 
     #[test]

@@ -70,12 +70,14 @@ fn count_until(
     }
 }
 
-/// Runs `break_it`, checks every process reports it while serving on what it
-/// had, runs `repair`, and checks every process recovers.
+/// Runs `break_it`, checks every process reports it while it keeps serving
+/// (on the generation it had, when `hold_generation`), runs `repair`, and
+/// checks every process recovers.
 fn observe(
     servers: &[Server],
     fault: &'static str,
     at_s: f64,
+    hold_generation: bool,
     break_it: impl FnOnce(),
     repair: impl FnOnce(),
 ) -> Seen {
@@ -88,8 +90,9 @@ fn observe(
         .iter()
         .zip(&before)
         .filter(|(s, g)| {
-            s.stats()
-                .is_some_and(|st| st["ready"] == true && st["generation"].as_u64() == **g)
+            s.stats().is_some_and(|st| {
+                st["ready"] == true && (!hold_generation || st["generation"].as_u64() == **g)
+            })
         })
         .count();
     repair();
@@ -107,9 +110,9 @@ fn observe(
 }
 
 fn current_version(bao: &OpenBao) -> u64 {
-    bao.bao_json(&["kv", "metadata", "get", KV_PATH])["data"]["current_version"]
-        .as_u64()
-        .unwrap_or(0)
+    let text = bao.ok(&["kv", "metadata", "get", "-format=json", KV_PATH]);
+    serde_json::from_str::<Value>(&text)
+        .map_or(0, |v| v["data"]["current_version"].as_u64().unwrap_or(0))
 }
 
 /// OpenBao sealed for a second and unsealed, three times over.
@@ -118,6 +121,8 @@ pub(crate) fn store_flap(bao: &OpenBao, servers: &[Server], at_s: f64) -> Seen {
         servers,
         "store_flapping",
         at_s,
+        // Between the outages the store is readable, and servers write to it.
+        false,
         || {
             for round in 0..3 {
                 bao.seal();
@@ -139,6 +144,7 @@ pub(crate) fn garbage_document(bao: &OpenBao, servers: &[Server], at_s: f64) -> 
         servers,
         "garbage_document",
         at_s,
+        true,
         || {
             bao.ok(&["kv", "put", KV_PATH, "format=not-a-keyset"]);
         },
@@ -148,16 +154,25 @@ pub(crate) fn garbage_document(bao: &OpenBao, servers: &[Server], at_s: f64) -> 
     )
 }
 
-/// The first version of the document (generation 1) restored over the current
-/// one, as a careless restore would; then the last good version put back.
-pub(crate) fn older_generation(bao: &OpenBao, servers: &[Server], at_s: f64) -> Seen {
+/// Saves the document as it is now (for [`older_generation`] to put back later).
+pub(crate) fn save_document(bao: &OpenBao, file: &Path) {
+    let text = bao.ok(&["kv", "get", "-format=json", KV_PATH]);
+    let data =
+        serde_json::from_str::<Value>(&text).map_or(Value::Null, |v| v["data"]["data"].clone());
+    let _ = std::fs::write(file, data.to_string());
+}
+
+/// An older document (saved by [`save_document`]) written over the current one,
+/// as a careless restore would; then the last good version put back.
+pub(crate) fn older_generation(bao: &OpenBao, servers: &[Server], saved: &Path, at_s: f64) -> Seen {
     let good = current_version(bao);
     observe(
         servers,
         "older_generation",
         at_s,
+        true,
         || {
-            bao.ok(&["kv", "rollback", "-version=1", KV_PATH]);
+            bao.ok(&["kv", "put", KV_PATH, &format!("@{}", saved.display())]);
         },
         || {
             bao.ok(&["kv", "rollback", &format!("-version={good}"), KV_PATH]);

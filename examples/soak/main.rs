@@ -19,8 +19,8 @@ mod openbao;
 mod faults;
 mod fleet;
 mod load;
+mod plan;
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use fleet::{FleetEnv, Server, cli};
 use load::{ATTACK_KINDS, Load, Tally, quantile};
+use plan::{APPROLE_SERVER, Args, Event, parse_args, schedule};
 use serde_json::json;
 
 const STORE: &str = "vault-kv://secret/stateseal/soak";
@@ -42,88 +43,6 @@ const TIMING: [&str; 6] = [
     "20",
 ];
 const CLOCK_OFFSETS: [f64; 3] = [0.0, 0.0, 1.5];
-
-struct Args {
-    duration: f64,
-    json: bool,
-    workers: usize,
-    max_conversations: u64,
-    cli: PathBuf,
-    server: PathBuf,
-}
-
-fn parse_args() -> Result<Args, String> {
-    // Binaries default to the ones built next to this example (target/<profile>/).
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let examples = exe.parent().ok_or("no exe dir")?.to_path_buf();
-    let mut a = Args {
-        duration: 60.0,
-        json: false,
-        workers: 8,
-        max_conversations: 10_000_000,
-        cli: examples.join("../stateseal"),
-        server: examples.join("http_server"),
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut val = || it.next().ok_or(format!("{flag} needs a value"));
-        match flag.as_str() {
-            "--duration" => a.duration = val()?.parse().map_err(|e| format!("--duration: {e}"))?,
-            "--workers" => a.workers = val()?.parse().map_err(|e| format!("--workers: {e}"))?,
-            "--max-conversations" => {
-                a.max_conversations = val()?
-                    .parse()
-                    .map_err(|e| format!("--max-conversations: {e}"))?;
-            }
-            "--cli" => a.cli = PathBuf::from(val()?),
-            "--server" => a.server = PathBuf::from(val()?),
-            "--json" => a.json = true,
-            _ => return Err(format!("unknown argument {flag}")),
-        }
-    }
-    if a.duration.is_nan() || a.duration < 30.0 || a.workers == 0 || a.workers > 256 {
-        return Err("--duration must be >= 30 s and --workers 1..=256".into());
-    }
-    Ok(a)
-}
-
-#[derive(Debug)]
-enum Event {
-    Rotate,
-    KillRestart(usize),
-    VaultOutage(f64),
-    StoreFlap,
-    GarbageDocument,
-    OlderGeneration,
-    RotateSecretId,
-}
-
-/// The process that logs in with AppRole (the others use the fleet's token).
-const APPROLE_SERVER: usize = 2;
-
-/// When things happen, as (seconds from start, event).
-fn schedule(d: f64) -> Vec<(f64, Event)> {
-    let outage_at = 0.55 * d;
-    let outage = (0.05 * d).clamp(3.0, 20.0);
-    let rotations = ((d / 100.0).floor() as usize).max(3);
-    let mut events: Vec<(f64, Event)> = (0..rotations)
-        .map(|k| {
-            let mut t = (k as f64 + 0.5) * 0.9 * d / rotations as f64;
-            if (outage_at - 2.0..outage_at + outage + 3.0).contains(&t) {
-                t = outage_at + outage + 3.0;
-            }
-            (t, Event::Rotate)
-        })
-        .collect();
-    events.push((0.3 * d, Event::KillRestart(1)));
-    events.push((outage_at, Event::VaultOutage(outage)));
-    events.push((0.18 * d, Event::StoreFlap));
-    events.push((0.38 * d, Event::GarbageDocument));
-    events.push((0.68 * d, Event::OlderGeneration));
-    events.push((0.8 * d, Event::RotateSecretId));
-    events.sort_by(|a, b| a.0.total_cmp(&b.0));
-    events
-}
 
 fn main() -> ExitCode {
     let args = match parse_args() {
@@ -193,6 +112,9 @@ fn run(args: &Args) -> Result<bool, String> {
             String::from_utf8_lossy(&init.stderr)
         ));
     }
+    // Generation 1, to be put back later as a careless restore would.
+    let first_document = dir.join("generation-1.json");
+    faults::save_document(&bao, &first_document);
     let mut servers: Vec<Server> = CLOCK_OFFSETS
         .iter()
         .enumerate()
@@ -295,7 +217,7 @@ fn run(args: &Args) -> Result<bool, String> {
                 seen_faults.push(faults::garbage_document(&bao, &servers, t));
             }
             Event::OlderGeneration => {
-                seen_faults.push(faults::older_generation(&bao, &servers, t));
+                seen_faults.push(faults::older_generation(&bao, &servers, &first_document, t));
             }
             Event::RotateSecretId => {
                 let (seen, new) = faults::rotate_secret_id(

@@ -13,11 +13,10 @@
 
 #[path = "fixtures/fleet_tour.rs"]
 mod fleet_tour;
-#[path = "fixtures/moto.rs"]
-mod moto;
 
 use stateseal::{Error, ProviderRegistry};
 use stateseal_aws_kms::AwsConfig;
+use stateseal_testkit::moto;
 
 fn fail(msg: impl std::fmt::Display) -> ! {
     eprintln!("error: {msg}");

@@ -13,11 +13,10 @@
 
 #[path = "fixtures/fleet_tour.rs"]
 mod fleet_tour;
-#[path = "fixtures/gcp_kms_contract.rs"]
-mod gcp_kms_contract;
 
 use stateseal::{Error, ProviderRegistry};
 use stateseal_gcp_kms::GcpKmsConfig;
+use stateseal_testkit::gcp_kms_contract;
 
 fn fail(msg: impl std::fmt::Display) -> ! {
     eprintln!("error: {msg}");

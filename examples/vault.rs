@@ -12,10 +12,9 @@
 
 #[path = "fixtures/fleet_tour.rs"]
 mod fleet_tour;
-#[path = "fixtures/openbao.rs"]
-mod openbao;
 
 use stateseal::{Error, ProviderRegistry};
+use stateseal_testkit::openbao;
 use stateseal_vault::{SecretString, VaultAuth, VaultConfig};
 
 fn fail(msg: impl std::fmt::Display) -> ! {

@@ -23,7 +23,7 @@ echo "== examples against real services"
 cargo run --quiet --example vault -- --dev
 cargo run --quiet --example aws_kms -- --dev
 cargo run --quiet --example gcp_kms -- --dev
-echo "== fleet soak, short form (OpenBao + 3 server processes, rotations, kill, outage)"
+echo "== fleet soak, short form (OpenBao + 3 server processes: rotations, kill, outage, store faults, secret id rotation)"
 scripts/soak.sh --duration 60
 echo "== Terraform modules (python-hcl2 + stateseal's rules, checkov offline)"
 scripts/terraform-check.sh

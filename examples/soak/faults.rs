@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::fleet::Server;
-use crate::openbao::OpenBao;
+use stateseal_testkit::openbao::OpenBao;
 
 /// The KV path behind the soak's `vault-kv://secret/stateseal/soak` store.
 const KV_PATH: &str = "secret/stateseal/soak";

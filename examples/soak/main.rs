@@ -13,9 +13,6 @@
 //! scripts/soak.sh --release --duration 600 --json
 //! ```
 
-#[path = "../fixtures/openbao.rs"]
-mod openbao;
-
 mod faults;
 mod fleet;
 mod load;
@@ -30,6 +27,7 @@ use fleet::{FleetEnv, Server, cli};
 use load::{ATTACK_KINDS, Load, Tally, quantile};
 use plan::{APPROLE_SERVER, Args, Event, parse_args, schedule};
 use serde_json::json;
+use stateseal_testkit::openbao;
 
 const STORE: &str = "vault-kv://secret/stateseal/soak";
 const KEK: &str = "hcvault://transit/keys/stateseal";

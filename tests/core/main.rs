@@ -9,6 +9,7 @@ mod observability;
 mod outage;
 mod seal_budget;
 mod setup;
+mod store_contract;
 mod store_faults;
 mod timeline_props;
 mod vectors;

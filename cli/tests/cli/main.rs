@@ -4,14 +4,10 @@
 mod aws;
 mod commands;
 mod gcp;
-#[path = "../../../examples/fixtures/gcp_kms_contract.rs"]
-mod gcp_kms_contract;
 mod member;
-#[path = "../../../examples/fixtures/moto.rs"]
-mod moto;
-#[path = "../../../examples/fixtures/openbao.rs"]
-mod openbao;
 mod vault;
+
+use stateseal_testkit::{gcp_kms_contract, moto, openbao};
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};

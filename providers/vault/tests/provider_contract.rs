@@ -1,0 +1,74 @@
+//! The Vault transit provider under the shared provider contract, against a real OpenBao.
+
+use std::sync::Mutex;
+
+use stateseal::ProviderRegistry;
+use stateseal_testkit::openbao::{FLEET_POLICY, OpenBao};
+use stateseal_testkit::provider_contract::{self, ProviderUnderTest};
+use stateseal_vault::{SecretString, VaultAuth, VaultConfig};
+
+/// The fleet policy without transit decrypt: access to the KEK withdrawn.
+const NO_DECRYPT: &str = r#"
+path "transit/datakey/plaintext/stateseal" { capabilities = ["update"] }
+path "secret/data/stateseal/*" { capabilities = ["create", "read", "update"] }
+"#;
+
+struct Transit {
+    bao: Mutex<OpenBao>,
+    addr: String,
+    token: String,
+}
+
+impl ProviderUnderTest for Transit {
+    fn registry(&self) -> ProviderRegistry {
+        let mut registry = ProviderRegistry::with_defaults();
+        let config = VaultConfig::builder(&self.addr)
+            .auth(VaultAuth::Token(SecretString::new(self.token.clone())))
+            .build();
+        stateseal_vault::register(&mut registry, config);
+        registry
+    }
+    fn kek(&self) -> String {
+        "hcvault://transit/keys/stateseal".into()
+    }
+    fn outage(&self, on: bool) -> Result<(), &'static str> {
+        let mut bao = self.bao.lock().expect("bao");
+        if on {
+            bao.stop()
+        } else {
+            bao.restart()
+        }
+        Ok(())
+    }
+    fn credentials_failing(&self, _: bool) -> Result<(), &'static str> {
+        Err(
+            "a Vault token's failures are Vault's own answers: 403 is a refusal, and login-based methods log in again before reporting it",
+        )
+    }
+    fn revoked(&self, on: bool) -> Result<(), &'static str> {
+        let bao = self.bao.lock().expect("bao");
+        bao.write_policy("fleet", if on { NO_DECRYPT } else { FLEET_POLICY });
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vault_transit_meets_the_provider_contract() {
+    let dir =
+        std::env::temp_dir().join(format!("stateseal-transit-contract-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let bao = OpenBao::start(&dir.join("openbao"));
+    let token = bao.token_with_policy("fleet", FLEET_POLICY);
+    let addr = bao.addr.clone();
+    provider_contract::run(
+        &Transit {
+            bao: Mutex::new(bao),
+            addr,
+            token,
+        },
+        &dir,
+    )
+    .await;
+    let _ = std::fs::remove_dir_all(dir);
+}

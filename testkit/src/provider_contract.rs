@@ -1,0 +1,192 @@
+//! The behaviour every [`KeyProvider`] must show, run by each provider's own
+//! tests against a real (or contract-double) KMS:
+//!
+//! - a generated key unwraps to itself, and only under the keyset id and entry
+//!   id it was wrapped for (anything else is `Invalid`);
+//! - in steady state, refreshes within `max_key_age` make no KMS call;
+//! - a KMS outage is `Transient`: cached keys keep serving past `max_key_age`,
+//!   and the unwrap is renewed once the KMS is back;
+//! - credentials failing as a credential chain does (an expired or
+//!   unrefreshed token, a metadata timeout) are `Transient` too;
+//! - a revocation (key disabled, access withdrawn) is `Denied`, and the key is
+//!   dropped once its cached unwrap passes `max_key_age`; access restored, it
+//!   comes back.
+//!
+//! A case a provider cannot take part in (a local KEK has no network and no
+//! access control) is not run, and the run prints why.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use stateseal::provider::WrapContext;
+use stateseal::rotation::{SchedulerConfig, init_keyset};
+use stateseal::{
+    AesGcmCodec, Envelope, Error, ErrorClass, FileStore, KeysetStore, ManualClock,
+    ProviderRegistry, RequestIdentity, RingHandle, RotationScheduler,
+};
+
+/// A provider under test, with the KMS-side powers the contract needs.
+pub trait ProviderUnderTest: Send + Sync {
+    /// A registry that knows the provider, configured for the KMS under test.
+    fn registry(&self) -> ProviderRegistry;
+    /// The KEK URI to wrap under.
+    fn kek(&self) -> String;
+    /// Makes the KMS unreachable (or answer "unavailable"), or says why it cannot be.
+    fn outage(&self, on: bool) -> Result<(), &'static str>;
+    /// Makes the registry's credentials fail as a credential chain does, or says why not.
+    fn credentials_failing(&self, on: bool) -> Result<(), &'static str>;
+    /// Revokes this registry's use of the KEK (or restores it), or says why it cannot.
+    fn revoked(&self, on: bool) -> Result<(), &'static str>;
+}
+
+const T0: f64 = 1_782_345_600.0;
+const MAX_KEY_AGE: f64 = 3600.0;
+
+fn ctx<'a>(keyset_id: &'a str, entry_id: &'a str) -> WrapContext<'a> {
+    WrapContext {
+        keyset_id,
+        entry_id,
+    }
+}
+
+fn class(r: Result<stateseal::Secret, Error>) -> Option<ErrorClass> {
+    r.err().and_then(|e| e.kms_class())
+}
+
+fn not_run(kek: &str, case: &str, why: &str) {
+    println!("provider contract {kek}: {case} case not run: {why}");
+}
+
+/// Runs the whole contract, keeping a file keyset in `dir`; panics with the case that failed.
+pub async fn run(p: &impl ProviderUnderTest, dir: &Path) {
+    let registry = p.registry();
+    let kek = p.kek();
+    let provider = registry.provider_for(&kek).expect("provider");
+
+    // Wrapping binds the keyset and the entry.
+    let dk = provider
+        .generate(&kek, ctx("ks_contract", "k_a"))
+        .await
+        .expect("generate");
+    let back = provider
+        .unwrap(&kek, &dk.wrapped, ctx("ks_contract", "k_a"))
+        .await
+        .expect("unwrap");
+    assert_eq!(back.expose(), dk.plaintext.expose(), "unwraps to itself");
+    for (keyset, entry) in [("ks_other", "k_a"), ("ks_contract", "k_b")] {
+        let moved = provider.unwrap(&kek, &dk.wrapped, ctx(keyset, entry)).await;
+        assert_eq!(
+            class(moved),
+            Some(ErrorClass::Invalid),
+            "a wrapped key moved to {keyset}/{entry} must be Invalid"
+        );
+    }
+
+    // A fleet member on a file keyset under this KEK.
+    let store: Arc<dyn KeysetStore> = Arc::new(FileStore::new(dir.join("keyset.json")));
+    let doc = init_keyset(store.as_ref(), &registry, &kek, T0)
+        .await
+        .expect("init");
+    let ring = Arc::new(RingHandle::empty());
+    let config = SchedulerConfig::default()
+        .max_key_age(MAX_KEY_AGE)
+        .outage_grace(86_400.0)
+        .rotation_period(None)
+        .seal_reservation_block(None);
+    let sched = RotationScheduler::new(
+        config,
+        store,
+        registry.clone(),
+        ring.clone(),
+        Arc::new(ManualClock::new(T0)),
+    )
+    .expect("scheduler");
+    let env = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("contract"))
+        .build()
+        .expect("envelope");
+    let round = RequestIdentity::from_json("tools/call", br#"{"name":"t"}"#).expect("identity");
+    let works = |now: f64| {
+        env.mint_at(&round, b"s", None, now)
+            .and_then(|t| env.verify_at(&round, &t, None, now))
+            .is_ok()
+    };
+    sched.refresh_at(T0).await.expect("first refresh");
+    assert!(works(T0));
+
+    // Steady state: no KMS call within max_key_age, whatever the traffic.
+    let calls = sched.kms_calls();
+    for i in 1..=20 {
+        let now = T0 + f64::from(i) * 150.0;
+        sched.refresh_at(now).await.expect("refresh");
+        assert!(works(now));
+    }
+    assert_eq!(sched.kms_calls(), calls, "steady state made KMS calls");
+
+    // Outage: transient; the cached key serves past max_key_age; renewed after.
+    let mut last_unwrap = T0;
+    match p.outage(true) {
+        Ok(()) => {
+            let during = T0 + MAX_KEY_AGE + 400.0;
+            let _ = sched.refresh_at(during).await;
+            let e = provider
+                .unwrap(&kek, &doc.keys[0].wrapped, ctx(&doc.id, &doc.keys[0].entry))
+                .await;
+            p.outage(false).expect("recover");
+            assert_eq!(
+                class(e),
+                Some(ErrorClass::Transient),
+                "an outage is Transient"
+            );
+            assert!(sched.is_ready() && works(during), "the cached key serves");
+            let before = sched.kms_calls();
+            sched.refresh_at(during + 30.0).await.expect("recovered");
+            assert!(sched.kms_calls() > before, "the stale unwrap was renewed");
+            last_unwrap = during + 30.0;
+        }
+        Err(why) => not_run(&kek, "outage", why),
+    }
+
+    // Credentials failing as a chain does: transient, not a revocation.
+    match p.credentials_failing(true) {
+        Ok(()) => {
+            let e = registry
+                .provider_for(&kek)
+                .expect("provider")
+                .unwrap(&kek, &dk.wrapped, ctx("ks_contract", "k_a"))
+                .await;
+            p.credentials_failing(false).expect("restore credentials");
+            assert_eq!(
+                class(e),
+                Some(ErrorClass::Transient),
+                "a credential failure is Transient"
+            );
+        }
+        Err(why) => not_run(&kek, "credentials", why),
+    }
+
+    // Revocation: denied; dropped after max_key_age; back once access returns.
+    match p.revoked(true) {
+        Ok(()) => {
+            let e = provider
+                .unwrap(&kek, &doc.keys[0].wrapped, ctx(&doc.id, &doc.keys[0].entry))
+                .await;
+            assert_eq!(class(e), Some(ErrorClass::Denied), "a revocation is Denied");
+            let still = last_unwrap + MAX_KEY_AGE - 1.0;
+            sched.refresh_at(still).await.expect("refresh");
+            assert!(works(still), "the cached key serves until max_key_age");
+            let after = last_unwrap + MAX_KEY_AGE + 1.0;
+            assert!(matches!(
+                sched.refresh_at(after).await,
+                Err(Error::KeysUnavailable(_))
+            ));
+            assert!(!sched.is_ready() && !works(after), "dropped: fail closed");
+            p.revoked(false).expect("restore access");
+            sched
+                .refresh_at(after + 30.0)
+                .await
+                .expect("access restored");
+            assert!(works(after + 30.0));
+        }
+        Err(why) => not_run(&kek, "revocation", why),
+    }
+}

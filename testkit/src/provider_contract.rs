@@ -1,4 +1,4 @@
-//! The behaviour every [`KeyProvider`] must show, run by each provider's own
+//! The behaviour every [`stateseal::KeyProvider`] must show, run by each provider's own
 //! tests against a real (or contract-double) KMS:
 //!
 //! - a generated key unwraps to itself, and only under the keyset id and entry

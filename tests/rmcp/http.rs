@@ -16,17 +16,27 @@ use stateseal::{AesGcmCodec, Envelope, KeyRing, RingHandle, Secret};
 
 use crate::e2e::Confirming;
 
-/// One MCP request over HTTP/1.1 (2026-07-28 stateless lifecycle); the JSON-RPC response.
-fn call(addr: &str, token: &str, params: Value) -> Value {
-    let mut params = params;
-    params["_meta"] = json!({
+/// The `_meta` of a 2026-07-28 stateless request.
+pub(crate) fn request_meta() -> Value {
+    json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
         "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"}
-    });
+    })
+}
+
+/// One MCP request over HTTP/1.1 (2026-07-28 stateless lifecycle); the JSON-RPC response.
+fn call(addr: &str, token: &str, params: Value) -> Value {
+    let mut params = params;
+    params["_meta"] = request_meta();
     let name = params["name"].as_str().unwrap_or_default().to_owned();
     let body =
         json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).to_string();
+    post(addr, token, &name, &body)
+}
+
+/// Posts a `tools/call` request body exactly as given; the JSON-RPC response.
+pub(crate) fn post(addr: &str, token: &str, name: &str, body: &str) -> Value {
     let mut s = TcpStream::connect(addr).expect("connect");
     write!(
         s,
@@ -43,14 +53,9 @@ fn call(addr: &str, token: &str, params: Value) -> Value {
     serde_json::from_str(data).expect("json")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn another_users_bearer_token_cannot_replay_a_state() {
-    let ring = Arc::new(RingHandle::new(
-        KeyRing::from_secrets(&[Secret::generate().expect("rng")]).expect("ring"),
-    ));
-    let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("svc"))
-        .build()
-        .expect("env");
+/// Serves `envelope` behind `StateSealed` and the bearer-auth stand-in on a
+/// loopback port; returns its address and the server task.
+pub(crate) async fn serve(envelope: Envelope) -> (String, tokio::task::JoinHandle<()>) {
     let handler = StateSealed::new(Confirming::default(), Boundary::new(Arc::new(envelope)));
     let service = StreamableHttpService::new(
         move || Ok(handler.clone()),
@@ -64,7 +69,21 @@ async fn another_users_bearer_token_cannot_replay_a_state() {
         .await
         .expect("bind");
     let addr = listener.local_addr().expect("addr").to_string();
-    let server = tokio::spawn(async move { axum::serve(listener, router).await });
+    let server = tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    (addr, server)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_users_bearer_token_cannot_replay_a_state() {
+    let ring = Arc::new(RingHandle::new(
+        KeyRing::from_secrets(&[Secret::generate().expect("rng")]).expect("ring"),
+    ));
+    let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("svc"))
+        .build()
+        .expect("env");
+    let (addr, server) = serve(envelope).await;
 
     let a = addr.clone();
     let first = tokio::task::spawn_blocking(move || {

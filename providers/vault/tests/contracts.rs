@@ -1,11 +1,76 @@
-//! The Vault transit provider under the shared provider contract, against a real OpenBao.
+//! The Vault KV v2 store and the Vault transit provider under the test kit's
+//! shared contracts, against a real OpenBao (one test binary, so the crate
+//! links once).
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-use stateseal::ProviderRegistry;
+use stateseal::{KeysetStore, ProviderRegistry};
 use stateseal_testkit::openbao::{FLEET_POLICY, OpenBao};
 use stateseal_testkit::provider_contract::{self, ProviderUnderTest};
+use stateseal_testkit::store_contract::{self, StoreUnderTest};
 use stateseal_vault::{SecretString, VaultAuth, VaultConfig};
+
+const STORE: &str = "vault-kv://secret/stateseal/contract";
+const KV_PATH: &str = "secret/stateseal/contract";
+
+struct Kv {
+    bao: OpenBao,
+    token: String,
+    /// A token whose policy does not cover the keyset's path.
+    outsider: String,
+    dir: std::path::PathBuf,
+}
+
+fn open_with(addr: &str, token: &str) -> Arc<dyn KeysetStore> {
+    let mut registry = ProviderRegistry::with_defaults();
+    let config = VaultConfig::builder(addr)
+        .auth(VaultAuth::Token(SecretString::new(token)))
+        .build();
+    stateseal_vault::register(&mut registry, config);
+    registry.open_store(STORE).expect("store")
+}
+
+impl StoreUnderTest for Kv {
+    fn open(&self) -> Arc<dyn KeysetStore> {
+        open_with(&self.bao.addr, &self.token)
+    }
+    fn put_raw(&self, json: &serde_json::Value) {
+        let file = self.dir.join("raw.json");
+        std::fs::write(&file, json.to_string()).expect("write");
+        self.bao
+            .ok(&["kv", "put", KV_PATH, &format!("@{}", file.display())]);
+    }
+    fn break_service(&self) {
+        self.bao.seal();
+    }
+    fn repair_service(&self) {
+        self.bao.unseal();
+    }
+    fn denied(&self) -> Result<Arc<dyn KeysetStore>, &'static str> {
+        Ok(open_with(&self.bao.addr, &self.outsider))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vault_kv_store_meets_the_store_contract() {
+    let dir = std::env::temp_dir().join(format!("stateseal-kv-contract-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let bao = OpenBao::start(&dir.join("openbao"));
+    let token = bao.token_with_policy("fleet", FLEET_POLICY);
+    let outsider = bao.token_with_policy(
+        "outsider",
+        r#"path "secret/data/elsewhere/*" { capabilities = ["create", "read", "update"] }"#,
+    );
+    store_contract::run(&Kv {
+        bao,
+        token,
+        outsider,
+        dir: dir.clone(),
+    })
+    .await;
+    let _ = std::fs::remove_dir_all(dir);
+}
 
 /// The fleet policy without transit decrypt: access to the KEK withdrawn.
 const NO_DECRYPT: &str = r#"

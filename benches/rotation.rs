@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use stateseal::rotation::{SchedulerConfig, init_keyset};
+use stateseal::rotation::{SchedulerConfig, Timing, init_keyset};
 use stateseal::{
     AesGcmCodec, FileStore, KeyRing, KeysetStore, LocalProvider, ManualClock, ProviderRegistry,
     RingHandle, RotationScheduler, Secret, StateCodec,
@@ -85,6 +85,7 @@ fn steady_state_kms_calls(_: &mut Criterion) {
             store.as_ref(),
             &registry,
             &format!("local://{}", kek.display()),
+            Timing::default(),
             t0,
         )
         .await

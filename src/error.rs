@@ -105,6 +105,11 @@ pub enum Error {
     /// A rotation is already in flight; wait for it to finish or force.
     #[error("a rotation is already in flight ({0}); wait until it completes, or force it")]
     RotationInFlight(String),
+    /// A rotation was refused before anything was written: a live key does not
+    /// unwrap with the KEK at hand, the new key does not round-trip through its
+    /// wrap, or the ring would grow past its limit. The message names which.
+    #[error("rotation refused, nothing was written: {0}")]
+    RotationRefused(String),
     /// A key store could not be read or written.
     #[error("keyset store {uri}: {problem}")]
     Store {

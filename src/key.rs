@@ -38,6 +38,32 @@ impl KeyId {
     pub fn to_hex(self) -> String {
         self.to_string()
     }
+
+    /// Parses the 8-hex-digit form ([`KeyId::to_hex`]); `None` for anything else.
+    ///
+    /// ```
+    /// use stateseal::KeyId;
+    /// assert_eq!(KeyId::from_hex("a014f40b").unwrap().to_hex(), "a014f40b");
+    /// assert!(KeyId::from_hex("a014f40").is_none());
+    /// assert!(KeyId::from_hex("A014F40B").is_none());
+    /// ```
+    pub fn from_hex(text: &str) -> Option<Self> {
+        let digits = text.as_bytes();
+        // One spelling: lowercase, as written.
+        if digits.len() != 2 * KID_LEN
+            || !digits
+                .iter()
+                .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        {
+            return None;
+        }
+        let mut id = [0u8; KID_LEN];
+        for (byte, pair) in id.iter_mut().zip(digits.chunks_exact(2)) {
+            let pair = std::str::from_utf8(pair).ok()?;
+            *byte = u8::from_str_radix(pair, 16).ok()?;
+        }
+        Some(Self(id))
+    }
 }
 
 impl fmt::Display for KeyId {

@@ -38,7 +38,9 @@ mod secret;
 pub mod setup;
 
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use codec::{AesGcmCodec, NONCE_LEN, SEAL_HEADROOM, StateCodec, TAG_LEN, TOKEN_PREFIX};
+pub use codec::{
+    AesGcmCodec, NONCE_LEN, SEAL_HEADROOM, StateCodec, TAG_LEN, TOKEN_PREFIX, token_key_id,
+};
 pub use envelope::{
     CARRIER_METHODS, DEFAULT_MAX_TOKEN_LEN, DEFAULT_TTL_SECS, ENVELOPE_VERSION, Envelope,
     EnvelopeBuilder, FUTURE_SKEW_SECS, PRINCIPAL_LABEL, Principal, RequestIdentity,

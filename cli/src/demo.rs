@@ -24,12 +24,12 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
 use stateseal::rmcp_adapter::StateSealed;
-use stateseal::rotation::{Phase, RotateMode, ring_at, rotate_store_at};
+use stateseal::rotation::{DEFAULT_MAX_LIVE_KEYS, Phase, RotateMode, ring_at, rotate_keyset};
 use stateseal::setup::{Config, Protection, start};
 use stateseal::{Clock, LocalProvider, SystemClock};
 
 use crate::error::CliError;
-use crate::keyset_cmd::registry;
+use crate::keyset::registry;
 use crate::token::parse_seconds;
 
 /// Options of `stateseal demo`.
@@ -38,7 +38,7 @@ pub(crate) struct DemoArgs {
     /// Server instances sharing the keyset.
     #[arg(long, default_value_t = 3)]
     instances: usize,
-    /// How long to run, in seconds (a rotation needs about 25).
+    /// How long to run, in seconds (at least 26: a rotation's three phases take 23).
     #[arg(long, default_value = "35", value_parser = parse_seconds)]
     duration: f64,
     /// KEK URI (default: a local KEK in a temporary directory).
@@ -53,6 +53,12 @@ pub(crate) struct DemoArgs {
 }
 
 const USERS: [&str; 2] = ["alice", "bob"];
+
+/// When the demo writes its rotation, and the shortest run that sees all three
+/// phases after it: rotation at 4 s, phase 2 at 4 + P = 7 s, phase 3 at
+/// 7 + P + T + S = 23 s (P = 3, T = 12, S = 1), plus refresh and margin.
+const ROTATE_AFTER: f64 = 4.0;
+const MIN_DURATION: f64 = 26.0;
 
 type Client = RunningService<RoleClient, ()>;
 
@@ -167,6 +173,11 @@ pub(crate) async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<(), CliEr
             "--instances must be between 1 and 16".into(),
         ));
     }
+    if args.duration < MIN_DURATION {
+        return Err(CliError::Usage(format!(
+            "--duration must be at least {MIN_DURATION} seconds: the demo's rotation needs that long to pass all three phases"
+        )));
+    }
     let tmp = std::env::temp_dir().join(format!("stateseal-demo-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).map_err(|e| fail("temp dir")(e.to_string()))?;
     let store = args
@@ -211,17 +222,22 @@ pub(crate) async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<(), CliEr
     let mut last_report = Instant::now() - Duration::from_secs(1);
     while started.elapsed().as_secs_f64() < args.duration {
         let now = SystemClock.now();
-        let doc = store_handle.load().await.map_err(CliError::from)?;
-        if let Some(plan) = doc.as_ref().and_then(|d| ring_at(d, now)) {
-            phases.insert(plan.phase as u8);
+        // Only phases after the demo's own rotation count: the keyset starts in phase 3.
+        if rotated {
+            let doc = store_handle.load().await.map_err(CliError::from)?;
+            if let Some(plan) = doc.as_ref().and_then(|d| ring_at(d, now)) {
+                phases.insert(plan.phase as u8);
+            }
         }
-        if !rotated && started.elapsed() > Duration::from_secs(4) {
-            rotate_store_at(
+        if !rotated && started.elapsed().as_secs_f64() > ROTATE_AFTER {
+            // The demo's own scaled-down timeline, whatever profile the keyset was created with.
+            rotate_keyset(
                 store_handle.as_ref(),
                 &registry(),
-                &config.scheduler_config(),
+                Some(config.scheduler_config().timing),
                 now,
                 RotateMode::Scheduled,
+                DEFAULT_MAX_LIVE_KEYS,
             )
             .await
             .map_err(CliError::from)?;

@@ -1,6 +1,7 @@
 //! The CLI's error type and exit codes.
 
-/// What went wrong, and which exit code says so.
+/// What went wrong, and which exit code says so: 1 means "no" (rejected,
+/// refused, unhealthy), 2 means the command could not do its job.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub(crate) enum CliError {
@@ -13,6 +14,10 @@ pub(crate) enum CliError {
     /// Anything else that failed (exit 2).
     #[error("{0}")]
     Failed(String),
+    /// The command printed its answer, and the answer means this exit code
+    /// (`status` and `check` exit 1 while unhealthy).
+    #[error("exit status {0}")]
+    Reported(i32),
 }
 
 impl CliError {
@@ -21,15 +26,51 @@ impl CliError {
         match self {
             Self::Rejected(_) => 1,
             Self::Usage(_) | Self::Failed(_) => 2,
+            Self::Reported(code) => *code,
         }
     }
 }
 
 impl From<stateseal::Error> for CliError {
     fn from(e: stateseal::Error) -> Self {
+        if let stateseal::Error::Kms {
+            provider,
+            class,
+            detail,
+        } = &e
+        {
+            return Self::Failed(kms_summary(provider, *class, detail));
+        }
         match e.reject_reason() {
             Some(r) => Self::Rejected(r.to_string()),
             None => Self::Failed(e.to_string()),
         }
     }
+}
+
+/// A KMS failure in one line: the provider, the class, the KMS's first line
+/// (bounded), and what to check for that class.
+pub(crate) fn kms_summary(provider: &str, class: stateseal::ErrorClass, detail: &str) -> String {
+    use stateseal::ErrorClass;
+    let first: String = detail
+        .lines()
+        .next()
+        .unwrap_or("")
+        .chars()
+        .take(240)
+        .collect();
+    let check = match class {
+        ErrorClass::Transient => {
+            "the network path to the KMS, its endpoint, and whether the credentials are current"
+        }
+        ErrorClass::Denied => {
+            "the caller's permission to use the key (IAM / policy) and that the key is enabled"
+        }
+        ErrorClass::Invalid => {
+            "that the keyset document is unaltered and the KEK URI is the one that wrapped the key"
+        }
+        ErrorClass::Config => "the provider's configuration: endpoint, region, credentials",
+        _ => "the provider's documentation for this error",
+    };
+    format!("{provider} KMS, {class}: {first}; check {check}")
 }

@@ -39,6 +39,13 @@ pub(crate) fn read_secret(spec: &str) -> Result<Vec<u8>, CliError> {
     }
 }
 
+/// Whether a SPEC carries the secret itself rather than naming where it is.
+pub(crate) fn on_command_line(spec: &str) -> bool {
+    ["hex:", "b64:", "text:"]
+        .iter()
+        .any(|p| spec.starts_with(p))
+}
+
 fn bad_spec() -> CliError {
     CliError::Usage(
         "--key must be hex:<hex>, b64:<base64>, text:<text>, file:<path> or env:<VAR> \
@@ -49,6 +56,11 @@ fn bad_spec() -> CliError {
 
 /// Builds a ring from `--key` specs: the first seals, all unseal.
 pub(crate) fn ring_from_specs(specs: &[String]) -> Result<KeyRing, CliError> {
+    if specs.iter().any(|s| on_command_line(s)) {
+        eprintln!(
+            "warning: a key given as hex:, b64: or text: is visible in the process list and your shell history; prefer file:PATH or env:VAR"
+        );
+    }
     let mut keys = Vec::with_capacity(specs.len());
     for spec in specs {
         keys.push(read_secret(spec)?);

@@ -5,14 +5,31 @@ mod bench;
 mod demo;
 mod error;
 mod key_spec;
-mod keyset_cmd;
+mod keyset;
+mod output;
+mod redact;
 mod token;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
-/// Seal, inspect and benchmark MCP requestState tokens.
+use crate::error::CliError;
+
+/// Seal, inspect and operate MCP requestState keysets.
 #[derive(Debug, Parser)]
-#[command(name = "stateseal", version, about)]
+#[command(
+    name = "stateseal",
+    version,
+    about,
+    after_help = "Exit status: 0 success, 1 the answer is no (rejected, refused, unhealthy), 2 usage or operational error.
+Environment: STATESEAL_STORE and STATESEAL_KEK are the defaults of --store and --kek.
+
+Examples:
+  stateseal init --kek local:///etc/stateseal/kek.bin --store file:///var/lib/stateseal/keyset.json
+  export STATESEAL_STORE=file:///var/lib/stateseal/keyset.json
+  stateseal status
+  stateseal rotate --dry-run && stateseal rotate
+  stateseal check --json"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -20,23 +37,41 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Token tools: seal, open, mint, verify.
+    /// Token tools: seal, open, mint, verify, inspect.
     #[command(subcommand)]
     Token(token::TokenCmd),
-    /// Create a keyset with one active key.
-    Init(keyset_cmd::InitArgs),
-    /// Start a three-phase rotation (or an emergency one).
-    Rotate(keyset_cmd::RotateArgs),
-    /// Show the keys, the phase, and what happens next.
-    Status(keyset_cmd::StatusArgs),
+    /// Create a keyset with one active key and the fleet's timing profile.
+    Init(keyset::InitArgs),
+    /// Start a three-phase rotation (or an emergency one); --dry-run writes nothing.
+    Rotate(keyset::RotateArgs),
+    /// Show the keys, their availability, the phase, and what happens next.
+    Status(keyset::StatusArgs),
+    /// Check that the fleet can serve from the keyset (for cron and monitoring).
+    Check(keyset::CheckArgs),
+    /// The keyset document itself.
+    #[command(subcommand)]
+    Keyset(keyset::KeysetCmd),
     /// Measure mint and verify in this process.
     Bench(bench::BenchArgs),
     /// Run a fleet rotating keys under live MCP traffic, with attacks.
     Demo(demo::DemoArgs),
+    /// Print a shell completion script.
+    #[command(
+        after_help = "Example:\n  stateseal completions bash > /etc/bash_completion.d/stateseal"
+    )]
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
 }
 
 fn main() {
-    let cli = Cli::parse();
+    let args: Vec<String> = std::env::args().collect();
+    let json = args.iter().any(|a| a == "--json");
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(e) => redact::exit_with_parse_error(&e, &args, json),
+    };
     // The demo's attacks are rejected on purpose: their warnings would drown its progress lines.
     let level = if matches!(cli.command, Command::Demo(_)) {
         tracing::Level::ERROR
@@ -54,30 +89,45 @@ fn main() {
         .build()
     {
         Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            std::process::exit(2);
-        }
+        Err(e) => fail(
+            &CliError::Failed(format!("cannot start the async runtime: {e}")),
+            json,
+        ),
     };
     let result = runtime.block_on(async {
         match cli.command {
             Command::Token(cmd) => token::run(cmd, &mut stdout).await,
-            Command::Init(args) => keyset_cmd::init(args, &mut stdout).await,
-            Command::Rotate(args) => keyset_cmd::rotate(args, &mut stdout).await,
-            Command::Status(args) => keyset_cmd::status(args, &mut stdout).await,
+            Command::Init(args) => keyset::init(args, &mut stdout).await,
+            Command::Rotate(args) => keyset::rotate(args, &mut stdout).await,
+            Command::Status(args) => keyset::status(args, &mut stdout).await,
+            Command::Check(args) => keyset::check(args, &mut stdout).await,
+            Command::Keyset(keyset::KeysetCmd::Show(args)) => keyset::show(args, &mut stdout).await,
             Command::Bench(args) => bench::run(&args, &mut stdout),
             Command::Demo(args) => demo::run(args, &mut stdout).await,
+            Command::Completions { shell } => {
+                clap_complete::generate(shell, &mut Cli::command(), "stateseal", &mut stdout);
+                Ok(())
+            }
         }
     });
     if let Err(e) = result {
-        eprintln!("{}", render(&e));
-        std::process::exit(e.exit_code());
+        drop(stdout);
+        fail(&e, json);
     }
 }
 
-fn render(e: &error::CliError) -> String {
+/// Prints `e` (as `{"error": …}` on stdout with `--json`, else on stderr) and exits.
+fn fail(e: &CliError, json: bool) -> ! {
+    let code = e.exit_code();
     match e {
-        error::CliError::Rejected(_) => e.to_string(),
-        _ => format!("error: {e}"),
+        // The command already printed its answer.
+        CliError::Reported(_) => {}
+        _ if json => println!(
+            "{}",
+            serde_json::json!({"error": e.to_string(), "exit_code": code})
+        ),
+        CliError::Rejected(_) => eprintln!("{e}"),
+        _ => eprintln!("error: {e}"),
     }
+    std::process::exit(code);
 }

@@ -4,30 +4,63 @@ use std::io::{Read, Write};
 use std::sync::Arc;
 
 use clap::{Args, Subcommand};
+use stateseal::rotation::{Role, keyset_status};
 use stateseal::{
-    AesGcmCodec, Clock, Envelope, Principal, RequestIdentity, RingHandle, StateCodec, SystemClock,
+    AesGcmCodec, Clock, Envelope, KeyRing, Principal, RequestIdentity, RingHandle, StateCodec,
+    SystemClock, token_key_id,
 };
 
 use crate::error::CliError;
 use crate::key_spec::ring_from_specs;
-use crate::keyset_cmd::ring_handle_from_store;
+use crate::keyset::{load, read_now, registry};
+use crate::output::{line, object};
 
 /// Token tools.
 #[derive(Debug, Subcommand)]
 pub(crate) enum TokenCmd {
     /// Seal the payload read from stdin; print the token.
+    #[command(
+        after_help = "Example:\n  printf 'payload' | stateseal token seal --key file:/etc/stateseal/state.key"
+    )]
     Seal(KeyArgs),
     /// Open a token; print the payload bytes.
+    #[command(after_help = "Example:\n  stateseal token open --key env:STATE_KEY - < token.txt")]
     Open {
         #[command(flatten)]
         keys: KeyArgs,
-        /// The token (`v1.…`).
+        /// The token (`v1.…`), or `-` to read it from stdin (one trailing newline is dropped).
         token: String,
     },
     /// Mint a sealed requestState the way a server would.
+    #[command(
+        after_help = "Example:\n  stateseal token mint --key file:/etc/stateseal/state.key --method tools/call \\\n      --params '{\"name\":\"deploy\",\"arguments\":{\"env\":\"prod\"}}' --audience my-server --state awaiting-confirm"
+    )]
     Mint(MintArgs),
     /// Verify an echoed requestState the way a server would; print the state.
+    #[command(
+        after_help = "Examples:\n  stateseal token verify --keyset file:///var/lib/stateseal/keyset.json --method tools/call \\\n      --params @request-params.json --audience my-server - < token.txt"
+    )]
     Verify(VerifyArgs),
+    /// Show a token's version and key id, and whether a keyset's ring holds that key (no decryption).
+    #[command(
+        after_help = "Examples:\n  stateseal token inspect v1.AAAA…\n  stateseal token inspect --keyset file:///var/lib/stateseal/keyset.json --json - < token.txt"
+    )]
+    Inspect(InspectArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct InspectArgs {
+    /// The token, or `-` to read it from stdin.
+    token: String,
+    /// Also say whether the ring a server holds at --now (from this keyset store) has the key.
+    #[arg(long, value_name = "STORE_URI")]
+    keyset: Option<String>,
+    /// Unix time in seconds (fraction allowed); default: now.
+    #[arg(long, value_parser = parse_seconds, value_name = "SECS")]
+    now: Option<f64>,
+    /// One JSON object on stdout.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -48,7 +81,8 @@ pub(crate) struct RoundArgs {
     /// tools/call, prompts/get or resources/read.
     #[arg(long)]
     method: String,
-    /// The request params object, e.g. '{"name":"deploy","arguments":{"env":"prod"}}'.
+    /// The request params object ('{"name":"deploy","arguments":{"env":"prod"}}'),
+    /// `@FILE` to read it from a file, or `-` from stdin.
     #[arg(long)]
     params: String,
     /// The service audience (usually the server's name).
@@ -78,7 +112,7 @@ pub(crate) struct MintArgs {
 pub(crate) struct VerifyArgs {
     #[command(flatten)]
     round: RoundArgs,
-    /// The echoed token.
+    /// The echoed token, or `-` to read it from stdin (one trailing newline is dropped).
     token: String,
 }
 
@@ -95,12 +129,85 @@ pub(crate) fn parse_seconds(s: &str) -> Result<f64, String> {
     }
 }
 
+/// Reads everything on stdin (once per process).
+fn stdin_text(what: &str) -> Result<String, CliError> {
+    let mut text = String::new();
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .map_err(|e| CliError::Usage(format!("{what}: reading stdin: {}", e.kind())))?;
+    Ok(text)
+}
+
+/// A token argument: itself, or stdin for `-` without its one trailing newline
+/// (`echo` and `$(…)` add one; a token never ends in one).
+fn token_arg(token: &str) -> Result<String, CliError> {
+    if token != "-" {
+        return Ok(token.to_owned());
+    }
+    let mut text = stdin_text("token")?;
+    if text.ends_with('\n') {
+        text.pop();
+        if text.ends_with('\r') {
+            text.pop();
+        }
+    }
+    Ok(text)
+}
+
+/// `--params`: the JSON itself, `@FILE`, or `-` for stdin.
+fn params_arg(params: &str) -> Result<String, CliError> {
+    if params == "-" {
+        return stdin_text("--params");
+    }
+    match params.strip_prefix('@') {
+        Some(path) => std::fs::read_to_string(path).map_err(|e| {
+            CliError::Usage(format!(
+                "--params @{path}: cannot read the file ({})",
+                e.kind()
+            ))
+        }),
+        None => Ok(params.to_owned()),
+    }
+}
+
+/// The ring a server holds at `now` for the keyset in `uri`: each live key
+/// unwrapped; one that cannot be is an error naming it.
+async fn ring_from_store(uri: &str, now: f64) -> Result<KeyRing, CliError> {
+    let registry = registry();
+    let store = registry
+        .open_store(uri)
+        .map_err(|e| CliError::Usage(format!("--keyset: {e}")))?;
+    let doc = load(store.as_ref()).await?;
+    let mut live: Vec<_> = doc
+        .keys
+        .iter()
+        .filter(|e| stateseal::rotation::unseals_at(e, now))
+        .collect();
+    let plan = stateseal::rotation::ring_at(&doc, now)
+        .ok_or_else(|| CliError::Rejected("every key in the keyset has retired at --now".into()))?;
+    live.sort_by_key(|e| plan.ring.iter().position(|r| *r == e.entry));
+    let mut keys = Vec::with_capacity(live.len());
+    for entry in live {
+        let (secret, _) = stateseal::rotation::unwrap_entry(&doc, entry, &registry)
+            .await
+            .map_err(|e| {
+                CliError::Failed(format!(
+                    "--keyset: entry {}: {}",
+                    entry.entry,
+                    CliError::from(e)
+                ))
+            })?;
+        keys.push(Arc::new(stateseal::RingKey::new(&secret)));
+    }
+    KeyRing::from_keys(keys).map_err(CliError::from)
+}
+
 async fn codec(keys: &KeyArgs, now: f64) -> Result<Arc<AesGcmCodec>, CliError> {
-    let handle = match &keys.keyset {
-        Some(uri) => ring_handle_from_store(uri, now).await?,
-        None => Arc::new(RingHandle::new(ring_from_specs(&keys.keys)?)),
+    let ring = match &keys.keyset {
+        Some(uri) => ring_from_store(uri, now).await?,
+        None => ring_from_specs(&keys.keys)?,
     };
-    Ok(Arc::new(AesGcmCodec::new(handle)))
+    Ok(Arc::new(AesGcmCodec::new(Arc::new(RingHandle::new(ring)))))
 }
 
 impl RoundArgs {
@@ -110,7 +217,8 @@ impl RoundArgs {
             .ttl(ttl)
             .build()
             .map_err(|e| CliError::Usage(format!("--ttl: {e}")))?;
-        let id = RequestIdentity::from_json(&self.method, self.params.as_bytes())
+        let params = params_arg(&self.params)?;
+        let id = RequestIdentity::from_json(&self.method, params.as_bytes())
             .map_err(|e| CliError::Usage(format!("--params: {e}")))?;
         Ok((envelope, id, now))
     }
@@ -132,6 +240,7 @@ pub(crate) async fn run(cmd: TokenCmd, out: &mut dyn Write) -> Result<(), CliErr
             writeln!(out, "{token}").map_err(io)
         }
         TokenCmd::Open { keys, token } => {
+            let token = token_arg(&token)?;
             let payload = codec(&keys, SystemClock.now()).await?.unseal(&token)?;
             out.write_all(&payload).map_err(io)
         }
@@ -144,11 +253,90 @@ pub(crate) async fn run(cmd: TokenCmd, out: &mut dyn Write) -> Result<(), CliErr
         TokenCmd::Verify(v) => {
             let (envelope, id, now) = v.round.envelope(stateseal::DEFAULT_TTL_SECS).await?;
             // The token exactly as given: a server rejects `TOKEN\n`, so the CLI does too.
-            let state = envelope.verify_at(&id, &v.token, v.round.principal().as_ref(), now)?;
+            let token = token_arg(&v.token)?;
+            let state = envelope.verify_at(&id, &token, v.round.principal().as_ref(), now)?;
             // Exactly the bytes the handler would see (WTF-8 if the state holds a lone surrogate).
             out.write_all(state.as_bytes()).map_err(io)
         }
+        TokenCmd::Inspect(i) => inspect(i, out).await,
     }
+}
+
+/// `token inspect`: what a token says about itself, and whether a ring holds its key.
+async fn inspect(a: InspectArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    let now = read_now(a.now)?;
+    let token = token_arg(&a.token)?;
+    let Some(kid) = token_key_id(&token) else {
+        return Err(CliError::Rejected(
+            "not a well-formed v1 token (it must start with `v1.` and hold a key id, nonce and tag in base64url)"
+                .into(),
+        ));
+    };
+    // Where the key stands in the keyset at --now: its role, or absent.
+    let mut holder = None;
+    if let Some(uri) = &a.keyset {
+        let store = registry()
+            .open_store(uri)
+            .map_err(|e| CliError::Usage(format!("--keyset: {e}")))?;
+        let doc = load(store.as_ref()).await?;
+        let st = keyset_status(&doc, &registry(), now).await;
+        holder = Some(st.entries.into_iter().find(|e| e.kid == Some(kid)));
+    }
+    let in_ring = holder
+        .as_ref()
+        .map(|h| h.as_ref().is_some_and(|e| e.role != Role::Retired));
+    if a.json {
+        let mut v = object(
+            vec![
+                ("version", "v1".into()),
+                ("kid", kid.to_hex().into()),
+                ("length", token.len().into()),
+                (
+                    "in_ring",
+                    in_ring.map_or(serde_json::Value::Null, Into::into),
+                ),
+            ],
+            &[("now", Some(now))],
+        );
+        if let Some(Some(e)) = &holder {
+            v["entry"] = e.entry.clone().into();
+            v["role"] = e.role.label().into();
+        }
+        line(out, v)?;
+    } else {
+        line(
+            out,
+            format!("version v1, key id {kid}, {} characters", token.len()),
+        )?;
+        match &holder {
+            None => {}
+            Some(Some(e)) if e.role != Role::Retired => line(
+                out,
+                format!(
+                    "the ring at --now holds key {kid} (entry {}, {})",
+                    e.entry,
+                    e.role.label()
+                ),
+            )?,
+            Some(Some(e)) => line(
+                out,
+                format!(
+                    "key {kid} (entry {}) has retired: the ring at --now does not hold it",
+                    e.entry
+                ),
+            )?,
+            Some(None) => line(
+                out,
+                format!(
+                    "the ring at --now does not hold key {kid}: not in this keyset (or its entry was pruned)"
+                ),
+            )?,
+        }
+    }
+    if in_ring == Some(false) {
+        return Err(CliError::Reported(1));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

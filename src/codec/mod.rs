@@ -133,6 +133,30 @@ impl AesGcmCodec {
     }
 }
 
+/// The key id a `v1.` token names, read without authenticating anything (for
+/// operators asking "which key sealed this?"); `None` when the token is not
+/// well-formed. A forged token can name any key id: only unsealing proves one.
+///
+/// ```
+/// use stateseal::{AesGcmCodec, KeyRing, RingHandle, Secret, StateCodec, token_key_id};
+/// use std::sync::Arc;
+/// let ring = KeyRing::from_secrets(&[Secret::new(vec![9; 32])?])?;
+/// let kid = ring.primary().kid();
+/// let token = AesGcmCodec::new(Arc::new(RingHandle::new(ring))).seal(b"payload")?;
+/// assert_eq!(token_key_id(&token), Some(kid));
+/// assert_eq!(token_key_id("v2.abc"), None);
+/// # Ok::<(), stateseal::Error>(())
+/// ```
+pub fn token_key_id(token: &str) -> Option<KeyId> {
+    let raw = base64url::decode(token.strip_prefix(TOKEN_PREFIX)?)?;
+    if raw.len() < MIN_BODY {
+        return None;
+    }
+    let mut kid = [0u8; KID_LEN];
+    kid.copy_from_slice(&raw[..KID_LEN]);
+    Some(KeyId(kid))
+}
+
 fn reject(reason: RejectReason) -> Error {
     Error::Rejected(reason)
 }

@@ -8,7 +8,9 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
+use super::timing::Timing;
 use crate::error::Error;
+use crate::key::KeyId;
 
 /// The document's format tag.
 pub const KEYSET_FORMAT: &str = "stateseal.keyset/v1";
@@ -18,6 +20,11 @@ pub const KEYSET_FORMAT: &str = "stateseal.keyset/v1";
 pub struct KeyEntry {
     /// Entry id (`k_…`), unique in the document; bound into the wrap context.
     pub entry: String,
+    /// The data key's key id, recorded when it was written (`None` in documents
+    /// from before key ids were recorded). Not secret: every token carries it.
+    /// Lets operators see key ids without KMS access, and readers check that
+    /// what they unwrap is the key that was written.
+    pub kid: Option<KeyId>,
     /// The KEK URI that wrapped it (`local://…`, `aws-kms://…`, …).
     pub kek: String,
     /// The wrapped data key, as the KMS returned it.
@@ -37,6 +44,7 @@ impl std::fmt::Debug for KeyEntry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("KeyEntry")
             .field("entry", &self.entry)
+            .field("kid", &self.kid)
             .field("kek", &self.kek)
             .field("activate_at", &self.activate_at)
             .field("retire_at", &self.retire_at)
@@ -54,6 +62,9 @@ pub struct Keyset {
     pub generation: u64,
     /// The entries, in the order written.
     pub keys: Vec<KeyEntry>,
+    /// The fleet's timing profile, written by `init` (`None` in documents from
+    /// before profiles: rotations then use the caller's timing).
+    pub timing: Option<Timing>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -62,13 +73,26 @@ struct RawKeyset {
     format: String,
     id: String,
     generation: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    timing: Option<RawTiming>,
     keys: Vec<RawEntry>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTiming {
+    refresh_interval: f64,
+    max_skew: f64,
+    state_ttl: f64,
+    propagation: f64,
 }
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawEntry {
     entry: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    kid: Option<String>,
     kek: String,
     wrapped: String,
     created_at: String,
@@ -89,14 +113,28 @@ fn bad(field: impl Into<String>, problem: impl Into<String>) -> Error {
     }
 }
 
-/// Unix seconds → RFC 3339 (UTC, millisecond precision when fractional).
+/// Unix seconds → RFC 3339 (UTC, to the nearest millisecond).
 pub fn format_rfc3339(secs: f64) -> String {
-    let nanos = (secs * 1e9).round() as i128;
-    let nanos = nanos - nanos.rem_euclid(1_000_000); // keep milliseconds
+    // The nearest millisecond, as `document_time` rounds.
+    let nanos = (secs * 1e3).round() as i128 * 1_000_000;
     OffsetDateTime::from_unix_timestamp_nanos(nanos)
         .ok()
         .and_then(|t| t.format(&Rfc3339).ok())
         .unwrap_or_else(|| "invalid-time".to_owned())
+}
+
+/// `secs` at the document's resolution: the nearest whole millisecond, as
+/// [`format_rfc3339`] writes it.
+pub fn document_time(secs: f64) -> f64 {
+    (secs * 1000.0).round() / 1000.0
+}
+
+/// The latest time a document may hold: 9999-12-31T23:59:59Z (RFC 3339 has four-digit years).
+pub const MAX_TIME: f64 = 253_402_300_799.0;
+
+/// Whether `secs` is a time a document can hold: from the Unix epoch to [`MAX_TIME`].
+pub fn is_representable(secs: f64) -> bool {
+    secs.is_finite() && (0.0..=MAX_TIME).contains(&secs)
 }
 
 /// RFC 3339 → Unix seconds.
@@ -106,7 +144,8 @@ pub fn format_rfc3339(secs: f64) -> String {
 pub fn parse_rfc3339(text: &str) -> Result<f64, String> {
     let t = OffsetDateTime::parse(text, &Rfc3339)
         .map_err(|e| format!("not an RFC 3339 timestamp ({e})"))?;
-    Ok(t.unix_timestamp_nanos() as f64 / 1e9)
+    // Whole seconds plus the fraction: the nearest double to what was written.
+    Ok(t.unix_timestamp() as f64 + f64::from(t.nanosecond()) / 1e9)
 }
 
 fn b64_decode(text: &str) -> Option<Vec<u8>> {
@@ -133,7 +172,15 @@ impl Keyset {
             let time = |name: &str, v: &str| parse_rfc3339(v).map_err(|p| bad(field(name), p));
             let wrapped =
                 b64_decode(&e.wrapped).ok_or_else(|| bad(field("wrapped"), "not valid base64"))?;
+            let kid = e
+                .kid
+                .as_deref()
+                .map(|k| {
+                    KeyId::from_hex(k).ok_or_else(|| bad(field("kid"), "must be 8 hex digits"))
+                })
+                .transpose()?;
             keys.push(KeyEntry {
+                kid,
                 created_at: time("created_at", &e.created_at)?,
                 activate_at: time("activate_at", &e.activate_at)?,
                 retire_at: e
@@ -151,6 +198,10 @@ impl Keyset {
             id: raw.id,
             generation: raw.generation,
             keys,
+            timing: raw.timing.map(|t| {
+                Timing::new(t.refresh_interval, t.max_skew, t.state_ttl)
+                    .with_propagation(t.propagation)
+            }),
         };
         doc.validate()?;
         Ok(doc)
@@ -166,6 +217,9 @@ impl Keyset {
         }
         if self.keys.is_empty() {
             return Err(bad("keys", "a keyset needs at least one key"));
+        }
+        if let Some(t) = &self.timing {
+            t.validate().map_err(|e| bad("timing", e.to_string()))?;
         }
         for (i, e) in self.keys.iter().enumerate() {
             if !e.entry.starts_with("k_") || e.entry.len() < 3 {
@@ -189,6 +243,21 @@ impl Keyset {
             if e.wrapped.is_empty() {
                 return Err(bad(format!("keys[{i}].wrapped"), "is empty"));
             }
+            let times = [
+                ("created_at", Some(e.created_at)),
+                ("activate_at", Some(e.activate_at)),
+                ("retire_at", e.retire_at),
+            ];
+            for (name, t) in times {
+                if let Some(t) = t
+                    && !is_representable(t)
+                {
+                    return Err(bad(
+                        format!("keys[{i}].{name}"),
+                        "must be between 1970 and 9999 (Unix seconds, not milliseconds)",
+                    ));
+                }
+            }
             if let Some(r) = e.retire_at
                 && r < e.activate_at
             {
@@ -204,11 +273,18 @@ impl Keyset {
             format: KEYSET_FORMAT.to_owned(),
             id: self.id.clone(),
             generation: self.generation,
+            timing: self.timing.map(|t| RawTiming {
+                refresh_interval: t.refresh_interval,
+                max_skew: t.max_skew,
+                state_ttl: t.ttl,
+                propagation: t.propagation,
+            }),
             keys: self
                 .keys
                 .iter()
                 .map(|e| RawEntry {
                     entry: e.entry.clone(),
+                    kid: e.kid.map(KeyId::to_hex),
                     kek: e.kek.clone(),
                     wrapped: base64_simd::STANDARD.encode_to_string(&e.wrapped),
                     created_at: format_rfc3339(e.created_at),
@@ -262,8 +338,10 @@ mod tests {
         Keyset {
             id: "ks_abc".into(),
             generation: 3,
+            timing: Some(Timing::new(30.0, 60.0, 600.0)),
             keys: vec![KeyEntry {
                 entry: "k_1".into(),
+                kid: KeyId::from_hex("a014f40b"),
                 kek: "local:///tmp/kek".into(),
                 wrapped: vec![1, 2, 3],
                 created_at: 1_782_345_600.0,
@@ -337,6 +415,15 @@ mod tests {
                 Box::new(|v| v["keys"][0]["retire_at"] = "2020-01-01T00:00:00Z".into()),
                 "keys[0].retire_at",
             ),
+            (
+                Box::new(|v| v["keys"][0]["kid"] = "a014".into()),
+                "keys[0].kid",
+            ),
+            (
+                Box::new(|v| v["timing"]["propagation"] = 1.into()),
+                "timing",
+            ),
+            (Box::new(|v| v["timing"]["unknown"] = 1.into()), "document"),
         ];
         for (mutate, field) in cases {
             let mut bad = v.clone();
@@ -349,5 +436,35 @@ mod tests {
         }
         v["keys"] = serde_json::json!([]);
         assert!(Keyset::from_json(&serde_json::to_vec(&v).unwrap()).is_err());
+    }
+
+    #[test]
+    fn times_must_be_representable() {
+        // `--now` in milliseconds once wrote "invalid-time" into a document.
+        for t in [1_782_345_600_000.0, -1.0, f64::NAN, f64::INFINITY] {
+            let mut d = doc();
+            d.keys[0].retire_at = Some(t);
+            let err = d.validate().unwrap_err();
+            assert!(
+                matches!(&err, Error::Keyset { field, .. } if field == "keys[0].retire_at"),
+                "{t}: {err}"
+            );
+            assert!(err.to_string().contains("not milliseconds"), "{err}");
+        }
+        let mut d = doc();
+        d.keys[0].created_at = MAX_TIME;
+        d.keys[0].activate_at = MAX_TIME;
+        d.keys[0].retire_at = None;
+        assert_eq!(Keyset::from_json(&d.to_json()).unwrap(), d);
+    }
+
+    #[test]
+    fn documents_without_profile_or_key_ids_still_parse() {
+        let mut d = doc();
+        d.timing = None;
+        d.keys[0].kid = None;
+        let json = String::from_utf8(d.to_json()).unwrap();
+        assert!(!json.contains("timing") && !json.contains("kid"), "{json}");
+        assert_eq!(Keyset::from_json(json.as_bytes()).unwrap(), d);
     }
 }

@@ -33,11 +33,15 @@ pub trait KeysetStore: Send + Sync + fmt::Debug {
     ) -> BoxFuture<'a, Result<(), Error>>;
 }
 
-/// Checks the generation a writer proposes against the one it based it on (for store implementations).
+/// Checks a write before a store performs it (every store calls this): the
+/// document is valid, and its generation follows the one it was based on. An
+/// invalid document is never written, whoever built it.
 ///
 /// # Errors
-/// [`Error::Store`] when `doc.generation` is not `expected + 1` (or 1).
+/// [`Error::Keyset`] naming an invalid field; [`Error::Store`] when
+/// `doc.generation` is not `expected + 1` (or 1).
 pub fn check_next_generation(uri: &str, expected: Option<u64>, doc: &Keyset) -> Result<(), Error> {
+    doc.validate()?;
     let want = expected.map_or(Some(1), |g| g.checked_add(1));
     if want != Some(doc.generation) {
         return Err(Error::Store {
@@ -96,21 +100,32 @@ impl FileStore {
         }
     }
 
-    /// A store from `file://<path>` (`file:///abs/path` or `file://relative/path`).
+    /// A store from a `file:` URI (RFC 8089): `file:///abs/path` or
+    /// `file://localhost/abs/path`. `file://relative/path` is refused: its
+    /// first segment would be a host name, and a keyset that moves with the
+    /// working directory is a keyset the fleet does not share.
     ///
     /// # Errors
     /// [`Error::InvalidUri`] for another scheme or an empty path.
     pub fn from_uri(uri: &str) -> Result<Self, Error> {
-        match uri.strip_prefix("file://") {
-            Some(p) if !p.is_empty() => Ok(Self {
-                uri: uri.to_owned(),
-                path: PathBuf::from(p),
-            }),
-            _ => Err(Error::InvalidUri {
-                uri: uri.to_owned(),
-                problem: "expected file://<path>".into(),
-            }),
+        let invalid = |problem: &str| Error::InvalidUri {
+            uri: uri.to_owned(),
+            problem: problem.to_owned(),
+        };
+        let rest = uri
+            .strip_prefix("file://")
+            .ok_or_else(|| invalid("expected file:///absolute/path"))?;
+        let path = rest.strip_prefix("localhost").unwrap_or(rest);
+        if !path.starts_with('/') || path.len() < 2 {
+            return Err(invalid(
+                "a file store needs an absolute path: file:///absolute/path (three slashes) \
+                 or file://localhost/absolute/path",
+            ));
         }
+        Ok(Self {
+            uri: uri.to_owned(),
+            path: PathBuf::from(path),
+        })
     }
 
     /// The document's path.
@@ -259,8 +274,10 @@ mod tests {
         Keyset {
             id: "ks_t".into(),
             generation,
+            timing: None,
             keys: vec![KeyEntry {
                 entry: "k_1".into(),
+                kid: None,
                 kek: "local:///k".into(),
                 wrapped: vec![1],
                 created_at: 1.0,
@@ -346,10 +363,21 @@ mod tests {
             Path::new("/a/b.json")
         );
         assert_eq!(
-            FileStore::from_uri("file://rel.json").unwrap().path(),
-            Path::new("rel.json")
+            FileStore::from_uri("file://localhost/a/b.json")
+                .unwrap()
+                .path(),
+            Path::new("/a/b.json")
         );
         assert!(FileStore::from_uri("s3://b/k").is_err());
-        assert!(FileStore::from_uri("file://").is_err());
+        for bad in [
+            "file://",
+            "file:///",
+            "file://rel.json",
+            "file://localhost",
+            "file://host/a",
+        ] {
+            let err = FileStore::from_uri(bad).unwrap_err().to_string();
+            assert!(err.contains("absolute path"), "{bad}: {err}");
+        }
     }
 }

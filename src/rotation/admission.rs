@@ -24,6 +24,9 @@ pub(crate) enum Refusal {
     Rewritten,
     /// Another keyset id than the one already adopted.
     OtherKeyset,
+    /// The document's timing profile allows shorter-lived states than this
+    /// instance seals: its rotations would retire keys under live states.
+    Timing,
 }
 
 impl Refusal {
@@ -34,6 +37,7 @@ impl Refusal {
             Self::Rollback => "rollback",
             Self::Rewritten => "rewritten",
             Self::OtherKeyset => "other_keyset",
+            Self::Timing => "timing",
         }
     }
 
@@ -49,8 +53,24 @@ impl Refusal {
     }
 }
 
-/// Whether `candidate` may replace `adopted` (the last document this instance adopted).
-pub(crate) fn admit(adopted: Option<&Keyset>, candidate: &Keyset) -> Result<(), (Refusal, String)> {
+/// Whether `candidate` may replace `adopted` (the last document this instance
+/// adopted), for an instance whose states live `ttl` seconds.
+pub(crate) fn admit(
+    adopted: Option<&Keyset>,
+    candidate: &Keyset,
+    ttl: f64,
+) -> Result<(), (Refusal, String)> {
+    if let Some(t) = candidate.timing
+        && ttl > t.ttl
+    {
+        return Err((
+            Refusal::Timing,
+            format!(
+                "this instance seals states for {ttl}s but keyset {} rotates for states of at most {}s (its T); lower the configured ttl, or re-create the keyset with a longer --state-ttl",
+                candidate.id, t.ttl
+            ),
+        ));
+    }
     let Some(adopted) = adopted else {
         return Ok(());
     };
@@ -101,19 +121,37 @@ mod tests {
                 activate_at,
                 retire_at: None,
                 seals_reserved: 0,
+                kid: None,
             }],
+            timing: Some(crate::keyset::Timing::new(30.0, 60.0, 600.0)),
         }
     }
 
     #[test]
     fn refuses_older_foreign_and_rewritten_documents() {
         let adopted = doc("ks_a", 5, 1.0);
-        assert!(admit(None, &doc("ks_b", 1, 1.0)).is_ok());
-        assert!(admit(Some(&adopted), &doc("ks_a", 5, 1.0)).is_ok());
-        assert!(admit(Some(&adopted), &doc("ks_a", 6, 9.0)).is_ok());
-        let reason = |d: Keyset| admit(Some(&adopted), &d).unwrap_err().0;
+        assert!(admit(None, &doc("ks_b", 1, 1.0), 600.0).is_ok());
+        assert!(admit(Some(&adopted), &doc("ks_a", 5, 1.0), 600.0).is_ok());
+        assert!(admit(Some(&adopted), &doc("ks_a", 6, 9.0), 600.0).is_ok());
+        let reason = |d: Keyset| admit(Some(&adopted), &d, 600.0).unwrap_err().0;
         assert_eq!(reason(doc("ks_a", 4, 1.0)), Refusal::Rollback);
         assert_eq!(reason(doc("ks_a", 5, 2.0)), Refusal::Rewritten);
         assert_eq!(reason(doc("ks_b", 9, 1.0)), Refusal::OtherKeyset);
+    }
+
+    #[test]
+    fn refuses_a_profile_shorter_than_the_configured_ttl() {
+        let (refusal, detail) = admit(None, &doc("ks_a", 1, 1.0), 900.0).unwrap_err();
+        assert_eq!(refusal, Refusal::Timing);
+        assert!(
+            detail.contains("900s") && detail.contains("600s"),
+            "{detail}"
+        );
+        let mut old = doc("ks_a", 1, 1.0);
+        old.timing = None;
+        assert!(
+            admit(None, &old, 900.0).is_ok(),
+            "documents without a profile keep today's rules"
+        );
     }
 }

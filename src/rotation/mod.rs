@@ -3,13 +3,23 @@
 mod admission;
 mod cache;
 mod config;
+mod inspect;
 mod operations;
+mod proof;
 mod reservations;
 mod scheduler;
 mod timeline;
 
 pub use config::SchedulerConfig;
-pub use operations::{init_keyset, rotate_store_at};
+pub use inspect::{
+    Availability, CheckReport, EntryStatus, KeysetStatus, Role, check_keyset, describe_keyset,
+    keyset_status,
+};
+pub use operations::{
+    DEFAULT_MAX_LIVE_KEYS, RotationPlan, init_keyset, load_existing, plan_rotation, rotate_keyset,
+    rotate_store_at,
+};
+pub use proof::unwrap_entry;
 pub use scheduler::{RotationScheduler, SchedulerStatus};
 pub use timeline::{
     Phase, RingPlan, RotateMode, Timing, in_flight, next_change_after, ring_at, rotated, unseals_at,

@@ -1,22 +1,61 @@
-//! Keyset operations shared by the scheduler, setup and the CLI: create a
-//! keyset, and rotate one with a single compare-and-swap write.
+//! Keyset writes shared by servers and operators: create a keyset, and rotate
+//! one. A rotation is first worked out and proven against the KMS
+//! ([`plan_rotation`]), then written with one compare-and-swap
+//! ([`RotationPlan::apply`]); a dry run stops after the plan.
 
 use super::config::SchedulerConfig;
+use super::proof::{prove_live_keys, prove_new_key};
 use super::timeline::{RotateMode, ring_at, rotated};
 use crate::error::Error;
-use crate::keyset::{KeyEntry, Keyset, KeysetStore, random_id};
+use crate::key::KeyId;
+use crate::keyset::{
+    KeyEntry, Keyset, KeysetStore, Timing, document_time, is_representable, random_id,
+};
 use crate::provider::{ProviderRegistry, WrapContext};
 
-/// Writes a new keyset with one key, active from `now` (`stateseal init`).
+/// How many keys may unseal at once after a forced rotation, unless the caller
+/// allows more: steady state holds one, a rotation two, two forced rotations in
+/// a row four. Each live key is a KMS unwrap on every instance.
+pub const DEFAULT_MAX_LIVE_KEYS: usize = 4;
+
+/// Writes a new keyset with one key, active from `now`, carrying the fleet's
+/// timing profile (`stateseal init`).
+///
+/// The new key's wrap is round-tripped through the KMS before anything is written.
+///
+/// ```
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use stateseal::rotation::{Timing, init_keyset};
+/// use stateseal::{FileStore, KeysetStore, LocalProvider, ProviderRegistry};
+/// let dir = std::env::temp_dir().join(format!("stateseal-doc-init-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// LocalProvider::create_kek(&dir.join("kek"))?;
+/// let mut registry = ProviderRegistry::with_defaults();
+/// registry.allow_local_kek();
+/// let store = FileStore::new(dir.join("keyset.json"));
+/// let kek = format!("local://{}", dir.join("kek").display());
+/// let doc = init_keyset(&store, &registry, &kek, Timing::default(), 1_782_345_600.0).await?;
+/// assert_eq!(doc.generation, 1);
+/// assert_eq!(doc.timing, Some(Timing::default()));
+/// assert!(doc.keys[0].kid.is_some());
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
 ///
 /// # Errors
-/// [`Error::Conflict`] when the store already holds a keyset; provider errors.
+/// [`Error::Conflict`] when the store already holds a keyset; [`Error::Config`]
+/// for an invalid timing or time; provider and store errors.
 pub async fn init_keyset(
     store: &dyn KeysetStore,
     registry: &ProviderRegistry,
     kek: &str,
+    timing: Timing,
     now: f64,
 ) -> Result<Keyset, Error> {
+    timing.validate()?;
+    check_time(now)?;
+    let now = document_time(now);
     if let Some(existing) = store.load().await? {
         return Err(Error::Conflict {
             expected: None,
@@ -24,39 +63,128 @@ pub async fn init_keyset(
         });
     }
     let id = random_id("ks_")?;
-    let entry = random_id("k_")?;
-    let provider = registry.provider_for(kek)?;
-    let dk = provider
-        .generate(
-            kek,
-            WrapContext {
-                keyset_id: &id,
-                entry_id: &entry,
-            },
-        )
-        .await?;
+    let new = new_entry(registry, kek, &id, now).await?;
     let doc = Keyset {
         id,
         generation: 1,
-        keys: vec![KeyEntry {
-            entry,
-            kek: kek.to_owned(),
-            wrapped: dk.wrapped,
-            created_at: now,
-            activate_at: now,
-            retire_at: None,
-            seals_reserved: 0,
-        }],
+        keys: vec![new],
+        timing: Some(timing),
     };
     store.compare_and_swap(None, &doc).await?;
     Ok(doc)
 }
 
-/// One rotation against a store: generate a data key under the current
-/// primary's KEK, plan the timeline, compare-and-swap. Used by the scheduler and the CLI.
+/// A rotation worked out and proven against the KMS, not yet written.
+#[derive(Debug, Clone)]
+pub struct RotationPlan {
+    /// The document the rotation builds on (its generation is the compare-and-swap's).
+    pub base: Keyset,
+    /// The document the rotation writes.
+    pub next: Keyset,
+    /// The new entry's id.
+    pub entry: String,
+    /// The new key's id.
+    pub kid: KeyId,
+    /// The timing the timeline was planned with.
+    pub timing: Timing,
+    /// Entries the rotation drops from the document (retired on every instance's clock).
+    pub pruned: Vec<String>,
+}
+
+impl RotationPlan {
+    /// The new entry, as written.
+    pub fn new_entry(&self) -> Option<&KeyEntry> {
+        self.next.entry(&self.entry)
+    }
+
+    /// When the entries the new key supersedes stop unsealing (the latest such time).
+    pub fn retire_previous_at(&self) -> Option<f64> {
+        self.next
+            .keys
+            .iter()
+            .filter(|e| e.entry != self.entry)
+            .filter_map(|e| e.retire_at)
+            .reduce(f64::max)
+    }
+
+    /// Writes the plan with one compare-and-swap on the base generation.
+    ///
+    /// # Errors
+    /// [`Error::Conflict`] when the store moved on since the plan; store errors.
+    pub async fn apply(&self, store: &dyn KeysetStore) -> Result<(), Error> {
+        store
+            .compare_and_swap(Some(self.base.generation), &self.next)
+            .await
+    }
+}
+
+/// Works out a rotation of `doc` at `now` and proves it before anything is
+/// written: every live key unwraps with its KEK (to the key id the document
+/// recorded), and the new key, generated under the primary's KEK, unwraps to
+/// itself. A wrong KEK, a tampered wrapped key or an edited keyset id is
+/// refused here rather than written.
+///
+/// `timing` is the document's profile when it has one and the caller passes
+/// `None`. A forced rotation is refused when more than `max_live_keys` keys
+/// would unseal at once.
 ///
 /// # Errors
-/// [`Error::RotationInFlight`], [`Error::Conflict`], store and provider errors.
+/// [`Error::RotationInFlight`] (scheduled mode); [`Error::RotationRefused`];
+/// [`Error::Config`] for an invalid timing or time; provider errors.
+pub async fn plan_rotation(
+    doc: &Keyset,
+    registry: &ProviderRegistry,
+    timing: Option<Timing>,
+    now: f64,
+    mode: RotateMode,
+    max_live_keys: usize,
+) -> Result<RotationPlan, Error> {
+    let timing = timing.or(doc.timing).unwrap_or_default();
+    timing.validate()?;
+    check_time(now)?;
+    let now = document_time(now);
+    if mode == RotateMode::Scheduled
+        && let Some(why) = super::timeline::in_flight(doc, now)
+    {
+        return Err(Error::RotationInFlight(why));
+    }
+    let live = ring_at(doc, now).map(|p| p.ring).unwrap_or_default();
+    if mode == RotateMode::Forced && live.len() >= max_live_keys {
+        return Err(Error::RotationRefused(format!(
+            "{} keys already unseal and the limit is {max_live_keys}; wait until older keys retire, or allow more live keys",
+            live.len()
+        )));
+    }
+    prove_live_keys(doc, registry, &live).await?;
+    let kek = ring_at(doc, now)
+        .and_then(|p| doc.entry(&p.primary).map(|e| e.kek.clone()))
+        .or_else(|| doc.keys.last().map(|e| e.kek.clone()))
+        .ok_or(Error::NotReady)?;
+    let new = new_entry(registry, &kek, &doc.id, now).await?;
+    let (entry, kid) = (new.entry.clone(), new.kid.ok_or(Error::NotReady)?);
+    let next = rotated(doc, new, now, &timing, mode)?;
+    next.validate()?;
+    let pruned = doc
+        .keys
+        .iter()
+        .filter(|e| next.entry(&e.entry).is_none())
+        .map(|e| e.entry.clone())
+        .collect();
+    Ok(RotationPlan {
+        base: doc.clone(),
+        next,
+        entry,
+        kid,
+        timing,
+        pruned,
+    })
+}
+
+/// One rotation against a store with the scheduler's settings: load,
+/// [`plan_rotation`] (the document's timing profile, else `config.timing`), apply.
+///
+/// # Errors
+/// As [`rotate_keyset`].
 pub async fn rotate_store_at(
     store: &dyn KeysetStore,
     registry: &ProviderRegistry,
@@ -64,7 +192,46 @@ pub async fn rotate_store_at(
     now: f64,
     mode: RotateMode,
 ) -> Result<Keyset, Error> {
-    rotate_vetted(store, registry, config, now, mode, &|_| Ok(())).await
+    let rotation = Rotation {
+        fallback: config.timing,
+        timing: None,
+        max_live_keys: usize::MAX,
+    };
+    let plan = rotate_vetted(store, registry, &rotation, now, mode, &|_| Ok(())).await?;
+    Ok(plan.next)
+}
+
+/// One rotation against a store, as an operator asks for it (`stateseal
+/// rotate`): load, [`plan_rotation`] with `timing` (default: the document's
+/// profile), apply with compare-and-swap; a write that lost only to a server's
+/// seal reservation is planned again on the new document.
+///
+/// # Errors
+/// As [`plan_rotation`]; [`Error::Conflict`] when another rotation landed
+/// first; store errors.
+pub async fn rotate_keyset(
+    store: &dyn KeysetStore,
+    registry: &ProviderRegistry,
+    timing: Option<Timing>,
+    now: f64,
+    mode: RotateMode,
+    max_live_keys: usize,
+) -> Result<RotationPlan, Error> {
+    let rotation = Rotation {
+        fallback: Timing::default(),
+        timing,
+        max_live_keys,
+    };
+    rotate_vetted(store, registry, &rotation, now, mode, &|_| Ok(())).await
+}
+
+/// What a rotation is planned with.
+pub(crate) struct Rotation {
+    /// Timing for documents without a profile.
+    pub(crate) fallback: Timing,
+    /// Timing that overrides the document's profile.
+    pub(crate) timing: Option<Timing>,
+    pub(crate) max_live_keys: usize,
 }
 
 /// [`rotate_store_at`], with `vet` run on every document it is about to build
@@ -72,30 +239,36 @@ pub async fn rotate_store_at(
 ///
 /// Servers write the keyset too (seal reservations): a write that lost only to
 /// such a write is retried on the new document; one that lost to another
-/// rotation (the entries changed) is not.
+/// rotation (the entries changed) is not. The document's timing profile, when
+/// it has one, wins over the configured timing: the fleet rotates on one timeline.
 pub(crate) async fn rotate_vetted(
     store: &dyn KeysetStore,
     registry: &ProviderRegistry,
-    config: &SchedulerConfig,
+    rotation: &Rotation,
     now: f64,
     mode: RotateMode,
     vet: &(dyn Fn(&Keyset) -> Result<(), Error> + Sync),
-) -> Result<Keyset, Error> {
+) -> Result<RotationPlan, Error> {
     let mut doc = load_existing(store).await?;
     vet(&doc)?;
     let mut retries = RESERVATION_RETRIES;
     loop {
-        match rotate_loaded(store, registry, config, &doc, now, mode).await {
+        let timing = rotation.timing.or(doc.timing).unwrap_or(rotation.fallback);
+        let plan = plan_rotation(
+            &doc,
+            registry,
+            Some(timing),
+            now,
+            mode,
+            rotation.max_live_keys,
+        )
+        .await?;
+        match plan.apply(store).await {
+            Ok(()) => return Ok(plan),
             Err(Error::Conflict { .. }) if retries > 0 => {
                 retries -= 1;
                 let stored = load_existing(store).await?;
-                let same_entries = stored.keys.len() == doc.keys.len()
-                    && stored
-                        .keys
-                        .iter()
-                        .zip(&doc.keys)
-                        .all(|(a, b)| a.entry == b.entry);
-                if !same_entries {
+                if !same_entries(&stored, &doc) {
                     return Err(Error::Conflict {
                         expected: Some(doc.generation),
                         found: Some(stored.generation),
@@ -104,61 +277,64 @@ pub(crate) async fn rotate_vetted(
                 vet(&stored)?;
                 doc = stored;
             }
-            result => return result,
+            Err(e) => return Err(e),
         }
     }
+}
+
+/// Whether two documents hold the same entries in the same order (a seal
+/// reservation changes counters only).
+fn same_entries(a: &Keyset, b: &Keyset) -> bool {
+    a.keys.len() == b.keys.len() && a.keys.iter().zip(&b.keys).all(|(x, y)| x.entry == y.entry)
 }
 
 /// How often a rotation retries after losing to a seal reservation.
 const RESERVATION_RETRIES: usize = 4;
 
 /// The store's document, or an error that says how to create one.
-pub(crate) async fn load_existing(store: &dyn KeysetStore) -> Result<Keyset, Error> {
+///
+/// # Errors
+/// [`Error::Store`] when the store holds no document; store errors.
+pub async fn load_existing(store: &dyn KeysetStore) -> Result<Keyset, Error> {
     store.load().await?.ok_or_else(|| Error::Store {
         uri: store.uri().to_owned(),
         problem: "no keyset document; create one with `stateseal init`".into(),
     })
 }
 
-/// [`rotate_store_at`] on a document the caller has already loaded (and vetted).
-async fn rotate_loaded(
-    store: &dyn KeysetStore,
-    registry: &ProviderRegistry,
-    config: &SchedulerConfig,
-    doc: &Keyset,
-    now: f64,
-    mode: RotateMode,
-) -> Result<Keyset, Error> {
-    if mode == RotateMode::Scheduled
-        && let Some(why) = super::timeline::in_flight(doc, now)
-    {
-        return Err(Error::RotationInFlight(why));
+fn check_time(now: f64) -> Result<(), Error> {
+    if is_representable(now) {
+        Ok(())
+    } else {
+        Err(Error::Config(
+            "the time must be Unix seconds between 1970 and 9999 (not milliseconds)".into(),
+        ))
     }
-    let kek = ring_at(doc, now)
-        .and_then(|p| doc.entry(&p.primary).map(|e| e.kek.clone()))
-        .or_else(|| doc.keys.last().map(|e| e.kek.clone()))
-        .ok_or(Error::NotReady)?;
+}
+
+/// A new entry under `kek`, its wrap proven to round-trip.
+async fn new_entry(
+    registry: &ProviderRegistry,
+    kek: &str,
+    keyset_id: &str,
+    now: f64,
+) -> Result<KeyEntry, Error> {
     let entry = random_id("k_")?;
-    let provider = registry.provider_for(&kek)?;
-    let dk = provider
-        .generate(
-            &kek,
-            WrapContext {
-                keyset_id: &doc.id,
-                entry_id: &entry,
-            },
-        )
-        .await?;
-    let new = KeyEntry {
+    let provider = registry.provider_for(kek)?;
+    let ctx = WrapContext {
+        keyset_id,
+        entry_id: &entry,
+    };
+    let dk = provider.generate(kek, ctx).await?;
+    let kid = prove_new_key(provider.as_ref(), kek, &dk, ctx).await?;
+    Ok(KeyEntry {
         entry,
-        kek,
+        kid: Some(kid),
+        kek: kek.to_owned(),
         wrapped: dk.wrapped,
         created_at: now,
         activate_at: now,
         retire_at: None,
         seals_reserved: 0,
-    };
-    let next = rotated(doc, new, now, &config.timing, mode)?;
-    store.compare_and_swap(Some(doc.generation), &next).await?;
-    Ok(next)
+    })
 }

@@ -10,7 +10,7 @@ use tokio::sync::Notify;
 use super::admission::{Refusal, admit};
 use super::cache::{KeyCache, Outcome};
 use super::config::SchedulerConfig;
-use super::operations::{load_existing, rotate_vetted};
+use super::operations::{Rotation, load_existing, rotate_vetted};
 use super::reservations::Reservations;
 use super::timeline::{Phase, RotateMode, ring_at};
 use crate::clock::{Clock, SystemClock};
@@ -228,7 +228,7 @@ impl RotationScheduler {
         let candidate = match load_existing(inner.store.as_ref()).await {
             Ok(doc) => {
                 let adopted = lock(&inner.adopted).clone();
-                admit(adopted.as_ref(), &doc)
+                admit(adopted.as_ref(), &doc, inner.config.timing.ttl)
                     .map(|()| doc)
                     .map_err(|(refusal, detail)| refusal.record(uri, detail))
             }
@@ -438,18 +438,24 @@ impl RotationScheduler {
         let adopted = lock(&inner.adopted).clone();
         // Never rotate on top of a document this instance would refuse to serve.
         let vet = |doc: &Keyset| {
-            admit(adopted.as_ref(), doc)
+            admit(adopted.as_ref(), doc, inner.config.timing.ttl)
                 .map_err(|(refusal, detail)| refusal.record(inner.store.uri(), detail))
+        };
+        let rotation = Rotation {
+            fallback: inner.config.timing,
+            timing: None,
+            max_live_keys: usize::MAX,
         };
         let doc = rotate_vetted(
             inner.store.as_ref(),
             &inner.registry,
-            &inner.config,
+            &rotation,
             now,
             mode,
             &vet,
         )
-        .await?;
+        .await?
+        .next;
         // The new key is known from now on; a failed refresh here does not undo the rotation.
         let _ = self.refresh_inner(now).await;
         Ok(doc)

@@ -105,7 +105,15 @@ pub async fn start_with_clock(
         && let Some(kek) = &config.kek
         && store.load().await?.is_none()
     {
-        match init_keyset(store.as_ref(), &registry, kek, clock.now()).await {
+        match init_keyset(
+            store.as_ref(),
+            &registry,
+            kek,
+            config.scheduler_config().timing,
+            clock.now(),
+        )
+        .await
+        {
             // Another instance created it first: use theirs.
             Ok(_) | Err(Error::Conflict { .. }) => {}
             Err(e) => {

@@ -19,7 +19,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use stateseal::provider::WrapContext;
-use stateseal::rotation::init_keyset;
+use stateseal::rotation::{Timing, init_keyset};
 use stateseal::{Error, ErrorClass, FileStore, KeysetStore, ProviderRegistry};
 
 use crate::member::Member;
@@ -83,7 +83,7 @@ pub async fn run(p: &impl ProviderUnderTest, dir: &Path) {
 
     // A fleet member on a file keyset under this KEK.
     let store: Arc<dyn KeysetStore> = Arc::new(FileStore::new(dir.join("keyset.json")));
-    let doc = init_keyset(store.as_ref(), &registry, &kek, T0)
+    let doc = init_keyset(store.as_ref(), &registry, &kek, Timing::default(), T0)
         .await
         .expect("init");
     let member = Member::new(&registry, store, T0);

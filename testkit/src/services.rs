@@ -31,3 +31,31 @@ pub(crate) fn free_port() -> u16 {
         .expect("free port")
         .port()
 }
+
+/// Polls `up` every 100 ms until it answers true.
+///
+/// # Panics
+/// When `child` exits first or 30 s pass, with the service's log in the message
+/// (the child is killed first, so a half-started server never outlives the test).
+pub(crate) fn wait_until(
+    name: &str,
+    child: &mut Option<std::process::Child>,
+    log: &Path,
+    mut up: impl FnMut() -> bool,
+) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !up() {
+        let exited = child.as_mut().and_then(|c| c.try_wait().ok().flatten());
+        if exited.is_some() || std::time::Instant::now() >= deadline {
+            if let Some(c) = child.as_mut() {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+            panic!(
+                "{name} did not start ({exited:?}): {}",
+                std::fs::read_to_string(log).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}

@@ -16,7 +16,8 @@
 
 use std::sync::Arc;
 
-use stateseal::{Error, KeyEntry, Keyset, KeysetStore};
+use stateseal::rotation::Timing;
+use stateseal::{Error, KeyEntry, KeyId, Keyset, KeysetStore};
 
 /// A backend under test, with the service-side powers the contract needs.
 pub trait StoreUnderTest: Send + Sync {
@@ -43,8 +44,11 @@ pub fn document(generation: u64, entry: &str) -> Keyset {
     Keyset {
         id: "ks_contract".into(),
         generation,
+        // Every optional field set, so every store proves it keeps them.
+        timing: Some(Timing::new(30.0, 60.0, 600.0)),
         keys: vec![KeyEntry {
             entry: entry.into(),
+            kid: KeyId::from_hex("a014f40b"),
             kek: "local:///contract/kek".into(),
             wrapped: vec![7; 60],
             created_at: 1_782_345_600.0,

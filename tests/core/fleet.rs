@@ -54,8 +54,6 @@ pub(crate) fn temp_dir(tag: &str) -> std::path::PathBuf {
     dir
 }
 
-/// A temporary directory with a fresh `local://` KEK and a `file://` store
-/// holding a keyset initialised at `t0` through `registry`.
 /// The default registry plus the `local` provider these tests' keysets use.
 pub(crate) fn local_registry() -> ProviderRegistry {
     let mut registry = ProviderRegistry::with_defaults();
@@ -63,9 +61,12 @@ pub(crate) fn local_registry() -> ProviderRegistry {
     registry
 }
 
+/// A temporary directory with a fresh `local://` KEK and a `file://` store
+/// holding a keyset initialised at `t0` through `registry`, with `timing` as its profile.
 pub(crate) async fn local_keyset(
     tag: &str,
     registry: &ProviderRegistry,
+    timing: Timing,
     t0: f64,
 ) -> (std::path::PathBuf, Arc<dyn KeysetStore>) {
     let dir = temp_dir(tag);
@@ -76,6 +77,7 @@ pub(crate) async fn local_keyset(
         store.as_ref(),
         registry,
         &format!("local://{}", kek.display()),
+        timing,
         t0,
     )
     .await
@@ -138,6 +140,7 @@ async fn fleet_rotates_three_times_with_zero_rejections() {
         store.as_ref(),
         &local_registry(),
         &format!("local://{}", kek.display()),
+        timing,
         t0,
     )
     .await

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
-use stateseal::rotation::SchedulerConfig;
+use stateseal::rotation::{SchedulerConfig, Timing};
 use stateseal::{
     AesGcmCodec, Envelope, ManualClock, RequestIdentity, RingHandle, RotationScheduler,
 };
@@ -22,7 +22,7 @@ fn counters_and_gauges_are_recorded() {
         rt.block_on(async {
             let registry = local_registry();
             let t0 = 1_782_345_600.0;
-            let (dir, store) = local_keyset("metrics", &registry, t0).await;
+            let (dir, store) = local_keyset("metrics", &registry, Timing::default(), t0).await;
             let ring = Arc::new(RingHandle::empty());
             let sched = RotationScheduler::new(
                 SchedulerConfig::default(),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 use stateseal::provider::{BoxFuture, DataKey, ErrorClass, KeyProvider, WrapContext, kms_error};
-use stateseal::rotation::SchedulerConfig;
+use stateseal::rotation::{SchedulerConfig, Timing};
 use stateseal::{
     AesGcmCodec, Envelope, Error, KeysetStore, LocalProvider, ManualClock, ProviderRegistry,
     RequestIdentity, RingHandle, RotationScheduler, Secret,
@@ -65,7 +65,7 @@ async fn setup() -> Setup {
     let mut registry = ProviderRegistry::with_defaults();
     registry.register_provider(provider.clone());
     let t0 = 1_782_345_600.0;
-    let (dir, store) = local_keyset("outage", &registry, t0).await;
+    let (dir, store) = local_keyset("outage", &registry, Timing::default(), t0).await;
     // Seal reservations off: these tests count the keyset's writes (tests/core/seal_budget.rs has them on).
     let config = SchedulerConfig::default()
         .seal_reservation_block(None)

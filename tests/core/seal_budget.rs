@@ -83,7 +83,7 @@ async fn kid_of(store: &Arc<dyn KeysetStore>, entry: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_seal_budget_survives_restarts_and_fleet_growth() {
     let registry = local_registry();
-    let (dir, store) = local_keyset("seal-budget", &registry, T0).await;
+    let (dir, store) = local_keyset("seal-budget", &registry, config().timing, T0).await;
     let mut rng = Rng(0x5eed_5eed);
     let mut fleet: Vec<Process> = (0..3).map(|_| start(&store)).collect();
     // Seals made under each key (by kid), by every process that ever lived.

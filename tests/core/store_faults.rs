@@ -64,7 +64,7 @@ fn path_of(store: &Arc<dyn KeysetStore>) -> std::path::PathBuf {
 #[tokio::test]
 async fn garbage_in_the_store_does_not_freeze_the_timeline() {
     let registry = local_registry();
-    let (dir, store) = local_keyset("faults-garbage", &registry, T0).await;
+    let (dir, store) = local_keyset("faults-garbage", &registry, config().timing, T0).await;
     let a = instance(store.clone(), &registry);
     a.sched.refresh_at(T0).await.expect("refresh");
     let old = a.primary().expect("ring");
@@ -115,7 +115,7 @@ async fn garbage_in_the_store_does_not_freeze_the_timeline() {
 #[tokio::test]
 async fn a_store_unusable_past_max_store_staleness_stops_sealing_and_recovers() {
     let registry = local_registry();
-    let (dir, store) = local_keyset("faults-stale", &registry, T0).await;
+    let (dir, store) = local_keyset("faults-stale", &registry, config().timing, T0).await;
     let good = std::fs::read(path_of(&store)).expect("doc");
     let a = instance(store.clone(), &registry);
     a.sched.refresh_at(T0).await.expect("refresh");
@@ -137,7 +137,7 @@ async fn a_store_unusable_past_max_store_staleness_stops_sealing_and_recovers() 
 #[tokio::test]
 async fn max_store_staleness_overrides_outage_grace() {
     let registry = local_registry();
-    let (dir, store) = local_keyset("faults-stale-cfg", &registry, T0).await;
+    let (dir, store) = local_keyset("faults-stale-cfg", &registry, config().timing, T0).await;
     let ring = Arc::new(RingHandle::empty());
     let sched = RotationScheduler::new(
         config().max_store_staleness(Some(60.0)),
@@ -170,7 +170,7 @@ async fn an_older_generation_or_another_keyset_is_refused() {
     let snapshotter = recorder.snapshotter();
     let _guard = metrics::set_default_local_recorder(&recorder);
     let registry = local_registry();
-    let (dir, store) = local_keyset("faults-rollback", &registry, T0).await;
+    let (dir, store) = local_keyset("faults-rollback", &registry, config().timing, T0).await;
     let path = path_of(&store);
     let generation_one = std::fs::read(&path).expect("doc");
     let a = instance(store.clone(), &registry);
@@ -215,7 +215,7 @@ async fn an_older_generation_or_another_keyset_is_refused() {
     );
 
     // Another keyset altogether, at a higher generation.
-    let (other_dir, other) = local_keyset("faults-other", &registry, T0).await;
+    let (other_dir, other) = local_keyset("faults-other", &registry, config().timing, T0).await;
     let mut foreign = other.load().await.expect("load").expect("doc");
     foreign.generation = 9;
     std::fs::write(&path, foreign.to_json()).expect("foreign");
@@ -283,6 +283,7 @@ impl KeyProvider for Transparent {
 
 fn entry(id: &str, key: u8, activate_at: f64) -> KeyEntry {
     KeyEntry {
+        kid: None,
         entry: id.into(),
         kek: "transparent://k".into(),
         wrapped: vec![key; 32],
@@ -308,6 +309,7 @@ async fn transparent_store(
     let dir = temp_dir(tag);
     let store: Arc<dyn KeysetStore> = Arc::new(FileStore::new(dir.join("keyset.json")));
     let doc = Keyset {
+        timing: None,
         id: "ks_transparent".into(),
         generation: 1,
         keys: vec![entry("k_a", 1, T0)],
@@ -324,6 +326,7 @@ async fn a_rewrapped_entry_is_unwrapped_again() {
     assert_eq!(a.primary(), Some(kid_of(1)));
     // The same entry, wrapped differently (re-wrapped under a new KEK, or repaired).
     let doc = Keyset {
+        timing: None,
         id: "ks_transparent".into(),
         generation: 2,
         keys: vec![entry("k_a", 2, T0)],
@@ -340,6 +343,7 @@ async fn a_document_with_a_duplicate_key_is_refused() {
     let a = instance(store.clone(), &registry);
     a.sched.refresh_at(T0).await.expect("refresh");
     let doc = Keyset {
+        timing: None,
         id: "ks_transparent".into(),
         generation: 2,
         keys: vec![entry("k_a", 1, T0), entry("k_b", 1, T0 + 1.0)],
@@ -397,7 +401,7 @@ impl KeysetStore for Interfering {
 #[tokio::test]
 async fn a_rotation_retries_after_a_seal_reservation_but_not_after_a_rotation() {
     let registry = local_registry();
-    let (dir, store) = local_keyset("faults-retry", &registry, T0).await;
+    let (dir, store) = local_keyset("faults-retry", &registry, config().timing, T0).await;
     let base = store.load().await.expect("load").expect("doc");
     // A server reserves seals while the operator's rotation is in flight.
     let mut reservation = base.clone();

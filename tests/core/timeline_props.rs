@@ -8,6 +8,7 @@ use stateseal::{KeyEntry, Keyset};
 
 fn entry(n: usize, at: f64) -> KeyEntry {
     KeyEntry {
+        kid: None,
         entry: format!("k_{n}"),
         kek: "local:///k".into(),
         wrapped: vec![1],
@@ -22,6 +23,7 @@ fn entry(n: usize, at: f64) -> KeyEntry {
 /// at the given gaps (in units of one full rotation) from a rotator with a skewed clock.
 fn history(timing: &Timing, gaps: &[(f64, f64, u8)], t0: f64) -> Vec<(f64, Keyset)> {
     let mut doc = Keyset {
+        timing: None,
         id: "ks_p".into(),
         generation: 1,
         keys: vec![entry(0, t0)],

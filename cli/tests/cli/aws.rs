@@ -3,7 +3,7 @@
 //! a KMS outage, and KMS calls in steady state.
 
 use stateseal::provider::ErrorClass;
-use stateseal::rotation::init_keyset;
+use stateseal::rotation::{Timing, init_keyset};
 use stateseal::{Error, KeyProvider, ProviderRegistry};
 use stateseal_aws_kms::{AwsConfig, AwsKmsProvider};
 
@@ -124,10 +124,12 @@ async fn concurrent_rotations_on_s3_exactly_one_wins() {
     let store_uri = "s3://stateseal-cas/keyset.json";
     let reg = registry(&moto);
     let store = reg.open_store(store_uri).expect("store");
-    let doc = init_keyset(&*store, &reg, &kek, T0).await.expect("init");
+    let doc = init_keyset(&*store, &reg, &kek, Timing::default(), T0)
+        .await
+        .expect("init");
     // A second init finds the document (If-None-Match) and refuses.
     assert!(matches!(
-        init_keyset(&*store, &reg, &kek, T0).await,
+        init_keyset(&*store, &reg, &kek, Timing::default(), T0).await,
         Err(Error::Conflict { .. })
     ));
     let mut a = doc.clone();
@@ -208,7 +210,9 @@ async fn encryption_context_binds_keyset_and_entry() {
     let store = reg
         .open_store("s3://stateseal-ctx/keyset.json")
         .expect("store");
-    let mut doc = init_keyset(&*store, &reg, &kek, T0).await.expect("init");
+    let mut doc = init_keyset(&*store, &reg, &kek, Timing::default(), T0)
+        .await
+        .expect("init");
     doc.id = "ks_000000000000000000000000".into();
     doc.generation = 2;
     store
@@ -246,7 +250,9 @@ async fn disabled_or_deleted_key_is_dropped_after_max_key_age() {
     let store = reg
         .open_store("s3://stateseal-revoke/keyset.json")
         .expect("store");
-    init_keyset(&*store, &reg, &kek, T0).await.expect("init");
+    init_keyset(&*store, &reg, &kek, Timing::default(), T0)
+        .await
+        .expect("init");
     let i = instance(&reg, store.clone());
     i.sched.refresh_at(T0).await.expect("refresh");
     let calls = i.sched.kms_calls();
@@ -310,7 +316,9 @@ async fn kms_unavailable_keeps_serving_cached_keys() {
     let store = reg
         .open_store(&format!("file://{}", dir.join("keyset.json").display()))
         .expect("store");
-    init_keyset(&*store, &reg, &kek, T0).await.expect("init");
+    init_keyset(&*store, &reg, &kek, Timing::default(), T0)
+        .await
+        .expect("init");
     let i = instance(&reg, store);
     i.sched.refresh_at(T0).await.expect("refresh");
     let token = i.env.mint_at(&round(), b"before", None, T0).expect("mint");

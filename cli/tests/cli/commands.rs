@@ -1,6 +1,6 @@
 //! The `stateseal` binary: token tools, exit codes, and no secret in any message.
 
-use crate::{json_of, stateseal, text};
+use crate::{json_of, stateseal, text, verdict};
 
 const KEY_HEX: &str = "3031323334353637383961626364656630313233343536373839616263646566";
 const PARAMS: &str = r#"{"name":"deploy","arguments":{"env":"prod"}}"#;
@@ -73,7 +73,7 @@ fn mint_then_verify_prints_the_state_and_exit_codes_mean_what_they_say() {
     ] {
         let out = verify(params, now, principal);
         assert_eq!(out.status.code(), Some(1));
-        assert_eq!(text(&out.stderr).trim(), format!("rejected: {reason}"));
+        assert_eq!(verdict(&out), format!("rejected: {reason}"));
         assert!(
             out.stdout.is_empty(),
             "a rejected state must print nothing on stdout"
@@ -191,7 +191,7 @@ fn seal_and_open_roundtrip_bytes_with_a_rotated_ring() {
         None,
     );
     assert_eq!(retired.status.code(), Some(1));
-    assert_eq!(text(&retired.stderr).trim(), "rejected: unknown key");
+    assert_eq!(verdict(&retired), "rejected: unknown key");
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -329,11 +329,12 @@ fn keyset_walks_through_three_phases_with_status_and_keyset_tokens() {
             &store,
             "--now",
             &at(0),
+            "--allow-clock-override",
             "--json",
         ],
         None,
     ));
-    let first = init["primary"].as_str().expect("primary").to_owned();
+    let first = init["kid"].as_str().expect("kid").to_owned();
     let status = |dt: u64| {
         json_of(&stateseal(
             &["status", "--store", &store, "--json", "--now", &at(dt)],
@@ -391,16 +392,33 @@ fn keyset_walks_through_three_phases_with_status_and_keyset_tokens() {
     let before = mint(10);
 
     // Rotate at +100: P = 2R + S = 120, so the new key seals from +220; the old one retires at +220 + 780.
-    let rot = stateseal(&["rotate", "--store", &store, "--now", &at(100)], None);
+    let rotate = |dt: u64, extra: &[&str]| {
+        let now = at(dt);
+        let mut args = vec![
+            "rotate",
+            "--store",
+            &store,
+            "--now",
+            &now,
+            "--allow-clock-override",
+        ];
+        args.extend_from_slice(extra);
+        stateseal(&args, None)
+    };
+    let rot = rotate(100, &[]);
     assert!(rot.status.success(), "{}", text(&rot.stderr));
     assert!(
         text(&rot.stdout).contains("in 2m 0s"),
         "{}",
         text(&rot.stdout)
     );
-    let refused = stateseal(&["rotate", "--store", &store, "--now", &at(110)], None);
+    let refused = rotate(110, &[]);
     assert_eq!(refused.status.code(), Some(1));
-    assert!(text(&refused.stderr).contains("rotation refused: phase 1"));
+    assert!(
+        text(&refused.stderr).contains("rotation refused, nothing was written: phase 1"),
+        "{}",
+        text(&refused.stderr)
+    );
 
     let p1 = status(150);
     assert_eq!(p1["phase"], 1);
@@ -425,25 +443,15 @@ fn keyset_walks_through_three_phases_with_status_and_keyset_tokens() {
     // Retired: rejected as an unknown key (past the TTL too, but the key goes first).
     let retired = verify(&in_phase1, 1000);
     assert_eq!(retired.status.code(), Some(1));
-    assert_eq!(text(&retired.stderr).trim(), "rejected: unknown key");
+    assert_eq!(verdict(&retired), "rejected: unknown key");
 
     // Emergency rotation: everything sealed before it is rejected at once.
     let fresh = mint(1100);
-    let emergency = stateseal(
-        &[
-            "rotate",
-            "--store",
-            &store,
-            "--now-compromise",
-            "--now",
-            &at(1200),
-        ],
-        None,
-    );
+    let emergency = rotate(1200, &["--now-compromise"]);
     assert!(emergency.status.success(), "{}", text(&emergency.stderr));
     assert!(text(&emergency.stdout).contains("This breaks"));
     let after = verify(&fresh, 1201);
-    assert_eq!(text(&after.stderr).trim(), "rejected: unknown key");
+    assert_eq!(verdict(&after), "rejected: unknown key");
     assert_eq!(status(1201)["ring"].as_array().expect("ring").len(), 1);
     let _ = std::fs::remove_dir_all(dir);
 }
@@ -485,15 +493,18 @@ fn keyset_errors_say_what_to_fix() {
             .status
             .success()
     );
-    // An unreadable KEK: the KMS error names the fix.
+    // An unreadable KEK: status still shows the timeline, names the cause, and exits 1.
     std::fs::remove_file(&kek).expect("rm kek");
     let broken = stateseal(&["status", "--store", &store], None);
-    assert_eq!(broken.status.code(), Some(2));
+    assert_eq!(broken.status.code(), Some(1));
+    let shown = text(&broken.stdout);
     assert!(
-        text(&broken.stderr).contains("stateseal init"),
-        "{}",
-        text(&broken.stderr)
+        shown.contains("phase 3")
+            && shown.contains("unavailable: local KMS")
+            && shown.contains("stateseal init"),
+        "{shown}"
     );
+    assert!(!shown.contains("no key ring is loaded"), "{shown}");
     let _ = std::fs::remove_dir_all(dir);
 }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use stateseal::provider::ErrorClass;
-use stateseal::rotation::init_keyset;
+use stateseal::rotation::{Timing, init_keyset};
 use stateseal::{Error, KeyProvider, ProviderRegistry};
 use stateseal_gcp_kms::{GcpKmsConfig, GcpKmsProvider};
 
@@ -244,7 +244,9 @@ async fn disabled_version_is_denied_and_a_down_server_keeps_cached_keys() {
     let store = reg
         .open_store(&format!("file://{}", dir.join("keyset.json").display()))
         .expect("store");
-    init_keyset(&*store, &reg, &kek, T0).await.expect("init");
+    init_keyset(&*store, &reg, &kek, Timing::default(), T0)
+        .await
+        .expect("init");
     let member = instance(&reg, store.clone());
     let (sched, works) = (&member.sched, |now: f64| works(&member, now));
     sched.refresh_at(T0).await.expect("refresh");

@@ -43,6 +43,16 @@ pub(crate) fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// The command's verdict: the last line on stderr (after any warnings).
+pub(crate) fn verdict(out: &Output) -> String {
+    text(&out.stderr)
+        .trim()
+        .lines()
+        .last()
+        .unwrap_or("")
+        .to_owned()
+}
+
 pub(crate) fn json_of(out: &Output) -> serde_json::Value {
     assert!(out.status.success(), "{}", text(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)))

@@ -2,7 +2,7 @@
 //! lifecycle, binding, concurrent rotations, revocation, outages, AppRole.
 
 use stateseal::provider::ErrorClass;
-use stateseal::rotation::{RotateMode, init_keyset};
+use stateseal::rotation::{RotateMode, Timing, init_keyset};
 use stateseal::{Error, KeyProvider, ProviderRegistry};
 use stateseal_vault::{SecretId, SecretString, VaultAuth, VaultConfig, VaultTransitProvider};
 
@@ -175,7 +175,9 @@ async fn concurrent_rotations_exactly_one_wins() {
     let bao = OpenBao::start(&crate::scratch("openbao-cas"));
     let reg = registry(token_config(&bao, &bao.root_token));
     let store = reg.open_store(STORE).expect("store");
-    let doc = init_keyset(&*store, &reg, KEK, T0).await.expect("init");
+    let doc = init_keyset(&*store, &reg, KEK, Timing::default(), T0)
+        .await
+        .expect("init");
     assert_eq!(doc.generation, 1);
 
     // Store level: two writers based on the same generation; one wins.
@@ -223,7 +225,9 @@ async fn revoked_decrypt_is_denied_and_the_key_dropped_after_max_key_age() {
     let token = bao.token_with_policy("fleet", FLEET_POLICY);
     let reg = registry(token_config(&bao, &token));
     let store = reg.open_store(STORE).expect("store");
-    init_keyset(&*store, &reg, KEK, T0).await.expect("init");
+    init_keyset(&*store, &reg, KEK, Timing::default(), T0)
+        .await
+        .expect("init");
     let i = instance(&reg, store);
     i.sched.refresh_at(T0).await.expect("refresh");
     assert!(works(&i, T0));
@@ -268,7 +272,9 @@ async fn sealed_or_stopped_server_keeps_serving_cached_keys() {
     let mut bao = OpenBao::start(&crate::scratch("openbao-outage"));
     let reg = registry(token_config(&bao, &bao.root_token));
     let store = reg.open_store(STORE).expect("store");
-    init_keyset(&*store, &reg, KEK, T0).await.expect("init");
+    init_keyset(&*store, &reg, KEK, Timing::default(), T0)
+        .await
+        .expect("init");
     let i = instance(&reg, store);
     i.sched.refresh_at(T0).await.expect("refresh");
     let token = i.env.mint_at(&round(), b"before", None, T0).expect("mint");

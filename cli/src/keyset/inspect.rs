@@ -1,0 +1,316 @@
+//! `stateseal status`, `stateseal check` and `stateseal keyset show`: read-only views.
+
+use std::io::{IsTerminal, Write};
+
+use clap::Args;
+use serde_json::Value;
+use stateseal::keyset::format_rfc3339;
+use stateseal::rotation::{
+    Availability, KeysetStatus, Phase, Role, check_keyset, describe_keyset, keyset_status,
+};
+use stateseal::{KeyId, SchedulerConfig};
+
+use super::init::{timing_json, timing_text};
+use super::{StoreArg, load, read_now, registry};
+use crate::error::CliError;
+use crate::output::{human, kid_json, kid_text, line, object, when};
+use crate::token::parse_seconds;
+
+/// Flags shared by the read-only keyset views.
+#[derive(Debug, Args)]
+pub(crate) struct ViewArgs {
+    #[command(flatten)]
+    store: StoreArg,
+    /// Unix time in seconds (fraction allowed) to look at; default: now.
+    #[arg(long, value_parser = parse_seconds, value_name = "SECS")]
+    now: Option<f64>,
+    /// One JSON object on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `stateseal status`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Exit status: 0 every live key is available, 1 a live key is unavailable, 2 usage or store error.
+
+Examples:
+  stateseal status --store file:///var/lib/stateseal/keyset.json
+  STATESEAL_STORE=vault-kv://secret/stateseal stateseal status --json | jq '.keys[] | {kid, role, available}'"
+)]
+pub(crate) struct StatusArgs {
+    #[command(flatten)]
+    view: ViewArgs,
+}
+
+/// `stateseal check`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Exit status: 0 healthy, 1 unhealthy (the reasons are printed), 2 usage error.
+
+Examples:
+  stateseal check --store file:///var/lib/stateseal/keyset.json
+  */5 * * * * stateseal check --store s3://my-bucket/stateseal/keyset.json --json >> /var/log/stateseal-check.jsonl"
+)]
+pub(crate) struct CheckArgs {
+    #[command(flatten)]
+    view: ViewArgs,
+}
+
+/// `stateseal keyset show`.
+#[derive(Debug, Args)]
+pub(crate) struct ShowArgs {
+    #[command(flatten)]
+    view: ViewArgs,
+}
+
+fn phase_text(phase: Option<Phase>) -> &'static str {
+    match phase {
+        Some(Phase::One) => "phase 1 [old, new]: a new key is propagating; the old key still seals",
+        Some(Phase::Two) => "phase 2 [new, old]: the new key seals; older states still open",
+        Some(Phase::Three) => "phase 3 [new]: one key, no rotation in flight",
+        None => "every key has retired: nothing seals; run `stateseal rotate --force`",
+    }
+}
+
+fn availability_json(a: &Availability) -> (Value, Value) {
+    match a {
+        Availability::Available => (true.into(), Value::Null),
+        Availability::Unavailable(why) => (false.into(), why.clone().into()),
+        _ => (Value::Null, Value::Null),
+    }
+}
+
+fn status_json(st: &KeysetStatus, uri: &str) -> Value {
+    let ring: Vec<Value> = ring_order(st).into_iter().map(kid_json).collect();
+    let keys: Vec<Value> = st
+        .entries
+        .iter()
+        .map(|e| {
+            let (available, error) = availability_json(&e.availability);
+            object(
+                vec![
+                    ("kid", kid_json(e.kid)),
+                    ("entry", e.entry.clone().into()),
+                    ("role", e.role.label().into()),
+                    ("available", available),
+                    ("error", error),
+                    ("kek", e.kek.clone().into()),
+                ],
+                &[
+                    ("activate_at", Some(e.activate_at)),
+                    ("retire_at", e.retire_at),
+                ],
+            )
+        })
+        .collect();
+    let next = st.next_change.map_or(Value::Null, |(at, phase)| {
+        object(vec![("phase", (phase as u8).into())], &[("at", Some(at))])
+    });
+    object(
+        vec![
+            ("keyset", st.keyset.id.clone().into()),
+            ("generation", st.keyset.generation.into()),
+            ("store", uri.into()),
+            ("phase", st.phase.map_or(Value::Null, |p| (p as u8).into())),
+            ("timing", timing_json(st.keyset.timing)),
+            ("primary", kid_json(st.primary().and_then(|p| p.kid))),
+            ("ring", ring.into()),
+            ("keys", keys.into()),
+            ("next_change", next),
+            (
+                "healthy",
+                (st.primary().is_some() && st.unavailable_live().next().is_none()).into(),
+            ),
+        ],
+        &[("now", Some(st.now))],
+    )
+}
+
+/// Key ids of the ring, primary first, then newest first (as servers order it).
+fn ring_order(st: &KeysetStatus) -> Vec<Option<KeyId>> {
+    let mut live: Vec<_> = st
+        .entries
+        .iter()
+        .filter(|e| e.role != Role::Retired)
+        .collect();
+    live.sort_by(|a, b| {
+        (b.role == Role::Primary)
+            .cmp(&(a.role == Role::Primary))
+            .then(b.activate_at.total_cmp(&a.activate_at))
+            .then_with(|| a.entry.cmp(&b.entry))
+    });
+    live.into_iter().map(|e| e.kid).collect()
+}
+
+fn status_text(st: &KeysetStatus, uri: &str, out: &mut dyn Write) -> Result<(), CliError> {
+    let colour = std::io::stdout().is_terminal();
+    let paint = |code: &str, s: &str| {
+        if colour {
+            format!("\x1b[{code}m{s}\x1b[0m")
+        } else {
+            s.to_owned()
+        }
+    };
+    let now = st.now;
+    line(
+        out,
+        format!(
+            "keyset {} (generation {}) in {uri}\ntiming: {}\n{}",
+            st.keyset.id,
+            st.keyset.generation,
+            timing_text(st.keyset.timing),
+            paint("1", phase_text(st.phase))
+        ),
+    )?;
+    line(
+        out,
+        format!(
+            "{:<9} {:<26} {:<12} {:<38} {:<38} KEK",
+            "KEY", "ENTRY", "ROLE", "ACTIVATES", "RETIRES"
+        ),
+    )?;
+    for e in &st.entries {
+        let code = match e.role {
+            Role::Primary => "32",
+            Role::Pending => "36",
+            Role::UnsealOnly => "33",
+            _ => "90",
+        };
+        // Pad before painting: escape codes would break the columns.
+        let role = format!("{:<12}", e.role.label());
+        line(
+            out,
+            format!(
+                "{:<9} {:<26} {} {:<38} {:<38} {}",
+                kid_text(e.kid),
+                e.entry,
+                paint(code, &role),
+                when(e.activate_at, now),
+                e.retire_at.map_or_else(|| "-".into(), |t| when(t, now)),
+                e.kek
+            ),
+        )?;
+        if let Availability::Unavailable(why) = &e.availability {
+            line(out, paint("31", &format!("          unavailable: {why}")))?;
+        }
+    }
+    match st.next_change {
+        Some((at, phase)) => line(
+            out,
+            format!(
+                "next: phase {} {} ({})",
+                phase as u8,
+                human(at - now),
+                format_rfc3339(at)
+            ),
+        ),
+        None => line(
+            out,
+            format!("next: nothing scheduled; rotate with `stateseal rotate --store {uri}`"),
+        ),
+    }
+}
+
+/// `stateseal status`: the timeline, each live key unwrapped; exit 1 while one is unavailable.
+pub(crate) async fn status(a: StatusArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    let now = read_now(a.view.now)?;
+    let store = a.view.store.open()?;
+    let doc = load(store.as_ref()).await?;
+    let st = keyset_status(&doc, &registry(), now).await;
+    if a.view.json {
+        line(out, status_json(&st, store.uri()))?;
+    } else {
+        status_text(&st, store.uri(), out)?;
+    }
+    if st.primary().is_none() || st.unavailable_live().next().is_some() {
+        return Err(CliError::Reported(1));
+    }
+    Ok(())
+}
+
+/// `stateseal keyset show`: the document and its timeline, no KMS access.
+pub(crate) async fn show(a: ShowArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    let now = read_now(a.view.now)?;
+    let store = a.view.store.open()?;
+    let doc = load(store.as_ref()).await?;
+    let st = describe_keyset(&doc, now);
+    if a.view.json {
+        return line(out, status_json(&st, store.uri()));
+    }
+    status_text(&st, store.uri(), out)
+}
+
+/// `stateseal check`: healthy (0) or not (1), with the reasons.
+pub(crate) async fn check(a: CheckArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    let now = read_now(a.view.now)?;
+    let store = a.view.store.open()?;
+    let report = check_keyset(
+        store.as_ref(),
+        &registry(),
+        now,
+        SchedulerConfig::default().max_seals_per_key,
+    )
+    .await;
+    if a.view.json {
+        let mut v = object(
+            vec![
+                ("healthy", report.healthy().into()),
+                ("store", store.uri().into()),
+                ("problems", report.problems.clone().into()),
+                ("notes", report.notes.clone().into()),
+            ],
+            &[("now", Some(now))],
+        );
+        if let Some(st) = &report.status {
+            v["keyset"] = status_json(st, store.uri());
+        }
+        line(out, v)?;
+    } else {
+        let verdict = if report.healthy() {
+            "healthy"
+        } else {
+            "UNHEALTHY"
+        };
+        line(out, format!("{verdict}: {}", store.uri()))?;
+        if let Some(st) = &report.status {
+            line(
+                out,
+                format!(
+                    "keyset {} (generation {}), {}; timing: {}",
+                    st.keyset.id,
+                    st.keyset.generation,
+                    phase_text(st.phase),
+                    timing_text(st.keyset.timing)
+                ),
+            )?;
+            for e in st.entries.iter().filter(|e| e.role != Role::Retired) {
+                let state = match &e.availability {
+                    Availability::Available => "unwraps, seals and unseals".to_owned(),
+                    Availability::Unavailable(why) => format!("unavailable: {why}"),
+                    _ => "not checked".to_owned(),
+                };
+                line(
+                    out,
+                    format!(
+                        "  key {} ({}, entry {}): {state}",
+                        kid_text(e.kid),
+                        e.role.label(),
+                        e.entry
+                    ),
+                )?;
+            }
+        }
+        for p in &report.problems {
+            line(out, format!("problem: {p}"))?;
+        }
+        for n in &report.notes {
+            line(out, format!("note: {n}"))?;
+        }
+    }
+    if report.healthy() {
+        Ok(())
+    } else {
+        Err(CliError::Reported(1))
+    }
+}

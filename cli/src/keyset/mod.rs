@@ -1,0 +1,160 @@
+//! Keyset commands: `init`, `rotate`, `status`, `check`, `keyset show`. Each
+//! parses and validates its flags, calls the library's keyset operations, and
+//! prints; none computes a ring itself.
+
+mod init;
+mod inspect;
+mod rotate;
+
+use std::sync::Arc;
+
+use clap::{Args, Subcommand};
+use stateseal::rotation::Timing;
+use stateseal::{Clock, Keyset, KeysetStore, ProviderRegistry, SystemClock};
+
+use crate::error::CliError;
+use crate::token::parse_seconds;
+
+pub(crate) use init::{InitArgs, init};
+pub(crate) use inspect::{CheckArgs, ShowArgs, StatusArgs, check, show, status};
+pub(crate) use rotate::{RotateArgs, rotate};
+
+/// `stateseal keyset …`: the document itself.
+#[derive(Debug, Subcommand)]
+pub(crate) enum KeysetCmd {
+    /// Print the keyset document (ids, timing, entries, timeline) without any KMS access.
+    #[command(
+        after_help = "Examples:\n  stateseal keyset show --store file:///var/lib/stateseal/keyset.json\n  STATESEAL_STORE=s3://bucket/keyset.json stateseal keyset show --json"
+    )]
+    Show(ShowArgs),
+}
+
+/// The registry the CLI resolves KEK and store URIs with: the embedded
+/// `local`/`file` plus every provider crate, configured from the environment
+/// (a provider's configuration error surfaces only when a URI names it).
+pub(crate) fn registry() -> ProviderRegistry {
+    let mut registry = ProviderRegistry::with_defaults();
+    // Operators create and inspect local-KEK keysets for development with the CLI.
+    registry.allow_local_kek();
+    stateseal_vault::register(&mut registry, stateseal_vault::VaultConfig::from_env());
+    stateseal_aws_kms::register(&mut registry, stateseal_aws_kms::AwsConfig::default());
+    stateseal_gcp_kms::register(&mut registry, stateseal_gcp_kms::GcpKmsConfig::from_env());
+    registry
+}
+
+/// `--store`, with `STATESEAL_STORE` as its default.
+#[derive(Debug, Args, Clone)]
+pub(crate) struct StoreArg {
+    /// Keyset store URI: file:///PATH, vault-kv://…, s3://BUCKET/KEY.
+    #[arg(long, env = "STATESEAL_STORE", value_name = "URI")]
+    pub(crate) store: String,
+}
+
+impl StoreArg {
+    pub(crate) fn open(&self) -> Result<Arc<dyn KeysetStore>, CliError> {
+        registry()
+            .open_store(&self.store)
+            .map_err(|e| CliError::Usage(format!("--store: {e}")))
+    }
+}
+
+/// The document in `store`, or an error that says how to create one.
+pub(crate) async fn load(store: &dyn KeysetStore) -> Result<Keyset, CliError> {
+    store.load().await.map_err(CliError::from)?.ok_or_else(|| {
+        CliError::Usage(format!(
+            "no keyset at {}; create one with `stateseal init --kek URI --store {}`",
+            store.uri(),
+            store.uri()
+        ))
+    })
+}
+
+/// The timing profile flags (R, S, T, P).
+#[derive(Debug, Args, Clone, Default)]
+pub(crate) struct TimingArgs {
+    /// R: seconds between keyset refreshes on the servers [init default: 30].
+    #[arg(long = "refresh-interval", value_parser = parse_seconds, value_name = "SECS")]
+    refresh: Option<f64>,
+    /// S: the largest clock difference between servers, in seconds [init default: 60].
+    #[arg(long = "max-skew", value_parser = parse_seconds, value_name = "SECS")]
+    skew: Option<f64>,
+    /// T: the longest state lifetime any server uses, in seconds [init default: 600].
+    #[arg(long = "state-ttl", value_parser = parse_seconds, value_name = "SECS")]
+    ttl: Option<f64>,
+    /// P: seconds a new key is known before it seals [default: 2R + S].
+    #[arg(long, value_parser = parse_seconds, value_name = "SECS")]
+    propagation: Option<f64>,
+}
+
+impl TimingArgs {
+    pub(crate) fn any(&self) -> bool {
+        self.refresh.is_some()
+            || self.skew.is_some()
+            || self.ttl.is_some()
+            || self.propagation.is_some()
+    }
+
+    /// `base` with the flags given applied (P follows R and S unless given or kept by `base`).
+    pub(crate) fn over(&self, base: Timing) -> Result<Timing, CliError> {
+        let default_p = |t: &Timing| 2.0 * t.refresh_interval + t.max_skew;
+        let p_was_default = base.propagation == default_p(&base);
+        let mut t = Timing::new(
+            self.refresh.unwrap_or(base.refresh_interval),
+            self.skew.unwrap_or(base.max_skew),
+            self.ttl.unwrap_or(base.ttl),
+        );
+        t = match self.propagation {
+            Some(p) => t.with_propagation(p),
+            None if p_was_default => t,
+            None => t.with_propagation(base.propagation),
+        };
+        t.validate().map_err(|e| CliError::Usage(e.to_string()))?;
+        Ok(t)
+    }
+}
+
+/// `--now` for commands that write, and the guard on it.
+#[derive(Debug, Args, Clone)]
+pub(crate) struct WriteClockArgs {
+    /// Unix time in seconds (fraction allowed) to act at; default: this machine's clock.
+    #[arg(long, value_parser = parse_seconds, value_name = "SECS")]
+    now: Option<f64>,
+    /// Accept a --now further than S from this machine's clock.
+    #[arg(long = "allow-clock-override")]
+    allow_clock_override: bool,
+}
+
+impl WriteClockArgs {
+    /// The instant to write at; a `--now` more than `skew` from the system
+    /// clock is refused unless overridden (a typo would shift the whole fleet's timeline).
+    pub(crate) fn now(&self, skew: f64) -> Result<f64, CliError> {
+        let system = SystemClock.now();
+        let Some(now) = self.now else {
+            return Ok(system);
+        };
+        if !stateseal::keyset::is_representable(now) {
+            return Err(CliError::Usage(format!(
+                "--now {now}: must be Unix seconds between 1970 and 9999 (milliseconds are not accepted)"
+            )));
+        }
+        if (now - system).abs() > skew && !self.allow_clock_override {
+            let side = if now > system { "ahead of" } else { "behind" };
+            return Err(CliError::Usage(format!(
+                "--now is {} {side} this machine's clock, more than S ({skew}s); a timeline written at that time would be wrong for the whole fleet. Pass --allow-clock-override if you mean it",
+                crate::output::span(now - system)
+            )));
+        }
+        Ok(now)
+    }
+}
+
+/// `--now` for inspections: any representable instant.
+pub(crate) fn read_now(now: Option<f64>) -> Result<f64, CliError> {
+    match now {
+        None => Ok(SystemClock.now()),
+        Some(t) if stateseal::keyset::is_representable(t) => Ok(t),
+        Some(t) => Err(CliError::Usage(format!(
+            "--now {t}: must be Unix seconds between 1970 and 9999 (milliseconds are not accepted)"
+        ))),
+    }
+}

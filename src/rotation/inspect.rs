@@ -1,0 +1,269 @@
+//! What operators ask of a keyset: where each key stands ([`describe_keyset`],
+//! no KMS access; [`keyset_status`], each live key unwrapped and exercised),
+//! and whether the fleet can serve from it ([`check_keyset`]). Nothing here writes.
+
+use std::sync::Arc;
+
+use super::proof::unwrap_entry;
+use super::timeline::{Phase, next_change_after, ring_at};
+use crate::codec::{AesGcmCodec, StateCodec};
+use crate::error::Error;
+use crate::key::{KeyId, RingKey};
+use crate::keyset::{KeyEntry, Keyset, KeysetStore};
+use crate::provider::ProviderRegistry;
+use crate::ring::{KeyRing, RingHandle};
+
+/// An entry's part in the ring at one instant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Role {
+    /// Seals (and unseals).
+    Primary,
+    /// Known, unseals, seals once it activates.
+    Pending,
+    /// Unseals states sealed before a newer key activated.
+    UnsealOnly,
+    /// In no ring any more.
+    Retired,
+}
+
+impl Role {
+    /// `primary`, `pending`, `unseal-only` or `retired`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Primary => "primary",
+            Self::Pending => "pending",
+            Self::UnsealOnly => "unseal-only",
+            Self::Retired => "retired",
+        }
+    }
+}
+
+/// Whether an entry's key could be used, as far as was checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Availability {
+    /// It unwrapped, to the recorded key id, and sealed and unsealed a probe.
+    Available,
+    /// It could not be used; the reason names the cause (never key material).
+    Unavailable(String),
+    /// Not checked: retired, or the inspection made no KMS calls.
+    NotChecked,
+}
+
+/// One entry of the document at one instant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EntryStatus {
+    /// The entry id (`k_…`).
+    pub entry: String,
+    /// The key id: unwrapped when checked, else as the document records it.
+    pub kid: Option<KeyId>,
+    /// The KEK URI.
+    pub kek: String,
+    /// Its role at the instant.
+    pub role: Role,
+    /// When it seals from.
+    pub activate_at: f64,
+    /// When it stops unsealing.
+    pub retire_at: Option<f64>,
+    /// Whether it can be used.
+    pub availability: Availability,
+}
+
+/// The keyset at one instant: its phase and every entry's role and availability.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeysetStatus {
+    /// The document inspected.
+    pub keyset: Keyset,
+    /// The instant.
+    pub now: f64,
+    /// The rotation phase (`None`: every key has retired).
+    pub phase: Option<Phase>,
+    /// Every entry, in document order.
+    pub entries: Vec<EntryStatus>,
+    /// The next phase change, if one is scheduled.
+    pub next_change: Option<(f64, Phase)>,
+}
+
+impl KeysetStatus {
+    /// The sealing entry.
+    pub fn primary(&self) -> Option<&EntryStatus> {
+        self.entries.iter().find(|e| e.role == Role::Primary)
+    }
+
+    /// Entries in the ring (every role but retired) that were found unavailable.
+    pub fn unavailable_live(&self) -> impl Iterator<Item = &EntryStatus> {
+        self.entries.iter().filter(|e| {
+            e.role != Role::Retired && matches!(e.availability, Availability::Unavailable(_))
+        })
+    }
+}
+
+/// Where every entry of `doc` stands at `now`, from the document alone (no KMS access).
+pub fn describe_keyset(doc: &Keyset, now: f64) -> KeysetStatus {
+    let plan = ring_at(doc, now);
+    let role = |e: &KeyEntry| match &plan {
+        Some(p) if p.primary == e.entry => Role::Primary,
+        Some(p) if p.ring.contains(&e.entry) => {
+            if e.activate_at > now {
+                Role::Pending
+            } else {
+                Role::UnsealOnly
+            }
+        }
+        _ => Role::Retired,
+    };
+    KeysetStatus {
+        keyset: doc.clone(),
+        now,
+        phase: plan.as_ref().map(|p| p.phase),
+        entries: doc
+            .keys
+            .iter()
+            .map(|e| EntryStatus {
+                entry: e.entry.clone(),
+                kid: e.kid,
+                kek: e.kek.clone(),
+                role: role(e),
+                activate_at: e.activate_at,
+                retire_at: e.retire_at,
+                availability: Availability::NotChecked,
+            })
+            .collect(),
+        next_change: next_change_after(doc, now),
+    }
+}
+
+/// [`describe_keyset`], with every live key unwrapped through `registry` (once
+/// each, as a server would), checked against its recorded key id, and used to
+/// seal and unseal a probe. A key that fails is reported, not fatal.
+pub async fn keyset_status(doc: &Keyset, registry: &ProviderRegistry, now: f64) -> KeysetStatus {
+    let mut status = describe_keyset(doc, now);
+    for (entry, st) in doc.keys.iter().zip(&mut status.entries) {
+        if st.role == Role::Retired {
+            continue;
+        }
+        match unwrap_entry(doc, entry, registry).await {
+            Ok((secret, kid)) => {
+                st.kid = Some(kid);
+                st.availability = match probe(RingKey::new(&secret)) {
+                    Ok(()) => Availability::Available,
+                    Err(e) => Availability::Unavailable(e.to_string()),
+                };
+            }
+            Err(e) => st.availability = Availability::Unavailable(e.to_string()),
+        }
+    }
+    status
+}
+
+/// Seals and unseals a probe with one key, exactly as the data plane does.
+fn probe(key: RingKey) -> Result<(), Error> {
+    let ring = KeyRing::from_keys(vec![Arc::new(key)])?;
+    let codec = AesGcmCodec::new(Arc::new(RingHandle::new(ring)));
+    let token = codec.seal(b"stateseal check")?;
+    if codec.unseal(&token)? == b"stateseal check" {
+        Ok(())
+    } else {
+        Err(Error::Seal("the probe did not round-trip"))
+    }
+}
+
+/// The answer of [`check_keyset`]: healthy when `problems` is empty.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckReport {
+    /// The keyset's status, when the store could be read.
+    pub status: Option<KeysetStatus>,
+    /// What makes the keyset unfit to serve, each naming what to do.
+    pub problems: Vec<String>,
+    /// What an operator should know but that does not stop serving.
+    pub notes: Vec<String>,
+}
+
+impl CheckReport {
+    /// No problems.
+    pub fn healthy(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+/// Fraction of the seal budget past which `check` notes that a rotation is due.
+const SEAL_BUDGET_NOTE: f64 = 0.75;
+
+/// Reads `store` and checks what a fleet needs to serve at `now`: the document
+/// is valid, a key seals, every live key unwraps, seals and unseals, this
+/// clock is not behind the writers' by more than the keyset's S, and the
+/// primary key's seal budget (`max_seals_per_key`) is not nearly spent.
+pub async fn check_keyset(
+    store: &dyn KeysetStore,
+    registry: &ProviderRegistry,
+    now: f64,
+    max_seals_per_key: u64,
+) -> CheckReport {
+    let mut report = CheckReport {
+        status: None,
+        problems: Vec::new(),
+        notes: Vec::new(),
+    };
+    let doc = match store.load().await {
+        Ok(Some(doc)) => doc,
+        Ok(None) => {
+            report.problems.push(format!(
+                "{} holds no keyset; create one with `stateseal init`",
+                store.uri()
+            ));
+            return report;
+        }
+        Err(e) => {
+            report.problems.push(format!("cannot read the keyset: {e}"));
+            return report;
+        }
+    };
+    let status = keyset_status(&doc, registry, now).await;
+    if status.primary().is_none() {
+        report
+            .problems
+            .push("every key has retired: nothing can seal; run `stateseal rotate --force`".into());
+    }
+    for e in status.unavailable_live() {
+        if let Availability::Unavailable(why) = &e.availability {
+            report.problems.push(format!(
+                "{} key {} (entry {}) is unavailable: {why}",
+                e.role.label(),
+                e.kid.map_or_else(|| "?".into(), KeyId::to_hex),
+                e.entry
+            ));
+        }
+    }
+    let skew = doc.timing.unwrap_or_default().max_skew;
+    if let Some(newest) = doc.keys.iter().map(|e| e.created_at).reduce(f64::max)
+        && newest > now + skew
+    {
+        report.problems.push(format!(
+            "the newest entry was written {:.0}s after this clock's now: this clock is behind a writer's by more than S ({skew}s); fix the clocks (NTP)",
+            newest - now
+        ));
+    }
+    match doc.timing {
+        None => report.notes.push(
+            "the keyset has no timing profile: rotations use the defaults or the flags given"
+                .into(),
+        ),
+        Some(t) => {
+            if let Err(e) = t.validate() {
+                report.problems.push(format!("timing profile: {e}"));
+            }
+        }
+    }
+    if let Some(p) = status.primary().and_then(|p| doc.entry(&p.entry)) {
+        let used = p.seals_reserved as f64 / max_seals_per_key as f64;
+        if used >= SEAL_BUDGET_NOTE {
+            report.notes.push(format!(
+                "the fleet has reserved {:.0}% of the primary key's seal budget; a rotation is due",
+                used * 100.0
+            ));
+        }
+    }
+    report.status = Some(status);
+    report
+}

@@ -20,7 +20,12 @@ use crate::output::{kid_json, kid_text, line, object};
 pub(crate) struct InitArgs {
     /// KEK URI: local://PATH (created with mode 0600 if absent; development only),
     /// aws-kms://ARN, gcp-kms://projects/…/cryptoKeys/…, hcvault://transit/KEY.
-    #[arg(long, env = "STATESEAL_KEK", value_name = "URI")]
+    #[arg(
+        long,
+        env = "STATESEAL_KEK",
+        hide_env_values = true,
+        value_name = "URI"
+    )]
     kek: String,
     #[command(flatten)]
     store: StoreArg,

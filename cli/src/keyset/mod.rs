@@ -46,7 +46,12 @@ pub(crate) fn registry() -> ProviderRegistry {
 #[derive(Debug, Args, Clone)]
 pub(crate) struct StoreArg {
     /// Keyset store URI: file:///PATH, vault-kv://…, s3://BUCKET/KEY.
-    #[arg(long, env = "STATESEAL_STORE", value_name = "URI")]
+    #[arg(
+        long,
+        env = "STATESEAL_STORE",
+        hide_env_values = true,
+        value_name = "URI"
+    )]
     pub(crate) store: String,
 }
 

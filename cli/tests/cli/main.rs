@@ -5,6 +5,8 @@ mod aws;
 mod commands;
 mod gcp;
 mod member;
+mod operator;
+mod races;
 mod vault;
 
 use stateseal_testkit::{gcp_kms_contract, moto, openbao};
@@ -51,6 +53,25 @@ pub(crate) fn verdict(out: &Output) -> String {
         .last()
         .unwrap_or("")
         .to_owned()
+}
+
+/// What `status --json` says about unavailable keys: it exits 1 and names each cause.
+pub(crate) fn unavailable(out: &Output) -> String {
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)));
+    let keys = v["keys"].as_array().expect("keys");
+    assert!(keys.iter().any(|k| k["available"] == false), "{v}");
+    keys.iter()
+        .filter_map(|k| k["error"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 pub(crate) fn json_of(out: &Output) -> serde_json::Value {

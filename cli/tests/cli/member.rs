@@ -50,6 +50,7 @@ pub(crate) fn rotate_concurrently(store: &str, envs: &[(&str, String)]) {
                     store,
                     "--now",
                     &(T0 + 50.0).to_string(),
+                    "--allow-clock-override",
                 ])
                 .envs(envs.iter().map(|(k, v)| (*k, v.as_str())))
                 .stdout(std::process::Stdio::piped())

@@ -59,6 +59,13 @@ pub(crate) fn kms_summary(provider: &str, class: stateseal::ErrorClass, detail: 
         .chars()
         .take(240)
         .collect();
+    // A credential failure is "transient" to a server (it keeps serving cached
+    // keys while credentials refresh); to an operator it means "set them up".
+    if class == ErrorClass::Transient && detail.to_ascii_lowercase().contains("credential") {
+        return format!(
+            "{provider} KMS, credentials unavailable: {first}; check that this machine has credentials for {provider} (environment, profile or role, metadata server) and that they are current"
+        );
+    }
     let check = match class {
         ErrorClass::Transient => {
             "the network path to the KMS, its endpoint, and whether the credentials are current"
@@ -73,4 +80,42 @@ pub(crate) fn kms_summary(provider: &str, class: stateseal::ErrorClass, detail: 
         _ => "the provider's documentation for this error",
     };
     format!("{provider} KMS, {class}: {first}; check {check}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kms_failures_are_one_bounded_line_with_what_to_check() {
+        let sdk_dump = format!(
+            "Decrypt: dispatch failure\n{}",
+            "  caused by: io error\n".repeat(200)
+        );
+        let e =
+            stateseal::provider::kms_error("aws-kms", stateseal::ErrorClass::Transient, sdk_dump);
+        let text = CliError::from(e).to_string();
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(text.len() < 400, "{} bytes", text.len());
+        assert!(
+            text.contains("transient") && text.contains("check the network path"),
+            "{text}"
+        );
+        let e = stateseal::provider::kms_error(
+            "gcp-kms",
+            stateseal::ErrorClass::Transient,
+            "Decrypt: credentials: cannot fetch a token (check Application Default Credentials)",
+        );
+        let text = CliError::from(e).to_string();
+        assert!(
+            text.contains("credentials unavailable") && !text.contains("transient"),
+            "{text}"
+        );
+        let e = stateseal::provider::kms_error(
+            "aws-kms",
+            stateseal::ErrorClass::Denied,
+            "Decrypt: AccessDeniedException: no",
+        );
+        assert!(CliError::from(e).to_string().contains("permission"));
+    }
 }

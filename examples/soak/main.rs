@@ -103,7 +103,10 @@ fn run(args: &Args) -> Result<bool, String> {
         vault_token: token,
         logs: dir.clone(),
     };
-    let init = cli(&args.cli, &env, &["init", "--kek", KEK, "--store", STORE]);
+    // The fleet's timing profile goes into the keyset; rotations then use it.
+    let mut init_argv = vec!["init", "--kek", KEK, "--store", STORE];
+    init_argv.extend_from_slice(&TIMING);
+    let init = cli(&args.cli, &env, &init_argv);
     if !init.status.success() {
         return Err(format!(
             "stateseal init: {}",
@@ -176,7 +179,6 @@ fn run(args: &Args) -> Result<bool, String> {
         match event {
             Event::Rotate => {
                 let mut argv = vec!["rotate", "--store", STORE];
-                argv.extend_from_slice(&TIMING);
                 let mut out = cli(&args.cli, &env, &argv);
                 if out.status.code() == Some(1) {
                     // A rotation is still in flight (short runs): overlap it safely.

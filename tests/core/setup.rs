@@ -123,6 +123,22 @@ async fn start_creates_waits_and_protects() {
         .to_string();
     assert!(e.contains("allow_local_kek"), "{e}");
 
+    // The keyset was created with this fleet's T (600 s); a server configured
+    // for longer states refuses it rather than rotate keys out from under them.
+    assert_eq!(doc.timing.map(|t| t.ttl), Some(600.0));
+    let longer = Config::from_toml_str(
+        &format!("{text}ttl = 900\nready_timeout = 0.3\n").replace("ready_timeout = 2\n", ""),
+    )
+    .expect("config");
+    let e = start(&longer, local_registry())
+        .await
+        .expect_err("ttl longer than the keyset's T")
+        .to_string();
+    assert!(
+        e.contains("timing") && e.contains("900s") && e.contains("600s"),
+        "{e}"
+    );
+
     // No keyset and nothing to create it with: a clear, bounded failure.
     let empty = Config::from_toml_str(&format!(
         "store = 'file://{}'\naudience = 'svc'\nready_timeout = 0.3",

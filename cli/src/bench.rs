@@ -24,6 +24,9 @@ use crate::error::CliError;
 
 /// Options of `stateseal bench`.
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  stateseal bench\n  stateseal bench --json --sizes 64,1024,16384 > bench.jsonl"
+)]
 pub(crate) struct BenchArgs {
     /// One JSON object per line instead of a table.
     #[arg(long)]

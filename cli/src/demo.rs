@@ -34,6 +34,9 @@ use crate::token::parse_seconds;
 
 /// Options of `stateseal demo`.
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  stateseal demo\n  stateseal demo --instances 5 --duration 60 --json"
+)]
 pub(crate) struct DemoArgs {
     /// Server instances sharing the keyset.
     #[arg(long, default_value_t = 3)]

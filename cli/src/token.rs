@@ -22,7 +22,13 @@ pub(crate) enum TokenCmd {
     #[command(
         after_help = "Example:\n  printf 'payload' | stateseal token seal --key file:/etc/stateseal/state.key"
     )]
-    Seal(KeyArgs),
+    Seal {
+        #[command(flatten)]
+        keys: KeyArgs,
+        /// One JSON object on stdout: {"token": …, "kid": …}.
+        #[arg(long)]
+        json: bool,
+    },
     /// Open a token; print the payload bytes.
     #[command(after_help = "Example:\n  stateseal token open --key env:STATE_KEY - < token.txt")]
     Open {
@@ -30,6 +36,9 @@ pub(crate) enum TokenCmd {
         keys: KeyArgs,
         /// The token (`v1.…`), or `-` to read it from stdin (one trailing newline is dropped).
         token: String,
+        /// One JSON object on stdout: {"payload_base64": …}.
+        #[arg(long)]
+        json: bool,
     },
     /// Mint a sealed requestState the way a server would.
     #[command(
@@ -94,6 +103,9 @@ pub(crate) struct RoundArgs {
     /// Unix time in seconds (fraction allowed); default: now.
     #[arg(long, value_parser = parse_seconds)]
     now: Option<f64>,
+    /// One JSON object on stdout (mint: the token, its key id and expiry; verify: the state).
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -231,23 +243,44 @@ impl RoundArgs {
 pub(crate) async fn run(cmd: TokenCmd, out: &mut dyn Write) -> Result<(), CliError> {
     let io = |e: std::io::Error| CliError::Failed(format!("writing output: {e}"));
     match cmd {
-        TokenCmd::Seal(keys) => {
+        TokenCmd::Seal { keys, json } => {
             let mut payload = Vec::new();
             std::io::stdin()
                 .read_to_end(&mut payload)
                 .map_err(|e| CliError::Failed(format!("reading stdin: {e}")))?;
             let token = codec(&keys, SystemClock.now()).await?.seal(&payload)?;
+            if json {
+                return line(out, token_json(&token, &[]));
+            }
             writeln!(out, "{token}").map_err(io)
         }
-        TokenCmd::Open { keys, token } => {
+        TokenCmd::Open { keys, token, json } => {
             let token = token_arg(&token)?;
             let payload = codec(&keys, SystemClock.now()).await?.unseal(&token)?;
+            if json {
+                let b64 =
+                    base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &payload);
+                return line(out, serde_json::json!({"payload_base64": b64}));
+            }
             out.write_all(&payload).map_err(io)
         }
         TokenCmd::Mint(m) => {
             let (envelope, id, now) = m.round.envelope(m.ttl).await?;
             let token =
                 envelope.mint_at(&id, m.state.as_bytes(), m.round.principal().as_ref(), now)?;
+            if m.round.json {
+                let expires = crate::output::object(vec![], &[("expires_at", Some(now + m.ttl))]);
+                return line(
+                    out,
+                    token_json(
+                        &token,
+                        &[
+                            ("expires_at", expires["expires_at"].clone()),
+                            ("expires_at_rfc3339", expires["expires_at_rfc3339"].clone()),
+                        ],
+                    ),
+                );
+            }
             writeln!(out, "{token}").map_err(io)
         }
         TokenCmd::Verify(v) => {
@@ -255,11 +288,27 @@ pub(crate) async fn run(cmd: TokenCmd, out: &mut dyn Write) -> Result<(), CliErr
             // The token exactly as given: a server rejects `TOKEN\n`, so the CLI does too.
             let token = token_arg(&v.token)?;
             let state = envelope.verify_at(&id, &token, v.round.principal().as_ref(), now)?;
+            if v.round.json {
+                // JSON strings are Unicode: a state holding a lone surrogate (WTF-8) is shown lossily.
+                return line(
+                    out,
+                    serde_json::json!({"valid": true, "state": String::from_utf8_lossy(state.as_bytes())}),
+                );
+            }
             // Exactly the bytes the handler would see (WTF-8 if the state holds a lone surrogate).
             out.write_all(state.as_bytes()).map_err(io)
         }
         TokenCmd::Inspect(i) => inspect(i, out).await,
     }
+}
+
+/// A token as JSON: itself, its key id, and `extra` fields.
+fn token_json(token: &str, extra: &[(&str, serde_json::Value)]) -> serde_json::Value {
+    let mut v = serde_json::json!({"token": token, "kid": token_key_id(token).map(|k| k.to_hex())});
+    for (k, x) in extra {
+        v[*k] = x.clone();
+    }
+    v
 }
 
 /// `token inspect`: what a token says about itself, and whether a ring holds its key.

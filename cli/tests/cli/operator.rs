@@ -575,6 +575,12 @@ fn help_ends_with_examples_and_completions_are_generated() {
         &["keyset", "show", "--help"],
         &["token", "inspect", "--help"],
         &["token", "verify", "--help"],
+        &["token", "mint", "--help"],
+        &["token", "seal", "--help"],
+        &["token", "open", "--help"],
+        &["bench", "--help"],
+        &["demo", "--help"],
+        &["completions", "--help"],
     ] {
         let out = cli().args(args).output().expect("run");
         assert_eq!(out.status.code(), Some(0), "{args:?}");
@@ -609,4 +615,60 @@ fn the_demo_refuses_a_duration_too_short_for_three_phases() {
         text(&out.stderr)
     );
     assert!(out.stdout.is_empty(), "nothing started");
+}
+
+#[test]
+fn token_commands_answer_in_json_too() {
+    let dir = scratch("op-token-json");
+    let key = dir.join("state.key");
+    std::fs::write(&key, [9u8; 32]).expect("key");
+    let spec = format!("file:{}", key.display());
+    let now = T0.to_string();
+    let round = [
+        "--method",
+        "tools/call",
+        "--params",
+        r#"{"name":"t"}"#,
+        "--now",
+        &now,
+        "--json",
+    ];
+    let mint = cli()
+        .args(["token", "mint", "--key", &spec, "--state", "s-json"])
+        .args(round)
+        .output()
+        .expect("run");
+    let m = json(&mint);
+    let token = m["token"].as_str().expect("token").to_owned();
+    assert_eq!(m["expires_at_rfc3339"], "2026-06-25T00:10:00Z");
+    assert_eq!(m["kid"].as_str().map(str::len), Some(8));
+    let verify = cli()
+        .args(["token", "verify", "--key", &spec])
+        .args(round)
+        .arg(&token)
+        .output()
+        .expect("run");
+    assert_eq!(
+        json(&verify),
+        serde_json::json!({"valid": true, "state": "s-json"})
+    );
+    let rejected = cli()
+        .args(["token", "verify", "--key", &spec])
+        .args(round)
+        .arg(format!("{token}x"))
+        .output()
+        .expect("run");
+    assert_eq!(rejected.status.code(), Some(1));
+    assert_eq!(json(&rejected)["error"], "rejected: malformed");
+    let sealed = cli()
+        .args(["token", "seal", "--key", &spec, "--json"])
+        .write_stdin("raw")
+        .output()
+        .expect("run");
+    let t = json(&sealed)["token"].as_str().expect("token").to_owned();
+    let opened = cli()
+        .args(["token", "open", "--key", &spec, "--json", &t])
+        .output()
+        .expect("run");
+    assert_eq!(json(&opened)["payload_base64"], "cmF3");
 }

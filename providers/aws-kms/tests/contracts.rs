@@ -29,8 +29,8 @@ struct S3 {
     dead_endpoint: String,
 }
 
-impl StoreUnderTest for S3 {
-    fn open(&self) -> Arc<dyn KeysetStore> {
+impl S3 {
+    fn handle(&self, (id, secret): (String, String)) -> Arc<dyn KeysetStore> {
         let endpoint = if self.down.load(Ordering::SeqCst) {
             &self.dead_endpoint
         } else {
@@ -39,11 +39,17 @@ impl StoreUnderTest for S3 {
         let config = AwsConfig::builder()
             .endpoint_url(endpoint)
             .region(REGION)
-            .credentials(aws_credential_types::Credentials::for_tests())
+            .credentials(Credentials::new(id, secret, None, None, "contract"))
             .max_attempts(1)
             .build()
             .expect("config");
         Arc::new(S3Store::open(config, &format!("s3://{BUCKET}/{KEY}")).expect("store"))
+    }
+}
+
+impl StoreUnderTest for S3 {
+    fn open(&self) -> Arc<dyn KeysetStore> {
+        self.handle(self.moto.credentials())
     }
     fn put_raw(&self, json: &serde_json::Value) {
         let body = json.to_string().replace('\'', "\\'");
@@ -58,7 +64,8 @@ impl StoreUnderTest for S3 {
         self.down.store(false, Ordering::SeqCst);
     }
     fn denied(&self) -> Result<Arc<dyn KeysetStore>, &'static str> {
-        Err("moto does not enforce IAM policies")
+        // A principal with no IAM policy (moto enforcing IAM for this server).
+        Ok(self.handle(self.moto.outsider().ok_or("moto started without IAM")?))
     }
 }
 
@@ -67,7 +74,7 @@ async fn s3_store_meets_the_store_contract() {
     let dir = std::env::temp_dir().join(format!("stateseal-s3-contract-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("dir");
-    let moto = Moto::start(&dir);
+    let moto = Moto::start_with_iam(&dir);
     moto.create_bucket(BUCKET);
     let dead = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())

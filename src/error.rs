@@ -124,7 +124,7 @@ pub enum Error {
         /// The provider's URI scheme (`aws-kms`, `local`, …).
         provider: String,
         /// How the caller should react.
-        class: crate::provider::ErrorClass,
+        class: ErrorClass,
         /// What the KMS said (never key material).
         detail: String,
     },
@@ -135,7 +135,7 @@ pub enum Error {
 
 impl Error {
     /// The KMS error class, when this error came from a key provider.
-    pub fn kms_class(&self) -> Option<crate::provider::ErrorClass> {
+    pub fn kms_class(&self) -> Option<ErrorClass> {
         match self {
             Self::Kms { class, .. } => Some(*class),
             _ => None,
@@ -148,5 +148,30 @@ impl Error {
             Self::Rejected(r) => Some(*r),
             _ => None,
         }
+    }
+}
+
+/// How a caller should react to a KMS failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorClass {
+    /// Throttling, timeouts, 5xx, network: retry with backoff; keep serving cached keys.
+    Transient,
+    /// Access revoked, key disabled or deleted: drop the key once its cached unwrap expires.
+    Denied,
+    /// The ciphertext or its context is wrong: the entry can never unwrap.
+    Invalid,
+    /// The provider is misconfigured (bad URI, missing credentials).
+    Config,
+}
+
+impl std::fmt::Display for ErrorClass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Transient => "transient",
+            Self::Denied => "denied",
+            Self::Invalid => "invalid",
+            Self::Config => "configuration",
+        })
     }
 }

@@ -17,6 +17,17 @@
 //! assert_eq!(envelope.verify(&round, &token, None)?.as_str(), Some("step-2"));
 //! # Ok::<(), stateseal::Error>(())
 //! ```
+//!
+//! ## Layers and features
+//!
+//! The **data plane** (always built: codec, envelope, ring, boundary, and with
+//! the `rmcp` feature the rmcp adapter) seals and verifies without I/O. It
+//! sees keys only through a [`RingHandle`]. The **key plane** (feature `keys`,
+//! on by default: [`provider`], [`keyset`], [`rotation`], [`setup`]) fetches
+//! data keys from a KMS, keeps the shared keyset, rotates, and swaps rings
+//! into the handle; it brings tokio, moka, toml and time. A server that manages
+//! its keys itself builds with `default-features = false` (plus `rmcp` if it
+//! wants the adapter).
 #![forbid(unsafe_code)]
 
 pub mod boundary;
@@ -24,17 +35,23 @@ mod clock;
 mod codec;
 mod envelope;
 mod error;
+#[cfg(feature = "keys")]
+mod future;
 pub mod json;
 mod key;
+#[cfg(feature = "keys")]
 pub mod keyset;
+#[cfg(feature = "keys")]
 pub mod provider;
 mod random;
 mod reason;
 mod ring;
 #[cfg(feature = "rmcp")]
 pub mod rmcp_adapter;
+#[cfg(feature = "keys")]
 pub mod rotation;
 mod secret;
+#[cfg(feature = "keys")]
 pub mod setup;
 
 pub use clock::{Clock, ManualClock, SystemClock};
@@ -45,15 +62,18 @@ pub use envelope::{
     CARRIER_METHODS, DEFAULT_MAX_TOKEN_LEN, DEFAULT_TTL_SECS, ENVELOPE_VERSION, Envelope,
     EnvelopeBuilder, FUTURE_SKEW_SECS, PRINCIPAL_LABEL, Principal, RequestIdentity,
 };
-pub use error::Error;
+pub use error::{Error, ErrorClass};
 #[cfg(feature = "deterministic-testing")]
 pub use key::derived_key;
 pub use key::{KDF_INFO, KID_INFO, KID_LEN, KeyId, RingKey};
+#[cfg(feature = "keys")]
 pub use keyset::{FileStore, KeyEntry, Keyset, KeysetStore};
-pub use provider::{ErrorClass, KeyProvider, LocalProvider, ProviderRegistry};
+#[cfg(feature = "keys")]
+pub use provider::{KeyProvider, LocalProvider, ProviderRegistry};
 pub use random::RandomSource;
 pub use reason::RejectReason;
 pub use ring::{KeyRing, RingHandle};
+#[cfg(feature = "keys")]
 pub use rotation::{RotationScheduler, SchedulerConfig};
 pub use secret::{MIN_SECRET_LEN, Secret};
 
@@ -61,3 +81,13 @@ pub use secret::{MIN_SECRET_LEN, Secret};
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// The operations guide's examples, compiled as doctests.
+#[doc = include_str!("../docs/operations.md")]
+#[cfg(all(doctest, feature = "keys"))]
+pub struct OperationsDoctests;
+
+/// The provider guide's examples, compiled as doctests.
+#[doc = include_str!("../docs/providers.md")]
+#[cfg(all(doctest, feature = "keys"))]
+pub struct ProvidersDoctests;

@@ -159,7 +159,7 @@ type MissHook = Box<dyn Fn() + Send + Sync>;
 
 /// A shared, atomically swappable [`KeyRing`].
 ///
-/// Readers call [`RingHandle::load`] once per seal or unseal: no lock, no
+/// The codec loads the ring once per seal or unseal: no lock, no
 /// await. A writer (the rotation scheduler, or an operator) calls
 /// [`RingHandle::store`] and in-flight readers keep the ring they loaded.
 /// A handle made with [`RingHandle::empty`] holds no ring until the first
@@ -204,8 +204,9 @@ impl RingHandle {
         }
     }
 
-    /// The current ring, if any (cheap; hold it only for one operation).
-    pub fn load(&self) -> Guard<Option<Arc<KeyRing>>> {
+    /// The current ring, if any, without touching its reference count (the
+    /// codec's per-token path; hold it only for one operation).
+    pub(crate) fn load(&self) -> Guard<Option<Arc<KeyRing>>> {
         self.ring.load()
     }
 

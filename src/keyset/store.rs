@@ -9,7 +9,7 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 
 use super::document::{Keyset, random_id};
 use crate::error::Error;
-use crate::provider::BoxFuture;
+use crate::future::BoxFuture;
 
 /// A place that holds one keyset document, with compare-and-swap writes.
 ///

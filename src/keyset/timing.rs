@@ -17,9 +17,10 @@ pub struct Timing {
     pub propagation: f64,
 }
 
+/// R = 30 s, S = 60 s, T = the envelope's default TTL (600 s), P = 2R + S.
 impl Default for Timing {
     fn default() -> Self {
-        Self::new(30.0, 60.0, 600.0)
+        Self::new(30.0, 60.0, crate::DEFAULT_TTL_SECS)
     }
 }
 

@@ -11,43 +11,15 @@ mod local;
 mod registry;
 
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 
 pub use endpoint::{check_endpoint, is_loopback_http};
 pub use local::LocalProvider;
 pub use registry::{ProviderRegistry, scheme_of};
 
 use crate::error::Error;
+pub use crate::error::ErrorClass;
+pub use crate::future::BoxFuture;
 use crate::secret::Secret;
-
-/// A boxed, sendable future (what the object-safe async traits return).
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
-/// How a caller should react to a KMS failure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ErrorClass {
-    /// Throttling, timeouts, 5xx, network: retry with backoff; keep serving cached keys.
-    Transient,
-    /// Access revoked, key disabled or deleted: drop the key once its cached unwrap expires.
-    Denied,
-    /// The ciphertext or its context is wrong: the entry can never unwrap.
-    Invalid,
-    /// The provider is misconfigured (bad URI, missing credentials).
-    Config,
-}
-
-impl fmt::Display for ErrorClass {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Transient => "transient",
-            Self::Denied => "denied",
-            Self::Invalid => "invalid",
-            Self::Config => "configuration",
-        })
-    }
-}
 
 /// What a wrapped key is bound to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

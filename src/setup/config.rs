@@ -93,30 +93,35 @@ impl From<FailureModeName> for FailureMode {
     }
 }
 
+/// Every default here is the scheduler's or the timeline's own: one home each.
 mod defaults {
+    use crate::rotation::{SchedulerConfig, Timing};
+
     pub(super) fn ttl() -> f64 {
-        600.0
+        Timing::default().ttl
     }
     pub(super) fn refresh_interval() -> f64 {
-        30.0
+        Timing::default().refresh_interval
     }
     pub(super) fn max_skew() -> f64 {
-        60.0
+        Timing::default().max_skew
     }
     pub(super) fn max_key_age() -> f64 {
-        3600.0
+        SchedulerConfig::default().max_key_age
     }
     pub(super) fn outage_grace() -> f64 {
-        86_400.0
+        SchedulerConfig::default().outage_grace
     }
     pub(super) fn rotation_period() -> f64 {
-        30.0 * 86_400.0
+        SchedulerConfig::default().rotation_period.unwrap_or(0.0)
     }
     pub(super) fn max_seals_per_key() -> u64 {
-        1 << 31
+        SchedulerConfig::default().max_seals_per_key
     }
     pub(super) fn seal_reservation_block() -> u64 {
-        1 << 20
+        SchedulerConfig::default()
+            .seal_reservation_block
+            .unwrap_or(0)
     }
     pub(super) fn ready_timeout() -> f64 {
         10.0

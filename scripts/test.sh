@@ -15,6 +15,17 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
+# The library as users build it: with its default features, and the data plane alone
+# (the workspace build above also has the test-only `internals` feature on).
+cargo clippy -p stateseal --lib -- -D warnings
+cargo clippy -p stateseal --lib --no-default-features -- -D warnings
+echo "== the data plane builds without the key plane's dependencies"
+for dep in tokio moka toml time; do
+  if cargo tree -p stateseal --no-default-features -e normal -i "$dep" 2>/dev/null | grep -q .; then
+    echo "stateseal --no-default-features depends on $dep" >&2
+    exit 1
+  fi
+done
 echo "== cargo test"
 cargo test --workspace
 # The live Cloud KMS test skips without credentials; show that it said so.
@@ -31,4 +42,6 @@ echo "== MCP conformance suite (input-required-result-*)"
 scripts/conformance.sh
 echo "== cargo doc"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
+echo "== public API unchanged (api/*.txt; scripts/public-api.py rewrites them)"
+python3 scripts/public-api.py --check
 echo "== all checks passed"

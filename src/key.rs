@@ -26,12 +26,17 @@ pub const KID_LEN: usize = 4;
 /// # Ok::<(), stateseal::Error>(())
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct KeyId(pub [u8; KID_LEN]);
+pub struct KeyId(pub(crate) [u8; KID_LEN]);
 
 impl KeyId {
     /// The key id of `secret`: SHA-256(`KID_INFO` ‖ HKDF(secret))[..4].
     pub fn of(secret: &Secret) -> Self {
         kid_of(&derive_key(secret))
+    }
+
+    /// The id's bytes, as a token carries them.
+    pub fn to_bytes(self) -> [u8; KID_LEN] {
+        self.0
     }
 
     /// The id as lowercase hex.

@@ -37,7 +37,10 @@ mod envelope;
 mod error;
 #[cfg(feature = "keys")]
 mod future;
+#[cfg(feature = "internals")]
 pub mod json;
+#[cfg(not(feature = "internals"))]
+mod json;
 mod key;
 #[cfg(feature = "keys")]
 pub mod keyset;
@@ -63,6 +66,7 @@ pub use envelope::{
     EnvelopeBuilder, FUTURE_SKEW_SECS, PRINCIPAL_LABEL, Principal, RequestIdentity,
 };
 pub use error::{Error, ErrorClass};
+pub use json::Text;
 #[cfg(feature = "deterministic-testing")]
 pub use key::derived_key;
 pub use key::{KDF_INFO, KID_INFO, KID_LEN, KeyId, RingKey};

@@ -24,7 +24,9 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
 use stateseal::rmcp_adapter::StateSealed;
-use stateseal::rotation::{DEFAULT_MAX_LIVE_KEYS, Phase, RotateMode, ring_at, rotate_keyset};
+use stateseal::rotation::{
+    DEFAULT_MAX_LIVE_KEYS, Phase, RotateMode, describe_keyset, rotate_keyset,
+};
 use stateseal::setup::{Config, Protection, start};
 use stateseal::{Clock, LocalProvider, SystemClock};
 
@@ -228,8 +230,8 @@ pub(crate) async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<(), CliEr
         // Only phases after the demo's own rotation count: the keyset starts in phase 3.
         if rotated {
             let doc = store_handle.load().await.map_err(CliError::from)?;
-            if let Some(plan) = doc.as_ref().and_then(|d| ring_at(d, now)) {
-                phases.insert(plan.phase as u8);
+            if let Some(phase) = doc.as_ref().and_then(|d| describe_keyset(d, now).phase) {
+                phases.insert(phase as u8);
             }
         }
         if !rotated && started.elapsed().as_secs_f64() > ROTATE_AFTER {
@@ -314,8 +316,8 @@ pub(crate) async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<(), CliEr
                 .await
                 .ok()
                 .flatten()
-                .and_then(|d| ring_at(&d, SystemClock.now()))
-                .map_or(0, |p| p.phase as u8);
+                .and_then(|d| describe_keyset(&d, SystemClock.now()).phase)
+                .map_or(0, |p| p as u8);
             let rings: Vec<String> = fleet
                 .protections
                 .iter()

@@ -5,9 +5,19 @@ use std::io::Write;
 
 use serde_json::{Map, Value};
 use stateseal::KeyId;
-use stateseal::keyset::{document_time, format_rfc3339};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
 
 use crate::error::CliError;
+
+/// An instant as RFC 3339 (UTC, to the millisecond: the keyset document's resolution).
+pub(crate) fn rfc3339(secs: f64) -> String {
+    let nanos = (secs * 1e3).round() as i128 * 1_000_000;
+    OffsetDateTime::from_unix_timestamp_nanos(nanos)
+        .ok()
+        .and_then(|t| t.format(&Rfc3339).ok())
+        .unwrap_or_else(|| format!("{secs} (out of range)"))
+}
 
 /// Writes one line to the command's output.
 pub(crate) fn line(out: &mut dyn Write, text: impl std::fmt::Display) -> Result<(), CliError> {
@@ -16,12 +26,10 @@ pub(crate) fn line(out: &mut dyn Write, text: impl std::fmt::Display) -> Result<
 
 /// Sets `key` to Unix seconds and `key_rfc3339` to the same instant (both null when absent).
 pub(crate) fn put_time(map: &mut Map<String, Value>, key: &str, t: Option<f64>) {
-    // At the document's resolution, so both forms name the instant written.
-    let t = t.map(document_time);
     map.insert(key.to_owned(), t.map_or(Value::Null, Value::from));
     map.insert(
         format!("{key}_rfc3339"),
-        t.map_or(Value::Null, |t| Value::from(format_rfc3339(t))),
+        t.map_or(Value::Null, |t| Value::from(rfc3339(t))),
     );
 }
 
@@ -50,7 +58,7 @@ pub(crate) fn kid_json(kid: Option<KeyId>) -> Value {
 
 /// An instant in text: `2026-06-25T00:00:00Z (in 3m 20s)`.
 pub(crate) fn when(t: f64, now: f64) -> String {
-    format!("{} ({})", format_rfc3339(t), human(t - now))
+    format!("{} ({})", rfc3339(t), human(t - now))
 }
 
 /// A length of time: "0s", "1m 40s", "2h 5m", "3d 4h" (sign ignored).

@@ -4,7 +4,7 @@ use std::io::{Read, Write};
 use std::sync::Arc;
 
 use clap::{Args, Subcommand};
-use stateseal::rotation::{Role, keyset_status};
+use stateseal::rotation::{Role, keyset_ring, keyset_status};
 use stateseal::{
     AesGcmCodec, Clock, Envelope, KeyRing, Principal, RequestIdentity, RingHandle, StateCodec,
     SystemClock, token_key_id,
@@ -182,36 +182,16 @@ fn params_arg(params: &str) -> Result<String, CliError> {
     }
 }
 
-/// The ring a server holds at `now` for the keyset in `uri`: each live key
-/// unwrapped; one that cannot be is an error naming it.
+/// The ring a server holds at `now` for the keyset in `uri`.
 async fn ring_from_store(uri: &str, now: f64) -> Result<KeyRing, CliError> {
     let registry = registry();
     let store = registry
         .open_store(uri)
         .map_err(|e| CliError::Usage(format!("--keyset: {e}")))?;
     let doc = load(store.as_ref()).await?;
-    let mut live: Vec<_> = doc
-        .keys
-        .iter()
-        .filter(|e| stateseal::rotation::unseals_at(e, now))
-        .collect();
-    let plan = stateseal::rotation::ring_at(&doc, now)
-        .ok_or_else(|| CliError::Rejected("every key in the keyset has retired at --now".into()))?;
-    live.sort_by_key(|e| plan.ring.iter().position(|r| *r == e.entry));
-    let mut keys = Vec::with_capacity(live.len());
-    for entry in live {
-        let (secret, _) = stateseal::rotation::unwrap_entry(&doc, entry, &registry)
-            .await
-            .map_err(|e| {
-                CliError::Failed(format!(
-                    "--keyset: entry {}: {}",
-                    entry.entry,
-                    CliError::from(e)
-                ))
-            })?;
-        keys.push(Arc::new(stateseal::RingKey::new(&secret)));
-    }
-    KeyRing::from_keys(keys).map_err(CliError::from)
+    keyset_ring(&doc, &registry, now)
+        .await
+        .map_err(|e| CliError::Failed(format!("--keyset: {e}")))
 }
 
 async fn codec(keys: &KeyArgs, now: f64) -> Result<Arc<AesGcmCodec>, CliError> {

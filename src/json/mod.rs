@@ -5,6 +5,13 @@
 //! Rust server must reproduce those bytes exactly for mixed fleets to work,
 //! including Python's float `repr`, exact big integers, `\uXXXX` escapes of
 //! everything outside printable ASCII, and lone surrogates.
+//!
+//! Private to the crate; the `internals` feature exposes it to the project's
+//! own tests, benchmarks and fuzzers.
+#![cfg_attr(
+    not(feature = "internals"),
+    allow(unreachable_pub, unused_imports, dead_code)
+)]
 
 mod cursor;
 mod parse;

@@ -114,6 +114,7 @@ fn bad(field: impl Into<String>, problem: impl Into<String>) -> Error {
 }
 
 /// Unix seconds → RFC 3339 (UTC, to the nearest millisecond).
+#[cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
 pub fn format_rfc3339(secs: f64) -> String {
     // The nearest millisecond, as `document_time` rounds.
     let nanos = (secs * 1e3).round() as i128 * 1_000_000;
@@ -125,7 +126,7 @@ pub fn format_rfc3339(secs: f64) -> String {
 
 /// `secs` at the document's resolution: the nearest whole millisecond, as
 /// [`format_rfc3339`] writes it.
-pub fn document_time(secs: f64) -> f64 {
+pub(crate) fn document_time(secs: f64) -> f64 {
     (secs * 1000.0).round() / 1000.0
 }
 
@@ -141,6 +142,7 @@ pub fn is_representable(secs: f64) -> bool {
 ///
 /// # Errors
 /// A message describing the parse failure.
+#[cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
 pub fn parse_rfc3339(text: &str) -> Result<f64, String> {
     let t = OffsetDateTime::parse(text, &Rfc3339)
         .map_err(|e| format!("not an RFC 3339 timestamp ({e})"))?;
@@ -319,7 +321,7 @@ impl Keyset {
 ///
 /// # Errors
 /// [`Error::Random`] when the OS cannot supply randomness.
-pub fn random_id(prefix: &str) -> Result<String, Error> {
+pub(crate) fn random_id(prefix: &str) -> Result<String, Error> {
     let mut b = [0u8; 12];
     crate::random::fill_os(&mut b)?;
     let mut s = String::with_capacity(prefix.len() + 24);

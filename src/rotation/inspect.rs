@@ -157,6 +157,30 @@ pub async fn keyset_status(doc: &Keyset, registry: &ProviderRegistry, now: f64) 
     status
 }
 
+/// The ring a server holds for `doc` at `now`: every live key unwrapped
+/// through `registry` (checked against its recorded key id), the primary first.
+///
+/// # Errors
+/// [`Error::KeysUnavailable`] when every key has retired; the first unwrap
+/// error, naming its entry.
+pub async fn keyset_ring(
+    doc: &Keyset,
+    registry: &ProviderRegistry,
+    now: f64,
+) -> Result<KeyRing, Error> {
+    let plan = ring_at(doc, now)
+        .ok_or_else(|| Error::KeysUnavailable("every key in the keyset has retired".into()))?;
+    let mut keys = Vec::with_capacity(plan.ring.len());
+    for id in &plan.ring {
+        let Some(entry) = doc.entry(id) else { continue };
+        let (secret, _) = unwrap_entry(doc, entry, registry)
+            .await
+            .map_err(|e| Error::KeysUnavailable(format!("entry {}: {e}", entry.entry)))?;
+        keys.push(Arc::new(RingKey::new(&secret)));
+    }
+    KeyRing::from_keys(keys)
+}
+
 /// Seals and unseals a probe with one key, exactly as the data plane does.
 fn probe(key: RingKey) -> Result<(), Error> {
     let ring = KeyRing::from_keys(vec![Arc::new(key)])?;

@@ -13,7 +13,7 @@ mod timeline;
 pub use config::SchedulerConfig;
 pub use inspect::{
     Availability, CheckReport, EntryStatus, KeysetStatus, Role, check_keyset, describe_keyset,
-    keyset_status,
+    keyset_ring, keyset_status,
 };
 pub use operations::{
     DEFAULT_MAX_LIVE_KEYS, RotationPlan, init_keyset, load_existing, plan_rotation, rotate_keyset,
@@ -21,6 +21,8 @@ pub use operations::{
 };
 pub use proof::unwrap_entry;
 pub use scheduler::{RotationScheduler, SchedulerStatus};
-pub use timeline::{
-    Phase, RingPlan, RotateMode, Timing, in_flight, next_change_after, ring_at, rotated, unseals_at,
-};
+pub use timeline::{Phase, RotateMode, Timing};
+/// The timeline as pure functions of (document, time): exposed for property
+/// tests and fuzzing only (feature `internals`, no stability promise).
+#[cfg(feature = "internals")]
+pub use timeline::{RingPlan, in_flight, next_change_after, ring_at, rotated, unseals_at};

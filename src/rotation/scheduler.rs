@@ -429,7 +429,7 @@ impl RotationScheduler {
     }
 
     /// Adds a new key under the current primary's KEK with one compare-and-swap
-    /// write (see [`super::rotated`]), then refreshes this instance.
+    /// write (see [`super::plan_rotation`]), then refreshes this instance.
     ///
     /// # Errors
     /// [`Error::RotationInFlight`], [`Error::Conflict`] (another writer won), provider errors.

@@ -11,9 +11,13 @@
 //!   phase 3  [new]       t >= retire            old is gone from every ring
 //! ```
 
+// Public for property tests and fuzzing (feature `internals`); the crate's own
+// API reaches the timeline through keyset operations and inspection.
+#![cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
+
 use crate::error::Error;
 pub use crate::keyset::Timing;
-use crate::keyset::{KeyEntry, Keyset};
+use crate::keyset::{KeyEntry, Keyset, document_time};
 
 /// The least gap between two keys' activations: the document's time resolution.
 const ACTIVATION_STEP: f64 = 0.001;
@@ -158,17 +162,18 @@ pub fn rotated(
         .filter(|e| unseals_at(e, now))
         .map(|e| e.activate_at)
         .fold(f64::NEG_INFINITY, f64::max);
-    new.activate_at = if mode == RotateMode::Compromise {
+    // Times at the document's resolution: what is planned is what is written.
+    new.activate_at = document_time(if mode == RotateMode::Compromise {
         now
     } else {
         (now + timing.propagation).max(latest + ACTIVATION_STEP)
-    };
+    });
     new.retire_at = None;
-    let retire = if mode == RotateMode::Compromise {
+    let retire = document_time(if mode == RotateMode::Compromise {
         now
     } else {
         new.activate_at + timing.retire_delay()
-    };
+    });
     let mut next = doc.clone();
     // Entries out of every instance's ring (even one S behind) are dropped.
     next.keys

@@ -4,7 +4,6 @@ use std::io::{IsTerminal, Write};
 
 use clap::Args;
 use serde_json::Value;
-use stateseal::keyset::format_rfc3339;
 use stateseal::rotation::{
     Availability, KeysetStatus, Phase, Role, check_keyset, describe_keyset, keyset_status,
 };
@@ -13,7 +12,7 @@ use stateseal::{KeyId, SchedulerConfig};
 use super::init::{timing_json, timing_text};
 use super::{StoreArg, load, read_now, registry};
 use crate::error::CliError;
-use crate::output::{human, kid_json, kid_text, line, object, when};
+use crate::output::{human, kid_json, kid_text, line, object, rfc3339, when};
 use crate::token::parse_seconds;
 
 /// Flags shared by the read-only keyset views.
@@ -202,7 +201,7 @@ fn status_text(st: &KeysetStatus, uri: &str, out: &mut dyn Write) -> Result<(), 
                 "next: phase {} {} ({})",
                 phase as u8,
                 human(at - now),
-                format_rfc3339(at)
+                rfc3339(at)
             ),
         ),
         None => line(

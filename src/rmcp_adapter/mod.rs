@@ -211,25 +211,74 @@ mod tests {
     use std::collections::BTreeSet;
     use std::path::PathBuf;
 
-    fn fn_names(text: &str) -> BTreeSet<String> {
-        text.split("fn ")
-            .skip(1)
-            .filter_map(|rest| {
-                let name: String = rest
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                    .collect();
-                rest[name.len()..]
-                    .trim_start()
-                    .starts_with('(')
-                    .then_some(name)
+    use proc_macro2::{Delimiter, TokenTree};
+    use syn::parse::Parser;
+
+    /// Names of the `fn` items in the body of `macro_rules! name { () => { … } }`,
+    /// parsed as Rust (so rmcp's formatting, comments and attributes do not matter).
+    fn macro_fns(source: &str, name: &str) -> BTreeSet<String> {
+        let file = syn::parse_file(source).expect("parse");
+        let mac = file
+            .items
+            .iter()
+            .find_map(|item| match item {
+                syn::Item::Macro(m) if m.ident.as_ref().is_some_and(|i| i == name) => Some(m),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no macro_rules! {name}"));
+        let body = mac
+            .mac
+            .tokens
+            .clone()
+            .into_iter()
+            .find_map(|t| match t {
+                TokenTree::Group(g) if g.delimiter() == Delimiter::Brace => Some(g.stream()),
+                _ => None,
+            })
+            .expect("macro body");
+        let items = (|input: syn::parse::ParseStream<'_>| {
+            let mut items = Vec::new();
+            while !input.is_empty() {
+                items.push(input.parse::<syn::TraitItem>()?);
+            }
+            Ok(items)
+        })
+        .parse2(body)
+        .expect("macro body items");
+        items
+            .into_iter()
+            .filter_map(|item| match item {
+                syn::TraitItem::Fn(f) => Some(f.sig.ident.to_string()),
+                _ => None,
             })
             .collect()
     }
 
-    /// Fails when rmcp's `ServerHandler` grows a method this wrapper does not forward.
-    #[test]
-    fn rmcp_wrapper_forwards_every_method() {
+    /// Names of the methods in `impl ServerHandler for …` blocks of `source`.
+    fn impl_fns(source: &str) -> BTreeSet<String> {
+        let file = syn::parse_file(source).expect("parse");
+        file.items
+            .iter()
+            .filter_map(|item| match item {
+                syn::Item::Impl(i)
+                    if i.trait_.as_ref().is_some_and(|(_, path, _)| {
+                        path.segments
+                            .last()
+                            .is_some_and(|s| s.ident == "ServerHandler")
+                    }) =>
+                {
+                    Some(i.items.iter().filter_map(|it| match it {
+                        syn::ImplItem::Fn(f) => Some(f.sig.ident.to_string()),
+                        _ => None,
+                    }))
+                }
+                _ => None,
+            })
+            .flatten()
+            .collect()
+    }
+
+    fn rmcp_server_source() -> String {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
         let out = std::process::Command::new(cargo)
@@ -254,16 +303,21 @@ mod tests {
             .parent()
             .expect("dir")
             .to_path_buf();
-        let source =
-            std::fs::read_to_string(dir.join("src/handler/server.rs")).expect("rmcp server.rs");
-        let start = source
-            .find("macro_rules! server_handler_methods")
-            .expect("trait method list");
-        let end = start + source[start..].find("\n}\n").expect("end of macro");
-        let theirs = fn_names(&source[start..end]);
+        std::fs::read_to_string(dir.join("src/handler/server.rs")).expect("rmcp server.rs")
+    }
+
+    /// Fails when rmcp's `ServerHandler` grows a method this wrapper does not
+    /// forward (an unforwarded method would silently run rmcp's default).
+    #[test]
+    fn rmcp_wrapper_forwards_every_method() {
+        let theirs = macro_fns(&rmcp_server_source(), "server_handler_methods");
         assert!(theirs.len() > 20, "found only {theirs:?}");
-        let mut ours = fn_names(include_str!("forward.rs"));
-        ours.extend(fn_names(include_str!("mod.rs")));
+        let mut ours = macro_fns(include_str!("forward.rs"), "forward_server_handler");
+        ours.extend(impl_fns(include_str!("mod.rs")));
+        assert!(
+            ours.contains("call_tool") && ours.contains("ping"),
+            "{ours:?}"
+        );
         let missing: Vec<&String> = theirs.difference(&ours).collect();
         assert!(
             missing.is_empty(),

@@ -53,7 +53,9 @@ async fn main() -> std::io::Result<()> {
     )
     .build()
     .map_err(std::io::Error::other)?;
-    let boundary = Boundary::new(Arc::new(envelope)).with_failure_mode(mode);
+    let boundary = Boundary::builder(Arc::new(envelope))
+        .failure_mode(mode)
+        .build();
     let handler = StateSealed::new(conformance_handler::ConformanceFixtures, boundary);
     let service = StreamableHttpService::new(
         move || Ok(handler.clone()),

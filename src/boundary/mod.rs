@@ -123,19 +123,56 @@ pub struct Boundary {
     failure_mode: FailureMode,
 }
 
+/// Builds a [`Boundary`] (every setting has a valid default).
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct BoundaryBuilder {
+    envelope: Arc<Envelope>,
+    failure_mode: FailureMode,
+}
+
+impl BoundaryBuilder {
+    /// What a bad echo does (default [`FailureMode::Reject`]).
+    pub fn failure_mode(mut self, mode: FailureMode) -> Self {
+        self.failure_mode = mode;
+        self
+    }
+
+    /// The boundary.
+    pub fn build(self) -> Boundary {
+        Boundary {
+            envelope: self.envelope,
+            failure_mode: self.failure_mode,
+        }
+    }
+}
+
 impl Boundary {
-    /// A boundary over `envelope` (TTL and audience live there), rejecting bad echoes.
+    /// A boundary over `envelope` (TTL and audience live there) with every
+    /// default: bad echoes are rejected. Short for `Boundary::builder(envelope).build()`.
     pub fn new(envelope: Arc<Envelope>) -> Self {
-        Self {
+        Self::builder(envelope).build()
+    }
+
+    /// A builder over `envelope`, for the failure mode.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use stateseal::{AesGcmCodec, Envelope, KeyRing, RingHandle};
+    /// use stateseal::boundary::{Boundary, FailureMode};
+    /// # let ring = Arc::new(RingHandle::new(KeyRing::ephemeral()?));
+    /// # let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("svc")).build()?;
+    /// let boundary = Boundary::builder(Arc::new(envelope))
+    ///     .failure_mode(FailureMode::TreatAsAbsent)
+    ///     .build();
+    /// assert_eq!(boundary.failure_mode(), FailureMode::TreatAsAbsent);
+    /// # Ok::<(), stateseal::Error>(())
+    /// ```
+    pub fn builder(envelope: Arc<Envelope>) -> BoundaryBuilder {
+        BoundaryBuilder {
             envelope,
             failure_mode: FailureMode::Reject,
         }
-    }
-
-    /// Sets the failure mode.
-    pub fn with_failure_mode(mut self, mode: FailureMode) -> Self {
-        self.failure_mode = mode;
-        self
     }
 
     /// The failure mode.

@@ -3,15 +3,21 @@
 use super::timeline::Timing;
 use crate::error::Error;
 
-/// How the rotation scheduler behaves. All durations are seconds.
+/// How the rotation scheduler behaves. All durations are seconds. Built with
+/// [`SchedulerConfig::builder`], which validates; `Default` is the validated defaults.
 ///
 /// ```
 /// use stateseal::rotation::{SchedulerConfig, Timing};
-/// let config = SchedulerConfig::default().timing(Timing::new(1.0, 2.0, 20.0)).max_key_age(60.0);
-/// config.validate()?;
+/// let config = SchedulerConfig::builder()
+///     .timing(Timing::new(1.0, 2.0, 20.0))
+///     .max_key_age(60.0)
+///     .build()?;
+/// assert_eq!(config.max_key_age, 60.0);
+/// assert!(SchedulerConfig::builder().max_key_age(-1.0).build().is_err());
 /// # Ok::<(), stateseal::Error>(())
 /// ```
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct SchedulerConfig {
     /// R, S, T and P.
     pub timing: Timing,
@@ -57,51 +63,19 @@ impl Default for SchedulerConfig {
 }
 
 impl SchedulerConfig {
-    /// Sets R, S, T and P.
-    pub fn timing(mut self, timing: Timing) -> Self {
-        self.timing = timing;
-        self
+    /// A builder starting from the defaults.
+    pub fn builder() -> SchedulerConfigBuilder {
+        SchedulerConfigBuilder(Self::default())
     }
 
-    /// Sets `max_key_age`.
-    pub fn max_key_age(mut self, secs: f64) -> Self {
-        self.max_key_age = secs;
-        self
-    }
-
-    /// Sets `outage_grace`.
-    pub fn outage_grace(mut self, secs: f64) -> Self {
-        self.outage_grace = secs;
-        self
-    }
-
-    /// Sets `max_store_staleness` (`None`: follow `outage_grace`).
-    pub fn max_store_staleness(mut self, secs: Option<f64>) -> Self {
-        self.max_store_staleness = secs;
-        self
+    /// A builder starting from this configuration.
+    pub fn to_builder(&self) -> SchedulerConfigBuilder {
+        SchedulerConfigBuilder(self.clone())
     }
 
     /// The store staleness limit in force: `max_store_staleness`, or `outage_grace`.
     pub fn store_staleness_limit(&self) -> f64 {
         self.max_store_staleness.unwrap_or(self.outage_grace)
-    }
-
-    /// Sets `rotation_period` (`None` disables rotation by age).
-    pub fn rotation_period(mut self, secs: Option<f64>) -> Self {
-        self.rotation_period = secs;
-        self
-    }
-
-    /// Sets `max_seals_per_key`.
-    pub fn max_seals_per_key(mut self, seals: u64) -> Self {
-        self.max_seals_per_key = seals;
-        self
-    }
-
-    /// Sets `seal_reservation_block` (`None` turns reservations off).
-    pub fn seal_reservation_block(mut self, seals: Option<u64>) -> Self {
-        self.seal_reservation_block = seals;
-        self
     }
 
     /// Checks every field; the error names the one to fix.
@@ -156,5 +130,63 @@ impl SchedulerConfig {
             return Err(Error::Config("jitter must be in [0, 0.5)".into()));
         }
         Ok(())
+    }
+}
+
+/// Builds a validated [`SchedulerConfig`].
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct SchedulerConfigBuilder(SchedulerConfig);
+
+impl SchedulerConfigBuilder {
+    /// Sets R, S, T and P.
+    pub fn timing(mut self, timing: Timing) -> Self {
+        self.0.timing = timing;
+        self
+    }
+
+    /// Sets `max_key_age`.
+    pub fn max_key_age(mut self, secs: f64) -> Self {
+        self.0.max_key_age = secs;
+        self
+    }
+
+    /// Sets `outage_grace`.
+    pub fn outage_grace(mut self, secs: f64) -> Self {
+        self.0.outage_grace = secs;
+        self
+    }
+
+    /// Sets `max_store_staleness` (`None`: follow `outage_grace`).
+    pub fn max_store_staleness(mut self, secs: Option<f64>) -> Self {
+        self.0.max_store_staleness = secs;
+        self
+    }
+
+    /// Sets `rotation_period` (`None` disables rotation by age).
+    pub fn rotation_period(mut self, secs: Option<f64>) -> Self {
+        self.0.rotation_period = secs;
+        self
+    }
+
+    /// Sets `max_seals_per_key`.
+    pub fn max_seals_per_key(mut self, seals: u64) -> Self {
+        self.0.max_seals_per_key = seals;
+        self
+    }
+
+    /// Sets `seal_reservation_block` (`None` turns reservations off).
+    pub fn seal_reservation_block(mut self, seals: Option<u64>) -> Self {
+        self.0.seal_reservation_block = seals;
+        self
+    }
+
+    /// The configuration, once every field is valid.
+    ///
+    /// # Errors
+    /// [`Error::Config`] naming the field to fix.
+    pub fn build(self) -> Result<SchedulerConfig, Error> {
+        self.0.validate()?;
+        Ok(self.0)
     }
 }

@@ -10,7 +10,7 @@ mod reservations;
 mod scheduler;
 mod timeline;
 
-pub use config::SchedulerConfig;
+pub use config::{SchedulerConfig, SchedulerConfigBuilder};
 pub use inspect::{
     Availability, CheckReport, EntryStatus, KeysetStatus, Role, check_keyset, describe_keyset,
     keyset_ring, keyset_status,

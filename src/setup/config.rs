@@ -228,16 +228,18 @@ impl Config {
         if let Some(p) = self.propagation {
             timing = timing.with_propagation(p);
         }
-        SchedulerConfig::default()
-            .timing(timing)
-            .max_key_age(self.max_key_age)
-            .outage_grace(self.outage_grace)
-            .max_store_staleness(self.max_store_staleness)
-            .rotation_period((self.rotation_period > 0.0).then_some(self.rotation_period))
-            .max_seals_per_key(self.max_seals_per_key)
-            .seal_reservation_block(
-                (self.seal_reservation_block > 0).then_some(self.seal_reservation_block),
-            )
+        // Validated with the rest of the configuration (`Config::validate`).
+        SchedulerConfig {
+            timing,
+            max_key_age: self.max_key_age,
+            outage_grace: self.outage_grace,
+            max_store_staleness: self.max_store_staleness,
+            rotation_period: (self.rotation_period > 0.0).then_some(self.rotation_period),
+            max_seals_per_key: self.max_seals_per_key,
+            seal_reservation_block: (self.seal_reservation_block > 0)
+                .then_some(self.seal_reservation_block),
+            ..SchedulerConfig::default()
+        }
     }
 
     /// Checks every field; the message names the one to fix.

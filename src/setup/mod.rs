@@ -150,7 +150,9 @@ pub async fn start_with_clock(
         .max_skew(config.max_skew)
         .clock(clock)
         .build()?;
-    let boundary = Boundary::new(Arc::new(envelope)).with_failure_mode(config.failure_mode.into());
+    let boundary = Boundary::builder(Arc::new(envelope))
+        .failure_mode(config.failure_mode.into())
+        .build();
     Ok(Protection {
         boundary,
         scheduler,

@@ -29,11 +29,13 @@ impl Member {
     /// reservations (so a test can count the keyset's generations).
     pub fn new(registry: &ProviderRegistry, store: Arc<dyn KeysetStore>, t0: f64) -> Self {
         let ring = Arc::new(RingHandle::empty());
-        let config = SchedulerConfig::default()
+        let config = SchedulerConfig::builder()
             .max_key_age(3600.0)
             .outage_grace(86_400.0)
             .rotation_period(None)
-            .seal_reservation_block(None);
+            .seal_reservation_block(None)
+            .build()
+            .expect("config");
         let sched = RotationScheduler::new(
             config,
             store,

@@ -16,7 +16,7 @@ fn boundary(mode: FailureMode) -> Boundary {
     let env = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("svc"))
         .build()
         .expect("env");
-    Boundary::new(Arc::new(env)).with_failure_mode(mode)
+    Boundary::builder(Arc::new(env)).failure_mode(mode).build()
 }
 
 #[test]

@@ -132,9 +132,11 @@ async fn fleet_rotates_three_times_with_zero_rejections() {
     LocalProvider::create_kek(&kek).expect("kek");
     let store: Arc<dyn KeysetStore> = Arc::new(FileStore::new(dir.join("keyset.json")));
     let timing = Timing::new(30.0, 60.0, 600.0);
-    let config = SchedulerConfig::default()
+    let config = SchedulerConfig::builder()
         .timing(timing)
-        .rotation_period(None);
+        .rotation_period(None)
+        .build()
+        .expect("config");
     let t0 = 1_782_345_600.0;
     init_keyset(
         store.as_ref(),

@@ -67,11 +67,13 @@ async fn setup() -> Setup {
     let t0 = 1_782_345_600.0;
     let (dir, store) = local_keyset("outage", &registry, Timing::default(), t0).await;
     // Seal reservations off: these tests count the keyset's writes (tests/core/seal_budget.rs has them on).
-    let config = SchedulerConfig::default()
+    let config = SchedulerConfig::builder()
         .seal_reservation_block(None)
         .max_key_age(3600.0)
         .outage_grace(86_400.0)
-        .rotation_period(None);
+        .rotation_period(None)
+        .build()
+        .expect("config");
     Setup {
         provider,
         store,
@@ -215,7 +217,12 @@ async fn steady_state_traffic_makes_no_kms_calls() {
 async fn rotates_automatically_by_age_and_by_seal_count_exactly_once() {
     let mut s = setup().await;
     // By age: two instances refresh past rotation_period; exactly one CAS write wins.
-    s.config = s.config.clone().rotation_period(Some(1_000.0));
+    s.config = s
+        .config
+        .to_builder()
+        .rotation_period(Some(1_000.0))
+        .build()
+        .expect("config");
     let (a, _) = instance(&s);
     let (b, _) = instance(&s);
     a.refresh_at(s.t0).await.expect("refresh");
@@ -235,7 +242,12 @@ async fn rotates_automatically_by_age_and_by_seal_count_exactly_once() {
     // By seal count: an instance that sealed max_seals_per_key states rotates.
     let s2 = {
         let mut s2 = setup().await;
-        s2.config = s2.config.clone().max_seals_per_key(5);
+        s2.config = s2
+            .config
+            .to_builder()
+            .max_seals_per_key(5)
+            .build()
+            .expect("config");
         s2
     };
     let (c, env) = instance(&s2);

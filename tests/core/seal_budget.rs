@@ -27,11 +27,13 @@ struct Process {
 }
 
 fn config() -> SchedulerConfig {
-    SchedulerConfig::default()
+    SchedulerConfig::builder()
         .timing(Timing::new(1.0, 1.0, 10.0))
         .rotation_period(None)
         .max_seals_per_key(LIMIT)
         .seal_reservation_block(Some(400))
+        .build()
+        .expect("config")
 }
 
 fn start(store: &Arc<dyn KeysetStore>) -> Process {

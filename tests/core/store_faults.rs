@@ -19,12 +19,14 @@ const T0: f64 = 1_782_345_600.0;
 
 /// Seal reservations off: these tests count the keyset's generations.
 fn config() -> SchedulerConfig {
-    SchedulerConfig::default()
+    SchedulerConfig::builder()
         .seal_reservation_block(None)
         .timing(Timing::new(10.0, 5.0, 100.0))
         .max_key_age(3600.0)
         .outage_grace(7200.0)
         .rotation_period(None)
+        .build()
+        .expect("config")
 }
 
 struct Instance {
@@ -140,7 +142,11 @@ async fn max_store_staleness_overrides_outage_grace() {
     let (dir, store) = local_keyset("faults-stale-cfg", &registry, config().timing, T0).await;
     let ring = Arc::new(RingHandle::empty());
     let sched = RotationScheduler::new(
-        config().max_store_staleness(Some(60.0)),
+        config()
+            .to_builder()
+            .max_store_staleness(Some(60.0))
+            .build()
+            .expect("config"),
         store.clone(),
         registry,
         ring.clone(),
@@ -154,9 +160,9 @@ async fn max_store_staleness_overrides_outage_grace() {
     assert!(sched.refresh_at(T0 + 61.0).await.is_err());
     assert!(!sched.is_ready());
     assert!(
-        SchedulerConfig::default()
+        SchedulerConfig::builder()
             .max_store_staleness(Some(-1.0))
-            .validate()
+            .build()
             .unwrap_err()
             .to_string()
             .contains("max_store_staleness")

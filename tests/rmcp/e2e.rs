@@ -175,7 +175,9 @@ impl Server {
         .expect("envelope");
         let sealed = StateSealed::new(
             self.handler.clone(),
-            Boundary::new(Arc::new(envelope)).with_failure_mode(mode),
+            Boundary::builder(Arc::new(envelope))
+                .failure_mode(mode)
+                .build(),
         )
         .with_principal_source(Fixed(principal));
         let (client_io, server_io) = tokio::io::duplex(1 << 16);

@@ -10,9 +10,9 @@
 //! Bearer tokens: `alice-token` and `bob-token` (a real server verifies OAuth tokens here).
 //! With a keyset, `GET /stats` answers `{"ready":…,"refresh_ok":…,"generation":…,"kms_calls":…}` (no secrets).
 
-#[path = "fixtures/bearer_auth.rs"]
+#[path = "../cli/src/demo/bearer_auth.rs"]
 mod bearer_auth;
-#[path = "fixtures/confirming.rs"]
+#[path = "../cli/src/demo/confirming.rs"]
 mod confirming;
 
 use std::sync::Arc;

@@ -7,7 +7,7 @@
 //! cargo run --release --example overhead -- [--seconds 3] [--rounds 3] [--clients 8]
 //! ```
 
-#[path = "fixtures/confirming.rs"]
+#[path = "../cli/src/demo/confirming.rs"]
 mod confirming;
 
 use std::sync::Arc;

@@ -5,7 +5,7 @@
 //! cargo run --example stdio_server   # speak MCP on stdin/stdout
 //! ```
 
-#[path = "fixtures/confirming.rs"]
+#[path = "../cli/src/demo/confirming.rs"]
 mod confirming;
 
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! server over an in-process transport. Every rejection path checks the exact
 //! wire error, and that the log holds the reason but no token, state or principal.
 
-#[path = "../../examples/fixtures/bearer_auth.rs"]
+#[path = "../../cli/src/demo/bearer_auth.rs"]
 mod bearer_auth;
 mod e2e;
 mod floats;

@@ -3,9 +3,7 @@
 //! three-phase rotation under live traffic (timings scaled down so it passes in
 //! under a minute), and attacks that must all be rejected.
 
-#[path = "../../examples/fixtures/bearer_auth.rs"]
 mod bearer_auth;
-#[path = "../../examples/fixtures/confirming.rs"]
 mod confirming;
 
 use std::collections::BTreeSet;

@@ -219,56 +219,26 @@ fn an_unavailable_key_is_named_and_status_and_check_exit_1() {
 fn bad_times_are_refused_before_anything_is_written() {
     let ks = Ks::new("op-times");
     // init: nothing created, not even the KEK file.
-    let out = cli()
-        .args([
-            "init",
-            "--kek",
-            &ks.kek,
-            "--store",
-            &ks.store,
-            "--now",
-            "1782345600000",
-        ])
-        .output()
-        .expect("run");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("milliseconds"),
-        "{}",
-        text(&out.stderr)
-    );
-    let out = cli()
-        .args([
-            "init",
-            "--kek",
-            &ks.kek,
-            "--store",
-            &ks.store,
-            "--now",
-            "1782345600",
-        ])
-        .output()
-        .expect("run");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("--allow-clock-override"),
-        "{}",
-        text(&out.stderr)
-    );
-    let out = cli()
-        .args([
-            "init",
-            "--kek",
-            &ks.kek,
-            "--store",
-            &ks.store,
-            "--state-ttl",
-            "0",
-        ])
-        .output()
-        .expect("run");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("ttl"), "{}", text(&out.stderr));
+    let init = |extra: &[&str]| {
+        cli()
+            .args(["init", "--kek", &ks.kek, "--store", &ks.store])
+            .args(extra)
+            .output()
+            .expect("run")
+    };
+    for (extra, hint) in [
+        (&["--now", "1782345600000"][..], "milliseconds"),
+        (&["--now", "1782345600"], "--allow-clock-override"),
+        (&["--state-ttl", "0"], "ttl"),
+    ] {
+        let out = init(extra);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}");
+        assert!(
+            text(&out.stderr).contains(hint),
+            "{extra:?}: {}",
+            text(&out.stderr)
+        );
+    }
     assert_eq!(
         std::fs::read_dir(&ks.dir).expect("dir").count(),
         0,

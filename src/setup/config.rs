@@ -154,6 +154,39 @@ fn field_error(e: &toml::de::Error) -> Error {
 }
 
 impl Config {
+    /// A builder for `store` and `audience`, every other field at its default.
+    ///
+    /// ```
+    /// use stateseal::setup::Config;
+    /// let config = Config::builder("file:///var/lib/stateseal/keyset.json", "my-server")
+    ///     .ttl(300.0)
+    ///     .refresh_interval(10.0)
+    ///     .build()?;
+    /// assert_eq!(config.ttl, 300.0);
+    /// assert!(Config::builder("file:///k.json", "a").ttl(-1.0).build().is_err());
+    /// # Ok::<(), stateseal::Error>(())
+    /// ```
+    pub fn builder(store: impl Into<String>, audience: impl Into<String>) -> super::ConfigBuilder {
+        super::ConfigBuilder::new(Self {
+            store: store.into(),
+            audience: audience.into(),
+            kek: None,
+            create_if_missing: false,
+            ttl: defaults::ttl(),
+            failure_mode: FailureModeName::default(),
+            refresh_interval: defaults::refresh_interval(),
+            max_skew: defaults::max_skew(),
+            propagation: None,
+            max_key_age: defaults::max_key_age(),
+            outage_grace: defaults::outage_grace(),
+            max_store_staleness: None,
+            rotation_period: defaults::rotation_period(),
+            max_seals_per_key: defaults::max_seals_per_key(),
+            seal_reservation_block: defaults::seal_reservation_block(),
+            ready_timeout: defaults::ready_timeout(),
+        })
+    }
+
     /// Parses and validates a TOML document.
     ///
     /// # Errors

@@ -12,11 +12,13 @@
 //! # Ok(()) }
 //! ```
 
+mod builder;
 mod config;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+pub use builder::ConfigBuilder;
 pub use config::{Config, FailureModeName};
 
 use crate::boundary::Boundary;

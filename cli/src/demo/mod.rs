@@ -198,10 +198,16 @@ pub(crate) async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<(), CliEr
         }
     };
     // Scaled-down timeline: R = 1 s, S = 1 s, T = 12 s, P = 2R + S = 3 s.
-    let config = Config::from_toml_str(&format!(
-        "store = {store:?}\naudience = \"stateseal-demo\"\nkek = {kek:?}\ncreate_if_missing = true\nttl = 12\nrefresh_interval = 1\nmax_skew = 1\nrotation_period = 0\nready_timeout = 10\n"
-    ))
-    .map_err(|e| CliError::Usage(e.to_string()))?;
+    let config = Config::builder(&store, "stateseal-demo")
+        .kek(Some(kek.clone()))
+        .create_if_missing(true)
+        .ttl(12.0)
+        .refresh_interval(1.0)
+        .max_skew(1.0)
+        .rotation_period(0.0)
+        .ready_timeout(10.0)
+        .build()
+        .map_err(|e| CliError::Usage(e.to_string()))?;
     let fleet = launch(&config, args.instances).await?;
     let store_handle = registry()
         .open_store(&store)

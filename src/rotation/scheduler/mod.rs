@@ -3,16 +3,18 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
 
 use tokio::sync::Notify;
+
+mod refresh_loop;
+mod rotations;
 
 use super::admission::{Refusal, admit};
 use super::cache::{KeyCache, Outcome};
 use super::config::SchedulerConfig;
-use super::operations::{Rotation, load_existing, rotate_vetted};
+use super::operations::load_existing;
 use super::reservations::Reservations;
-use super::timeline::{Phase, RotateMode, ring_at};
+use super::timeline::{Phase, ring_at};
 use crate::clock::{Clock, SystemClock};
 use crate::error::Error;
 use crate::keyset::{Keyset, KeysetStore};
@@ -383,131 +385,5 @@ impl RotationScheduler {
         st.phase = phase;
         st.ring = kids;
         Ok(())
-    }
-
-    /// Rotates when the primary is due, judged on the document just loaded.
-    async fn maybe_auto_rotate(&self, doc: &Keyset, now: f64) {
-        let Some(ring) = self.inner.ring.current() else {
-            return;
-        };
-        let Some(plan) = ring_at(doc, now).filter(|p| p.phase == Phase::Three) else {
-            return;
-        };
-        let Some(primary) = doc.entry(&plan.primary) else {
-            return;
-        };
-        let by_age = self
-            .inner
-            .config
-            .rotation_period
-            .is_some_and(|p| now - primary.activate_at >= p);
-        // The fleet's reservations under the key, or (reservations off) this process's own seals.
-        let max = self.inner.config.max_seals_per_key;
-        let by_count = primary.seals_reserved >= max || ring.primary().seal_count() >= max;
-        if !(by_age || by_count) {
-            return;
-        }
-        match self.rotate_at(now, RotateMode::Scheduled).await {
-            Ok(doc) => tracing::info!(
-                generation = doc.generation,
-                by_age,
-                by_count,
-                "rotated the keyset automatically"
-            ),
-            // Another instance won the race, or started a rotation: nothing to do.
-            Err(Error::Conflict { .. } | Error::RotationInFlight(_)) => {}
-            Err(e) => tracing::warn!(error = %e, "automatic rotation failed"),
-        }
-    }
-
-    /// Rotates now (system or injected clock).
-    ///
-    /// # Errors
-    /// As [`RotationScheduler::rotate_at`].
-    pub async fn rotate(&self, mode: RotateMode) -> Result<Keyset, Error> {
-        self.rotate_at(self.inner.clock.now(), mode).await
-    }
-
-    /// Adds a new key under the current primary's KEK with one compare-and-swap
-    /// write (see [`super::plan_rotation`]), then refreshes this instance.
-    ///
-    /// # Errors
-    /// [`Error::RotationInFlight`], [`Error::Conflict`] (another writer won), provider errors.
-    pub async fn rotate_at(&self, now: f64, mode: RotateMode) -> Result<Keyset, Error> {
-        let inner = &self.inner;
-        let adopted = lock(&inner.adopted).clone();
-        // Never rotate on top of a document this instance would refuse to serve.
-        let vet = |doc: &Keyset| {
-            admit(adopted.as_ref(), doc, inner.config.timing.ttl)
-                .map_err(|(refusal, detail)| refusal.record(inner.store.uri(), detail))
-        };
-        let rotation = Rotation {
-            fallback: inner.config.timing,
-            timing: None,
-            max_live_keys: usize::MAX,
-        };
-        let doc = rotate_vetted(
-            inner.store.as_ref(),
-            &inner.registry,
-            &rotation,
-            now,
-            mode,
-            &vet,
-        )
-        .await?
-        .next;
-        // The new key is known from now on; a failed refresh here does not undo the rotation.
-        let _ = self.refresh_inner(now).await;
-        Ok(doc)
-    }
-
-    /// Runs the refresh loop: every R (±jitter), sooner when an unknown key id
-    /// asks, with backoff while refreshes fail. Needs a tokio runtime.
-    pub fn spawn(&self) -> tokio::task::JoinHandle<()> {
-        let this = self.clone();
-        tokio::spawn(async move {
-            let mut failures = 0u32;
-            loop {
-                let ok = this.refresh().await.is_ok();
-                failures = if ok { 0 } else { failures.saturating_add(1) };
-                let r = this.inner.config.timing.refresh_interval;
-                let wait = if failures > 0 {
-                    r.min(2f64.powi(failures.min(6) as i32 - 1))
-                } else {
-                    this.jittered(r)
-                };
-                tokio::select! {
-                    () = tokio::time::sleep(Duration::from_secs_f64(wait)) => {}
-                    () = this.inner.wake.notified() => {}
-                }
-            }
-        })
-    }
-
-    fn jittered(&self, r: f64) -> f64 {
-        let mut b = [0u8; 8];
-        let unit = if crate::random::fill_os(&mut b).is_ok() {
-            (u64::from_le_bytes(b) >> 11) as f64 / (1u64 << 53) as f64
-        } else {
-            0.5
-        };
-        r * (1.0 + self.inner.config.jitter * (2.0 * unit - 1.0))
-    }
-}
-
-impl Inner {
-    fn request_early_refresh(&self) {
-        let now_ms = (self.clock.now() * 1000.0) as u64;
-        let last = self.last_early_ms.load(Ordering::Relaxed);
-        let min_gap = (self.config.early_refresh_min_interval * 1000.0) as u64;
-        if now_ms.saturating_sub(last) >= min_gap
-            && self
-                .last_early_ms
-                .compare_exchange(last, now_ms, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
-        {
-            self.early_requested.store(true, Ordering::SeqCst);
-            self.wake.notify_one();
-        }
     }
 }

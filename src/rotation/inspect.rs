@@ -79,6 +79,9 @@ pub struct KeysetStatus {
     pub now: f64,
     /// The rotation phase (`None`: every key has retired).
     pub phase: Option<Phase>,
+    /// Entry ids of the ring a server holds at the instant: the primary first,
+    /// then the others, newest first.
+    pub ring: Vec<String>,
     /// Every entry, in document order.
     pub entries: Vec<EntryStatus>,
     /// The next phase change, if one is scheduled.
@@ -89,6 +92,11 @@ impl KeysetStatus {
     /// The sealing entry.
     pub fn primary(&self) -> Option<&EntryStatus> {
         self.entries.iter().find(|e| e.role == Role::Primary)
+    }
+
+    /// A key seals, and no key in the ring was found unavailable.
+    pub fn healthy(&self) -> bool {
+        self.primary().is_some() && self.unavailable_live().next().is_none()
     }
 
     /// Entries in the ring (every role but retired) that were found unavailable.
@@ -117,6 +125,7 @@ pub fn describe_keyset(doc: &Keyset, now: f64) -> KeysetStatus {
         keyset: doc.clone(),
         now,
         phase: plan.as_ref().map(|p| p.phase),
+        ring: plan.as_ref().map(|p| p.ring.clone()).unwrap_or_default(),
         entries: doc
             .keys
             .iter()

@@ -63,7 +63,7 @@ pub async fn init_keyset(
         });
     }
     let id = random_id("ks_")?;
-    let new = new_entry(registry, kek, &id, now).await?;
+    let (new, _) = new_entry(registry, kek, &id, now).await?;
     let doc = Keyset {
         id,
         generation: 1,
@@ -148,7 +148,8 @@ pub async fn plan_rotation(
     {
         return Err(Error::RotationInFlight(why));
     }
-    let live = ring_at(doc, now).map(|p| p.ring).unwrap_or_default();
+    let plan = ring_at(doc, now);
+    let live = plan.as_ref().map(|p| p.ring.clone()).unwrap_or_default();
     if mode == RotateMode::Forced && live.len() >= max_live_keys {
         return Err(Error::RotationRefused(format!(
             "{} keys already unseal and the limit is {max_live_keys}; wait until older keys retire, or allow more live keys",
@@ -156,12 +157,13 @@ pub async fn plan_rotation(
         )));
     }
     prove_live_keys(doc, registry, &live).await?;
-    let kek = ring_at(doc, now)
+    // Under the primary's KEK; with every key retired, under the newest entry's.
+    let kek = plan
         .and_then(|p| doc.entry(&p.primary).map(|e| e.kek.clone()))
         .or_else(|| doc.keys.last().map(|e| e.kek.clone()))
         .ok_or(Error::NotReady)?;
-    let new = new_entry(registry, &kek, &doc.id, now).await?;
-    let (entry, kid) = (new.entry.clone(), new.kid.ok_or(Error::NotReady)?);
+    let (new, kid) = new_entry(registry, &kek, &doc.id, now).await?;
+    let entry = new.entry.clone();
     let next = rotated(doc, new, now, &timing, mode)?;
     next.validate()?;
     let pruned = doc
@@ -312,13 +314,13 @@ fn check_time(now: f64) -> Result<(), Error> {
     }
 }
 
-/// A new entry under `kek`, its wrap proven to round-trip.
+/// A new entry under `kek`, its wrap proven to round-trip, and its key id.
 async fn new_entry(
     registry: &ProviderRegistry,
     kek: &str,
     keyset_id: &str,
     now: f64,
-) -> Result<KeyEntry, Error> {
+) -> Result<(KeyEntry, KeyId), Error> {
     let entry = random_id("k_")?;
     let provider = registry.provider_for(kek)?;
     let ctx = WrapContext {
@@ -327,7 +329,7 @@ async fn new_entry(
     };
     let dk = provider.generate(kek, ctx).await?;
     let kid = prove_new_key(provider.as_ref(), kek, &dk, ctx).await?;
-    Ok(KeyEntry {
+    let entry = KeyEntry {
         entry,
         kid: Some(kid),
         kek: kek.to_owned(),
@@ -336,5 +338,6 @@ async fn new_entry(
         activate_at: now,
         retire_at: None,
         seals_reserved: 0,
-    })
+    };
+    Ok((entry, kid))
 }

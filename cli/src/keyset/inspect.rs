@@ -4,10 +4,10 @@ use std::io::{IsTerminal, Write};
 
 use clap::Args;
 use serde_json::Value;
+use stateseal::SchedulerConfig;
 use stateseal::rotation::{
     Availability, KeysetStatus, Phase, Role, check_keyset, describe_keyset, keyset_status,
 };
-use stateseal::{KeyId, SchedulerConfig};
 
 use super::init::{timing_json, timing_text};
 use super::{StoreArg, load, read_now, registry};
@@ -81,7 +81,12 @@ fn availability_json(a: &Availability) -> (Value, Value) {
 }
 
 fn status_json(st: &KeysetStatus, uri: &str) -> Value {
-    let ring: Vec<Value> = ring_order(st).into_iter().map(kid_json).collect();
+    let ring: Vec<Value> = st
+        .ring
+        .iter()
+        .filter_map(|id| st.entries.iter().find(|e| &e.entry == id))
+        .map(|e| kid_json(e.kid))
+        .collect();
     let keys: Vec<Value> = st
         .entries
         .iter()
@@ -117,29 +122,10 @@ fn status_json(st: &KeysetStatus, uri: &str) -> Value {
             ("ring", ring.into()),
             ("keys", keys.into()),
             ("next_change", next),
-            (
-                "healthy",
-                (st.primary().is_some() && st.unavailable_live().next().is_none()).into(),
-            ),
+            ("healthy", st.healthy().into()),
         ],
         &[("now", Some(st.now))],
     )
-}
-
-/// Key ids of the ring, primary first, then newest first (as servers order it).
-fn ring_order(st: &KeysetStatus) -> Vec<Option<KeyId>> {
-    let mut live: Vec<_> = st
-        .entries
-        .iter()
-        .filter(|e| e.role != Role::Retired)
-        .collect();
-    live.sort_by(|a, b| {
-        (b.role == Role::Primary)
-            .cmp(&(a.role == Role::Primary))
-            .then(b.activate_at.total_cmp(&a.activate_at))
-            .then_with(|| a.entry.cmp(&b.entry))
-    });
-    live.into_iter().map(|e| e.kid).collect()
 }
 
 fn status_text(st: &KeysetStatus, uri: &str, out: &mut dyn Write) -> Result<(), CliError> {
@@ -222,7 +208,7 @@ pub(crate) async fn status(a: StatusArgs, out: &mut dyn Write) -> Result<(), Cli
     } else {
         status_text(&st, store.uri(), out)?;
     }
-    if st.primary().is_none() || st.unavailable_live().next().is_some() {
+    if !st.healthy() {
         return Err(CliError::Reported(1));
     }
     Ok(())

@@ -134,14 +134,7 @@ impl WriteClockArgs {
     /// clock is refused unless overridden (a typo would shift the whole fleet's timeline).
     pub(crate) fn now(&self, skew: f64) -> Result<f64, CliError> {
         let system = SystemClock.now();
-        let Some(now) = self.now else {
-            return Ok(system);
-        };
-        if !stateseal::keyset::is_representable(now) {
-            return Err(CliError::Usage(format!(
-                "--now {now}: must be Unix seconds between 1970 and 9999 (milliseconds are not accepted)"
-            )));
-        }
+        let now = read_now(self.now.or(Some(system)))?;
         if (now - system).abs() > skew && !self.allow_clock_override {
             let side = if now > system { "ahead of" } else { "behind" };
             return Err(CliError::Usage(format!(

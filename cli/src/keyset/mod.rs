@@ -39,13 +39,14 @@ pub(crate) fn registry() -> ProviderRegistry {
     stateseal_vault::register(&mut registry, stateseal_vault::VaultConfig::from_env());
     stateseal_aws_kms::register(&mut registry, stateseal_aws_kms::AwsConfig::default());
     stateseal_gcp_kms::register(&mut registry, stateseal_gcp_kms::GcpKmsConfig::from_env());
+    stateseal_object_store::register(&mut registry);
     registry
 }
 
 /// `--store`, with `STATESEAL_STORE` as its default.
 #[derive(Debug, Args, Clone)]
 pub(crate) struct StoreArg {
-    /// Keyset store URI: file:///PATH, vault-kv://…, s3://BUCKET/KEY.
+    /// Keyset store URI: file:///PATH, vault-kv://…, s3://BUCKET/KEY, gs://BUCKET/OBJECT.
     #[arg(
         long,
         env = "STATESEAL_STORE",

@@ -10,13 +10,12 @@ use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvid
 use stateseal::Error;
 use stateseal::provider::check_endpoint;
 
-/// Settings of the AWS KMS provider and the S3 store, built with [`AwsConfig::builder`].
+/// Settings of the AWS KMS provider, built with [`AwsConfig::builder`].
 ///
 /// Credentials and region come from the standard chain (environment,
 /// profile, SSO, web identity, ECS/EC2 metadata). Endpoints: the SDK honours
-/// `AWS_ENDPOINT_URL` and `AWS_ENDPOINT_URL_KMS`; the S3 store honours
-/// `AWS_ENDPOINT_URL_S3` then `AWS_ENDPOINT_URL`; [`AwsConfigBuilder::endpoint_url`]
-/// overrides both (local test servers).
+/// `AWS_ENDPOINT_URL` and `AWS_ENDPOINT_URL_KMS`; [`AwsConfigBuilder::endpoint_url`]
+/// overrides them (local test servers).
 ///
 /// ```
 /// use std::time::Duration;
@@ -99,14 +98,14 @@ impl AwsConfig {
 }
 
 impl AwsConfigBuilder {
-    /// Sends every KMS and S3 request to this endpoint (a local test server).
+    /// Sends every KMS request to this endpoint (a local test server).
     #[must_use]
     pub fn endpoint_url(mut self, url: impl Into<String>) -> Self {
         self.0.endpoint_url = Some(url.into());
         self
     }
 
-    /// The default region (the S3 store's region; KMS calls use the ARN's region).
+    /// The SDK's default region (KMS calls use the ARN's region).
     /// Without it the chain decides (`AWS_REGION`, the profile).
     #[must_use]
     pub fn region(mut self, region: impl Into<String>) -> Self {

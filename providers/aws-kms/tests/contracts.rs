@@ -1,7 +1,6 @@
-//! The S3 store and the AWS KMS provider under the test kit's shared
-//! contracts, against a real AWS-API server (moto, with key states enforced),
-//! the provider through a relay the test can cut (one test binary, so the
-//! crate links once).
+//! The AWS KMS provider under the test kit's shared provider contract,
+//! against a real AWS-API server (moto, with key states enforced) through a
+//! relay the test can cut.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -10,83 +9,11 @@ use std::time::{Duration, SystemTime};
 use aws_credential_types::Credentials;
 use aws_credential_types::provider::error::CredentialsError;
 use aws_credential_types::provider::{ProvideCredentials, future};
-use stateseal::{KeysetStore, ProviderRegistry};
-use stateseal_aws_kms::{AwsConfig, S3Store};
+use stateseal::ProviderRegistry;
+use stateseal_aws_kms::AwsConfig;
 use stateseal_testkit::moto::{Moto, REGION};
 use stateseal_testkit::provider_contract::{self, ProviderUnderTest};
 use stateseal_testkit::relay::Relay;
-use stateseal_testkit::store_contract::{self, StoreUnderTest};
-
-const BUCKET: &str = "stateseal-contract";
-const KEY: &str = "fleet/keyset.json";
-
-struct S3 {
-    moto: Moto,
-    /// While set, new handles reach a port where nothing listens: the service
-    /// is unreachable from the store's side (moto keeps its state in memory,
-    /// so stopping it would lose the document the recovery case reads back).
-    down: AtomicBool,
-    dead_endpoint: String,
-}
-
-impl S3 {
-    fn handle(&self, (id, secret): (String, String)) -> Arc<dyn KeysetStore> {
-        let endpoint = if self.down.load(Ordering::SeqCst) {
-            &self.dead_endpoint
-        } else {
-            &self.moto.endpoint
-        };
-        let config = AwsConfig::builder()
-            .endpoint_url(endpoint)
-            .region(REGION)
-            .credentials(Credentials::new(id, secret, None, None, "contract"))
-            .max_attempts(1)
-            .build()
-            .expect("config");
-        Arc::new(S3Store::open(config, &format!("s3://{BUCKET}/{KEY}")).expect("store"))
-    }
-}
-
-impl StoreUnderTest for S3 {
-    fn open(&self) -> Arc<dyn KeysetStore> {
-        self.handle(self.moto.credentials())
-    }
-    fn put_raw(&self, json: &serde_json::Value) {
-        let body = json.to_string().replace('\'', "\\'");
-        self.moto.boto(&format!(
-            "s3.put_object(Bucket='{BUCKET}', Key='{KEY}', Body=b'{body}')"
-        ));
-    }
-    fn break_service(&self) {
-        self.down.store(true, Ordering::SeqCst);
-    }
-    fn repair_service(&self) {
-        self.down.store(false, Ordering::SeqCst);
-    }
-    fn denied(&self) -> Result<Arc<dyn KeysetStore>, &'static str> {
-        // A principal with no IAM policy (moto enforcing IAM for this server).
-        Ok(self.handle(self.moto.outsider().ok_or("moto started without IAM")?))
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn s3_store_meets_the_store_contract() {
-    let dir = std::env::temp_dir().join(format!("stateseal-s3-contract-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("dir");
-    let moto = Moto::start_with_iam(&dir);
-    moto.create_bucket(BUCKET);
-    let dead = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("port");
-    store_contract::run(&S3 {
-        moto,
-        down: AtomicBool::new(false),
-        dead_endpoint: format!("http://{dead}"),
-    })
-    .await;
-    let _ = std::fs::remove_dir_all(dir);
-}
 
 /// Test credentials, or (switched) the chain timing out as an instance
 /// metadata service does. Short-lived, so the SDK asks again on every call.

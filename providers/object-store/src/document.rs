@@ -1,0 +1,297 @@
+//! The keyset document as one object, whatever the cloud: reads return the
+//! object's version, and every write is conditional on it, so the loser of a
+//! race gets `412 Precondition Failed` and nothing lands twice.
+//!
+//! The two clouds name the version differently: S3 conditions on the ETag
+//! (`If-None-Match: *`, `If-Match`), GCS on the generation
+//! (`x-goog-if-generation-match: 0`, then the generation read). `object_store`
+//! speaks both through [`PutMode`]; this module passes it both fields of
+//! what the read returned.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use object_store::path::Path;
+use object_store::{
+    BackoffConfig, ClientOptions, ObjectStore, PutMode, PutOptions, PutPayload, RetryConfig,
+    UpdateVersion,
+};
+use stateseal::keyset::check_next_generation;
+use stateseal::provider::BoxFuture;
+use stateseal::{Error, Keyset};
+use tokio::sync::OnceCell;
+
+/// Builds the client of one store on first use (credential chains may do I/O).
+pub(crate) trait Connect: std::fmt::Debug + Send + Sync {
+    fn connect(&self) -> BoxFuture<'_, Result<Arc<dyn ObjectStore>, Error>>;
+}
+
+/// One keyset object: `<scheme>://<bucket>/<object>`.
+#[derive(Debug)]
+pub(crate) struct ObjectDocument<C> {
+    pub(crate) uri: String,
+    path: Path,
+    connect: C,
+    client: OnceCell<Arc<dyn ObjectStore>>,
+}
+
+/// The version a read saw: what the next conditional write names.
+struct Version(UpdateVersion);
+
+impl<C: Connect> ObjectDocument<C> {
+    /// Parses `uri` (`<scheme>://<bucket>/<object>`) with the cloud's bucket rule.
+    pub(crate) fn open(
+        scheme: &str,
+        uri: &str,
+        bucket_ok: fn(&str) -> bool,
+        connect: impl FnOnce(&str, &str) -> C,
+    ) -> Result<Self, Error> {
+        let bad = || Error::InvalidUri {
+            uri: uri.to_owned(),
+            problem: format!("expected {scheme}://<bucket>/<object key>"),
+        };
+        let rest = uri
+            .strip_prefix(scheme)
+            .and_then(|r| r.strip_prefix("://"))
+            .ok_or_else(bad)?;
+        let (bucket, key) = rest.split_once('/').ok_or_else(bad)?;
+        let key_ok = !key.is_empty()
+            && key.split('/').all(|s| {
+                !s.is_empty() && s != "." && s != ".." && !s.chars().any(char::is_control)
+            });
+        if !bucket_ok(bucket) || !key_ok {
+            return Err(bad());
+        }
+        Ok(Self {
+            uri: uri.to_owned(),
+            path: Path::from(key),
+            connect: connect(uri, bucket),
+            client: OnceCell::new(),
+        })
+    }
+
+    pub(crate) fn error(&self, problem: impl Into<String>) -> Error {
+        Error::Store {
+            uri: self.uri.clone(),
+            problem: problem.into(),
+        }
+    }
+
+    async fn client(&self) -> Result<&Arc<dyn ObjectStore>, Error> {
+        self.client.get_or_try_init(|| self.connect.connect()).await
+    }
+
+    /// The document and the version it was read at (`None`: no object).
+    async fn read(&self) -> Result<Option<(Keyset, Version)>, Error> {
+        let client = self.client().await?;
+        let got = match client.get(&self.path).await {
+            Ok(g) => g,
+            Err(object_store::Error::NotFound { .. }) => return Ok(None),
+            Err(e) => return Err(self.error(format!("read: {}", short(&e)))),
+        };
+        let version = UpdateVersion {
+            e_tag: got.meta.e_tag.clone(),
+            version: got.meta.version.clone(),
+        };
+        if version.e_tag.is_none() && version.version.is_none() {
+            return Err(self.error(
+                "the object has neither an ETag nor a generation; conditional writes need one",
+            ));
+        }
+        let bytes = got
+            .bytes()
+            .await
+            .map_err(|e| self.error(format!("read: {}", short(&e))))?;
+        Ok(Some((Keyset::from_json(&bytes)?, Version(version))))
+    }
+
+    pub(crate) async fn load(&self) -> Result<Option<Keyset>, Error> {
+        Ok(self.read().await?.map(|(d, _)| d))
+    }
+
+    pub(crate) async fn compare_and_swap(
+        &self,
+        expected: Option<u64>,
+        doc: &Keyset,
+    ) -> Result<(), Error> {
+        check_next_generation(&self.uri, expected, doc)?;
+        doc.validate()?;
+        let current = self.read().await?;
+        let found = current.as_ref().map(|(d, _)| d.generation);
+        if found != expected {
+            return Err(Error::Conflict { expected, found });
+        }
+        let mode = match current {
+            None => PutMode::Create,
+            Some((_, Version(v))) => PutMode::Update(v),
+        };
+        let opts = PutOptions {
+            mode,
+            ..PutOptions::default()
+        };
+        let client = self.client().await?;
+        match client
+            .put_opts(&self.path, PutPayload::from(doc.to_json()), opts)
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(
+                object_store::Error::Precondition { .. }
+                | object_store::Error::AlreadyExists { .. },
+            ) => {
+                // Another writer landed between our read and our write.
+                let found = self.load().await.ok().flatten().map(|d| d.generation);
+                Err(Error::Conflict { expected, found })
+            }
+            Err(e) => Err(self.error(format!("write: {}", short(&e)))),
+        }
+    }
+}
+
+/// An object_store error, one line, bounded (it names bucket and key, never credentials).
+pub(crate) fn short(e: &object_store::Error) -> String {
+    e.to_string()
+        .lines()
+        .next()
+        .unwrap_or("")
+        .chars()
+        .take(300)
+        .collect()
+}
+
+/// How long one store request may take, and how often it is tried.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Limits {
+    pub(crate) operation_timeout: Duration,
+    pub(crate) attempt_timeout: Duration,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) max_attempts: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            operation_timeout: Duration::from_secs(10),
+            attempt_timeout: Duration::from_secs(3),
+            connect_timeout: Duration::from_secs(2),
+            max_attempts: 3,
+        }
+    }
+}
+
+impl Limits {
+    /// `what: …` errors for limits no client can honour.
+    pub(crate) fn check(&self, what: &str) -> Result<(), Error> {
+        if self.max_attempts == 0 || self.max_attempts > 10 {
+            return Err(Error::Config(format!(
+                "{what}: max_attempts must be between 1 and 10"
+            )));
+        }
+        if [
+            self.operation_timeout,
+            self.attempt_timeout,
+            self.connect_timeout,
+        ]
+        .iter()
+        .any(Duration::is_zero)
+        {
+            return Err(Error::Config(format!("{what}: timeouts must be positive")));
+        }
+        if self.attempt_timeout > self.operation_timeout {
+            return Err(Error::Config(format!(
+                "{what}: the attempt timeout must not exceed the operation timeout"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The HTTP client's options; plain HTTP only when the endpoint was checked to be loopback.
+    pub(crate) fn client_options(&self, allow_http: bool) -> ClientOptions {
+        ClientOptions::new()
+            .with_timeout(self.attempt_timeout)
+            .with_connect_timeout(self.connect_timeout)
+            .with_allow_http(allow_http)
+    }
+
+    /// Bounded retries: object_store's own default retries for three minutes,
+    /// longer than a refresh interval, so an outage would stall refreshes.
+    pub(crate) fn retry(&self) -> RetryConfig {
+        RetryConfig {
+            backoff: BackoffConfig {
+                init_backoff: Duration::from_millis(100),
+                max_backoff: Duration::from_secs(2),
+                base: 2.0,
+            },
+            max_retries: (self.max_attempts - 1) as usize,
+            retry_timeout: self.operation_timeout,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Never;
+    impl Connect for Never {
+        fn connect(&self) -> BoxFuture<'_, Result<Arc<dyn ObjectStore>, Error>> {
+            Box::pin(async { Err(Error::Config("unused".into())) })
+        }
+    }
+
+    #[test]
+    fn object_uris() {
+        let any = |b: &str| !b.is_empty();
+        let mut seen = String::new();
+        let doc = ObjectDocument::open("gs", "gs://keys/prod/keyset.json", any, |_, b| {
+            seen = b.to_owned();
+            Never
+        })
+        .expect("uri");
+        assert_eq!(seen, "keys");
+        assert_eq!(doc.path.as_ref(), "prod/keyset.json");
+        for bad in [
+            "gs://keys",
+            "gs://keys/",
+            "gs://keys/a//b",
+            "gs://keys/../k",
+            "gs://keys/./k",
+            "gs://keys/a\nb",
+            "s3://keys/k",
+            "gs:/keys/k",
+            "gs:///k",
+        ] {
+            let e = ObjectDocument::open("gs", bad, any, |_, _| Never).unwrap_err();
+            assert!(
+                e.to_string()
+                    .contains("expected gs://<bucket>/<object key>"),
+                "{bad}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn limits() {
+        assert!(Limits::default().check("x").is_ok());
+        let retry = Limits::default().retry();
+        assert_eq!(retry.max_retries, 2);
+        assert_eq!(retry.retry_timeout, Duration::from_secs(10));
+        for bad in [
+            Limits {
+                max_attempts: 0,
+                ..Limits::default()
+            },
+            Limits {
+                connect_timeout: Duration::ZERO,
+                ..Limits::default()
+            },
+            Limits {
+                attempt_timeout: Duration::from_secs(60),
+                ..Limits::default()
+            },
+        ] {
+            assert!(bad.check("gcs").unwrap_err().to_string().contains("gcs:"));
+        }
+    }
+}

@@ -1,0 +1,228 @@
+//! Where Cloud Storage is, which credentials to use, and how hard to retry.
+
+use std::time::Duration;
+
+use stateseal::Error;
+use stateseal::provider::{check_endpoint, is_loopback_http};
+
+use crate::document::Limits;
+
+/// Settings of the GCS store, built with [`GcsConfig::builder`] or [`GcsConfig::from_env`].
+///
+/// Credentials are Application Default Credentials, found as Google's
+/// libraries find them: `GOOGLE_APPLICATION_CREDENTIALS`, then gcloud's
+/// `application_default_credentials.json`, then the metadata server (GKE
+/// workload identity, Compute Engine, Cloud Run). Anonymous requests are for a
+/// loopback endpoint only (an emulator).
+///
+/// ```
+/// use stateseal_object_store::GcsConfig;
+/// let config = GcsConfig::builder()
+///     .endpoint("http://127.0.0.1:4443")
+///     .anonymous_credentials(true)
+///     .build()?;
+/// assert_eq!(config.endpoint(), Some("http://127.0.0.1:4443"));
+/// # Ok::<(), stateseal::Error>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct GcsConfig {
+    endpoint: Option<String>,
+    anonymous: bool,
+    pub(crate) limits: Limits,
+}
+
+/// Builds a [`GcsConfig`].
+#[derive(Debug, Clone, Default)]
+pub struct GcsConfigBuilder(GcsConfig);
+
+impl GcsConfig {
+    /// Defaults: `https://storage.googleapis.com`, ADC, 10 s per operation,
+    /// 3 s per attempt, 2 s to connect, 3 attempts.
+    pub fn builder() -> GcsConfigBuilder {
+        GcsConfigBuilder::default()
+    }
+
+    /// Reads `STATESEAL_GCS_ENDPOINT` (an emulator or a private endpoint such
+    /// as Private Service Connect) and `STATESEAL_GCP_CREDENTIALS` (`anonymous`,
+    /// or unset/`adc`), the variable the Cloud KMS provider reads too.
+    ///
+    /// # Errors
+    /// [`Error::Config`] naming the variable.
+    pub fn from_env() -> Result<Self, Error> {
+        Self::from_vars(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+    }
+
+    /// [`GcsConfig::from_env`] over any variable source.
+    ///
+    /// # Errors
+    /// [`Error::Config`] naming the variable.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
+        let mut b = Self::builder();
+        if let Some(e) = var("STATESEAL_GCS_ENDPOINT") {
+            b = b.endpoint(e);
+        }
+        match var("STATESEAL_GCP_CREDENTIALS").as_deref() {
+            None | Some("adc") => {}
+            Some("anonymous") => b = b.anonymous_credentials(true),
+            Some(other) => {
+                return Err(Error::Config(format!(
+                    "STATESEAL_GCP_CREDENTIALS={other:?}: expected adc or anonymous"
+                )));
+            }
+        }
+        b.build()
+    }
+
+    /// The endpoint override, if any.
+    pub fn endpoint(&self) -> Option<&str> {
+        self.endpoint.as_deref()
+    }
+
+    /// Whether requests go unauthenticated.
+    pub fn anonymous(&self) -> bool {
+        self.anonymous
+    }
+}
+
+impl GcsConfigBuilder {
+    /// Sends requests to this endpoint (`scheme://host[:port]`) instead of
+    /// `https://storage.googleapis.com`.
+    #[must_use]
+    pub fn endpoint(mut self, url: impl Into<String>) -> Self {
+        self.0.endpoint = Some(url.into());
+        self
+    }
+
+    /// Sends requests without credentials (only with a loopback endpoint).
+    #[must_use]
+    pub fn anonymous_credentials(mut self, yes: bool) -> Self {
+        self.0.anonymous = yes;
+        self
+    }
+
+    /// Total time for one read or write, retries included (default 10 s).
+    #[must_use]
+    pub fn operation_timeout(mut self, t: Duration) -> Self {
+        self.0.limits.operation_timeout = t;
+        self
+    }
+
+    /// Time for one attempt (default 3 s).
+    #[must_use]
+    pub fn attempt_timeout(mut self, t: Duration) -> Self {
+        self.0.limits.attempt_timeout = t;
+        self
+    }
+
+    /// Time to establish a connection (default 2 s).
+    #[must_use]
+    pub fn connect_timeout(mut self, t: Duration) -> Self {
+        self.0.limits.connect_timeout = t;
+        self
+    }
+
+    /// Attempts per operation, first try included (default 3).
+    #[must_use]
+    pub fn max_attempts(mut self, n: u32) -> Self {
+        self.0.limits.max_attempts = n;
+        self
+    }
+
+    /// Checks and builds the configuration.
+    ///
+    /// # Errors
+    /// [`Error::Config`] for an endpoint that is neither `https://host` nor
+    /// `http://` to a loopback address (or that carries a path), anonymous
+    /// credentials without a loopback endpoint, or out-of-range limits.
+    pub fn build(self) -> Result<GcsConfig, Error> {
+        let mut c = self.0;
+        c.limits.check("gcs")?;
+        if let Some(e) = &mut c.endpoint {
+            check_endpoint("gcs", e)?;
+            let trimmed = e.trim_end_matches('/');
+            let authority = trimmed.split_once("://").map_or("", |(_, a)| a);
+            if authority.contains(['/', '?', '#', '@']) {
+                return Err(Error::Config(format!(
+                    "gcs: endpoint {e:?} must be scheme://host[:port], without a path, query or user"
+                )));
+            }
+            *e = trimmed.to_owned();
+        }
+        // Anonymous credentials are for a local emulator or test server only.
+        if c.anonymous && !c.endpoint.as_deref().is_some_and(is_loopback_http) {
+            return Err(Error::Config(
+                "gcs: anonymous credentials need a loopback endpoint override (STATESEAL_GCS_ENDPOINT=http://127.0.0.1:PORT)".into(),
+            ));
+        }
+        Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn from_vars() {
+        let c = GcsConfig::from_vars(|k| match k {
+            "STATESEAL_GCS_ENDPOINT" => Some("http://127.0.0.1:4443/".into()),
+            "STATESEAL_GCP_CREDENTIALS" => Some("anonymous".into()),
+            _ => None,
+        })
+        .expect("config");
+        assert_eq!(c.endpoint(), Some("http://127.0.0.1:4443"));
+        assert!(c.anonymous());
+        let adc = GcsConfig::from_vars(|_| None).expect("adc");
+        assert!(!adc.anonymous() && adc.endpoint().is_none());
+        let e =
+            GcsConfig::from_vars(|k| (k == "STATESEAL_GCP_CREDENTIALS").then(|| "none".to_owned()))
+                .unwrap_err();
+        assert!(
+            e.to_string().contains("STATESEAL_GCP_CREDENTIALS=\"none\""),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn builder_checks() {
+        assert!(
+            GcsConfig::builder()
+                .endpoint("https://storage-psc.p.googleapis.com")
+                .build()
+                .is_ok()
+        );
+        for (bad, says) in [
+            (
+                GcsConfig::builder().anonymous_credentials(true),
+                "STATESEAL_GCS_ENDPOINT",
+            ),
+            (
+                GcsConfig::builder()
+                    .endpoint("https://storage.example")
+                    .anonymous_credentials(true),
+                "loopback endpoint",
+            ),
+            (
+                GcsConfig::builder().endpoint("http://storage.example"),
+                "https://",
+            ),
+            (
+                GcsConfig::builder().endpoint("http://127.0.0.1.evil.example"),
+                "https://",
+            ),
+            (
+                GcsConfig::builder().endpoint("http://127.0.0.1:4443/storage"),
+                "without a path",
+            ),
+            (
+                GcsConfig::builder().endpoint("https://u@storage.example"),
+                "without a path",
+            ),
+            (GcsConfig::builder().max_attempts(11), "max_attempts"),
+        ] {
+            let e = bad.build().unwrap_err().to_string();
+            assert!(e.starts_with("invalid configuration: gcs:"), "{e}");
+            assert!(e.contains(says), "{e}");
+        }
+    }
+}

@@ -1,0 +1,135 @@
+//! Both stores under the test kit's shared store contract: S3 against moto
+//! (IAM enforced), Cloud Storage against fake-gcs-server through the
+//! precondition front (one test binary, so the crate links once).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use aws_credential_types::Credentials;
+use stateseal::KeysetStore;
+use stateseal_object_store::{GcsConfig, GcsStore, S3Config, S3Store};
+use stateseal_testkit::fake_gcs::FakeGcs;
+use stateseal_testkit::gcs_front::GcsPreconditionFront;
+use stateseal_testkit::moto::{Moto, REGION};
+use stateseal_testkit::store_contract::{self, StoreUnderTest};
+
+const BUCKET: &str = "stateseal-contract";
+const OBJECT: &str = "fleet/keyset.json";
+
+fn scratch(tag: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("stateseal-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    dir
+}
+
+struct S3 {
+    moto: Moto,
+    /// While set, new handles reach a port where nothing listens: the service
+    /// is unreachable from the store's side (moto keeps its state in memory,
+    /// so stopping it would lose the document the recovery case reads back).
+    down: AtomicBool,
+    dead_endpoint: String,
+}
+
+impl S3 {
+    fn handle(&self, (id, secret): (String, String)) -> Arc<dyn KeysetStore> {
+        let endpoint = if self.down.load(Ordering::SeqCst) {
+            &self.dead_endpoint
+        } else {
+            &self.moto.endpoint
+        };
+        let config = S3Config::builder()
+            .endpoint_url(endpoint)
+            .region(REGION)
+            .credentials(Credentials::new(id, secret, None, None, "contract"))
+            .max_attempts(1)
+            .build()
+            .expect("config");
+        Arc::new(S3Store::open(config, &format!("s3://{BUCKET}/{OBJECT}")).expect("store"))
+    }
+}
+
+impl StoreUnderTest for S3 {
+    fn open(&self) -> Arc<dyn KeysetStore> {
+        self.handle(self.moto.credentials())
+    }
+    fn put_raw(&self, json: &serde_json::Value) {
+        let body = json.to_string().replace('\'', "\\'");
+        self.moto.boto(&format!(
+            "s3.put_object(Bucket='{BUCKET}', Key='{OBJECT}', Body=b'{body}')"
+        ));
+    }
+    fn break_service(&self) {
+        self.down.store(true, Ordering::SeqCst);
+    }
+    fn repair_service(&self) {
+        self.down.store(false, Ordering::SeqCst);
+    }
+    fn denied(&self) -> Result<Arc<dyn KeysetStore>, &'static str> {
+        // A principal with no IAM policy (moto enforcing IAM for this server).
+        Ok(self.handle(self.moto.outsider().ok_or("moto started without IAM")?))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s3_store_meets_the_store_contract() {
+    let dir = scratch("s3-contract");
+    let moto = Moto::start_with_iam(&dir);
+    moto.create_bucket(BUCKET);
+    let dead = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port");
+    store_contract::run(&S3 {
+        moto,
+        down: AtomicBool::new(false),
+        dead_endpoint: format!("http://{dead}"),
+    })
+    .await;
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+struct Gcs {
+    emulator: FakeGcs,
+    front: GcsPreconditionFront,
+}
+
+impl StoreUnderTest for Gcs {
+    fn open(&self) -> Arc<dyn KeysetStore> {
+        let config = GcsConfig::builder()
+            .endpoint(&self.front.endpoint)
+            .anonymous_credentials(true)
+            .max_attempts(1)
+            .build()
+            .expect("config");
+        Arc::new(GcsStore::open(config, &format!("gs://{BUCKET}/{OBJECT}")).expect("store"))
+    }
+    fn put_raw(&self, json: &serde_json::Value) {
+        self.emulator
+            .put_raw(BUCKET, OBJECT, json.to_string().as_bytes());
+    }
+    fn break_service(&self) {
+        self.front.set_down(true);
+    }
+    fn repair_service(&self) {
+        self.front.set_down(false);
+    }
+    fn denied(&self) -> Result<Arc<dyn KeysetStore>, &'static str> {
+        Err("fake-gcs-server enforces no IAM; the live test runs with a real bucket's bindings")
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gcs_store_meets_the_store_contract() {
+    let dir = scratch("gcs-contract");
+    let emulator = FakeGcs::start(&dir);
+    emulator.create_bucket(BUCKET);
+    let front = GcsPreconditionFront::start(&emulator);
+    let gcs = Gcs { emulator, front };
+    store_contract::run(&gcs).await;
+    // The document the suite left was written through the front, conditionally.
+    assert!(gcs.front.writes() > 0);
+    assert!(gcs.emulator.generation(BUCKET, OBJECT).is_some());
+    drop(gcs);
+    let _ = std::fs::remove_dir_all(dir);
+}

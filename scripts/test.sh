@@ -36,8 +36,8 @@ if cargo tree -p stateseal-object-store --no-default-features --features gcs -e 
 fi
 echo "== cargo test"
 cargo test --workspace
-# The live Cloud KMS test skips without credentials; show that it said so.
-cargo test --quiet -p stateseal-cli --test cli live_cloud_kms_when_configured -- --nocapture
+# The live Cloud KMS and Cloud Storage tests skip without credentials; show that they said so.
+cargo test --quiet -p stateseal-cli --test cli live_ -- --nocapture
 echo "== examples against real services"
 cargo run --quiet --example vault -- --dev
 cargo run --quiet --example aws_kms -- --dev

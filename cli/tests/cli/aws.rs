@@ -23,6 +23,13 @@ fn config(moto: &Moto) -> AwsConfig {
 fn registry(moto: &Moto) -> ProviderRegistry {
     let mut r = ProviderRegistry::with_defaults();
     stateseal_aws_kms::register(&mut r, config(moto));
+    let s3 = stateseal_object_store::S3Config::builder()
+        .endpoint_url(&moto.endpoint)
+        .region(REGION)
+        .credentials(aws_credential_types::Credentials::for_tests())
+        .build()
+        .expect("s3 config");
+    stateseal_object_store::register_s3(&mut r, s3);
     r
 }
 

@@ -42,7 +42,10 @@ async fn roundtrip_and_binding(p: &GcpKmsProvider, kek: &str) {
     }
 }
 
-async fn run_cli(args: Vec<String>, envs: Vec<(&'static str, String)>) -> std::process::Output {
+pub(crate) async fn run_cli(
+    args: Vec<String>,
+    envs: Vec<(&'static str, String)>,
+) -> std::process::Output {
     // The double runs on this test's runtime: run the CLI off it.
     tokio::task::spawn_blocking(move || {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();

@@ -4,6 +4,7 @@
 mod aws;
 mod commands;
 mod gcp;
+mod gcs;
 mod member;
 mod operator;
 mod races;

@@ -158,8 +158,42 @@ def check_gcp(doc):
         "gcp: the binding is on the key, to the servers' service account",
     )
     wider = [t for t in ("google_project_iam_member", "google_project_iam_binding", "google_kms_key_ring_iam_member",
-                         "google_kms_key_ring_iam_binding") if resources(doc, t)]
-    check(not wider, f"gcp: no project- or ring-wide grants ({wider})")
+                         "google_kms_key_ring_iam_binding", "google_storage_bucket_iam_binding",
+                         "google_storage_bucket_iam_policy") if resources(doc, t)]
+    check(not wider, f"gcp: no project-, ring- or bucket-wide grants ({wider})")
+    buckets = resources(doc, "google_storage_bucket")
+    check(len(buckets) == 1, "gcp: one keyset bucket")
+    for name, b in buckets.items():
+        check(value(b.get("uniform_bucket_level_access")) is True, f"gcp: bucket {name} has uniform bucket-level access")
+        check(value(b.get("public_access_prevention")) == "enforced", f"gcp: bucket {name} enforces public access prevention")
+        check(
+            any(value(v.get("enabled")) is True for v in b.get("versioning", [])),
+            f"gcp: bucket {name} is versioned",
+        )
+        check(
+            bool(b.get("soft_delete_policy")) or bool(b.get("retention_policy")),
+            f"gcp: bucket {name} has a soft-delete or retention policy",
+        )
+        check(value(b.get("force_destroy")) is False, f"gcp: bucket {name} is not force-destroyed")
+        check(prevent_destroy(b), f"gcp: bucket {name} has prevent_destroy")
+    roles = {n: sorted(value(p) for p in r.get("permissions", []))
+             for n, r in resources(doc, "google_project_iam_custom_role").items()}
+    check(
+        sorted(roles.values()) == [
+            ["storage.objects.create", "storage.objects.delete", "storage.objects.get"],
+            ["storage.objects.get"],
+        ],
+        f"gcp: custom roles are exactly read, and read + create + replace, of objects ({roles})",
+    )
+    grants = resources(doc, "google_storage_bucket_iam_member")
+    check({"servers", "operators"} <= set(grants), "gcp: the servers and the operators have bucket grants")
+    for name, g in grants.items():
+        conditions = g.get("condition", [])
+        check(
+            len(conditions) == 1 and "resource.name ==" in value(conditions[0].get("expression", "")),
+            f"gcp: bucket grant {name} is conditioned on the one keyset object",
+        )
+        check("custom_role" in str(g.get("role")), f"gcp: bucket grant {name} uses a stateseal custom role")
 
 
 RULES = {"vault": check_vault, "aws-kms": check_aws, "gcp-kms": check_gcp}
@@ -172,7 +206,7 @@ for module in modules:
     outputs = {k for block in doc.get("output", []) for k in block}
     names = {o.strip('"') for o in outputs}
     check("kek_uri" in names, f"{module}: outputs kek_uri")
-    if module in ("vault", "aws-kms"):
+    if module in ("vault", "aws-kms", "gcp-kms"):
         check("store_uri" in names, f"{module}: outputs store_uri")
     if module in RULES:
         RULES[module](doc)

@@ -41,3 +41,47 @@ variable "server_service_account" {
   description = "Email of the service account the MCP servers run as."
   type        = string
 }
+
+variable "bucket_name" {
+  description = "Name of the Cloud Storage bucket that holds the keyset document."
+  type        = string
+}
+
+variable "bucket_location" {
+  description = "Location of the keyset bucket (a region, dual-region or multi-region)."
+  type        = string
+  default     = "EU"
+}
+
+variable "keyset_object" {
+  description = "Object name of the keyset document inside the bucket."
+  type        = string
+  default     = "stateseal/keyset.json"
+}
+
+variable "soft_delete_seconds" {
+  description = "How long a deleted object or noncurrent version stays recoverable by soft delete (7 to 90 days)."
+  type        = number
+  default     = 2592000
+  validation {
+    condition     = var.soft_delete_seconds >= 604800 && var.soft_delete_seconds <= 7776000
+    error_message = "soft_delete_seconds must be between 604800 (7 days) and 7776000 (90 days)."
+  }
+}
+
+variable "access_log_bucket" {
+  description = "Existing bucket that receives the keyset bucket's usage logs."
+  type        = string
+}
+
+variable "operator_members" {
+  description = "IAM members that run `stateseal init` and `stateseal rotate` (e.g. group:sre@example.com)."
+  type        = list(string)
+  default     = []
+}
+
+variable "servers_write_keyset" {
+  description = "Whether the servers may write the keyset: needed for seal reservations and rotation by age (both on by default). With both off (seal_reservation_block and rotation_period unset), false leaves the servers read-only."
+  type        = bool
+  default     = true
+}

@@ -17,7 +17,7 @@ use stateseal_testkit::gcs_front::GcsPreconditionFront;
 
 use crate::gcp::run_cli;
 use crate::gcp_kms_contract::GcpKmsContract;
-use crate::member::{Instance, PARAMS, T0, instance, round};
+use crate::member::{Instance, T0, instance, round};
 use crate::{json_of, text};
 
 const BUCKET: &str = "stateseal-fleet";
@@ -116,35 +116,17 @@ async fn cli_init_rotate_status_and_tokens_on_cloud_kms_and_gcs() {
         generation
     );
 
-    let mint = run_cli(
-        args(&[
-            "token",
-            "mint",
-            "--keyset",
-            URI,
-            "--method",
-            "tools/call",
-            "--params",
-            PARAMS,
-            "--state",
-            "awaiting-confirm",
-            "--now",
-            &now(10.0),
-        ]),
-        gcp.env(),
-    )
-    .await;
-    assert!(mint.status.success(), "{}", text(&mint.stderr));
-    let token = text(&mint.stdout).trim().to_owned();
-
-    // Four operators rotate at once: exactly one lands, the others exit 1.
+    // The CLI reaches the Cloud KMS double on this test's runtime: run it off the runtime.
     let envs = gcp.env();
-    tokio::task::spawn_blocking(move || {
-        let envs: Vec<(&str, String)> = envs.iter().map(|(k, v)| (*k, v.clone())).collect();
+    let (token, envs) = tokio::task::spawn_blocking(move || {
+        let pairs: Vec<(&str, &str)> = envs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let token = crate::member::keyset_mint(URI, &pairs, 10.0);
+        // Four operators rotate at once: exactly one lands, the others exit 1.
         crate::member::rotate_concurrently(URI, &envs);
+        (token, envs)
     })
     .await
-    .expect("rotations");
+    .expect("mint and rotations");
     let st = json_of(
         &run_cli(
             args(&["status", "--store", URI, "--json", "--now", &now(230.0)]),
@@ -155,23 +137,12 @@ async fn cli_init_rotate_status_and_tokens_on_cloud_kms_and_gcs() {
     assert_eq!(st["generation"], 2, "{st}");
     assert_eq!(st["phase"], 2, "{st}");
     assert_eq!(st["ring"][1], first.as_str());
-    let verify = run_cli(
-        args(&[
-            "token",
-            "verify",
-            "--keyset",
-            URI,
-            "--method",
-            "tools/call",
-            "--params",
-            PARAMS,
-            "--now",
-            &now(230.0),
-            &token,
-        ]),
-        gcp.env(),
-    )
-    .await;
+    let verify = tokio::task::spawn_blocking(move || {
+        let pairs: Vec<(&str, &str)> = envs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        crate::member::keyset_verify(URI, &pairs, &token, 230.0)
+    })
+    .await
+    .expect("verify");
     assert_eq!(verify.status.code(), Some(0), "{}", text(&verify.stderr));
     assert_eq!(text(&verify.stdout), "awaiting-confirm");
 

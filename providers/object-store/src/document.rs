@@ -148,6 +148,64 @@ impl<C: Connect> ObjectDocument<C> {
     }
 }
 
+/// `KeysetStore` for a newtype over [`ObjectDocument`] (each cloud's public store).
+macro_rules! keyset_store_over_document {
+    ($store:ty) => {
+        impl stateseal::KeysetStore for $store {
+            fn uri(&self) -> &str {
+                &self.0.uri
+            }
+
+            fn load(&self) -> BoxFuture<'_, Result<Option<Keyset>, Error>> {
+                Box::pin(self.0.load())
+            }
+
+            fn compare_and_swap<'a>(
+                &'a self,
+                expected: Option<u64>,
+                doc: &'a Keyset,
+            ) -> BoxFuture<'a, Result<(), Error>> {
+                Box::pin(self.0.compare_and_swap(expected, doc))
+            }
+        }
+    };
+}
+pub(crate) use keyset_store_over_document;
+
+/// The limit setters every store's configuration builder has (over `self.0.limits`).
+macro_rules! limit_setters {
+    () => {
+        /// Total time for one read or write, retries included (default 10 s).
+        #[must_use]
+        pub fn operation_timeout(mut self, t: std::time::Duration) -> Self {
+            self.0.limits.operation_timeout = t;
+            self
+        }
+
+        /// Time for one attempt (default 3 s).
+        #[must_use]
+        pub fn attempt_timeout(mut self, t: std::time::Duration) -> Self {
+            self.0.limits.attempt_timeout = t;
+            self
+        }
+
+        /// Time to establish a connection (default 2 s).
+        #[must_use]
+        pub fn connect_timeout(mut self, t: std::time::Duration) -> Self {
+            self.0.limits.connect_timeout = t;
+            self
+        }
+
+        /// Attempts per operation, first try included (default 3).
+        #[must_use]
+        pub fn max_attempts(mut self, n: u32) -> Self {
+            self.0.limits.max_attempts = n;
+            self
+        }
+    };
+}
+pub(crate) use limit_setters;
+
 /// An object_store error, one line, bounded (it names bucket and key, never credentials).
 pub(crate) fn short(e: &object_store::Error) -> String {
     e.to_string()

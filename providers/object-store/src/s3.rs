@@ -6,16 +6,17 @@
 //! provider's do (`AWS_ENDPOINT_URL_S3`, then `AWS_ENDPOINT_URL`, then the profile).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use aws_config::BehaviorVersion;
 use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
 use object_store::ObjectStore;
 use object_store::aws::{AmazonS3Builder, AwsCredential};
 use stateseal::provider::{BoxFuture, check_endpoint, is_loopback_http};
-use stateseal::{Error, Keyset, KeysetStore};
+use stateseal::{Error, Keyset};
 
-use crate::document::{Connect, Limits, ObjectDocument, short};
+use crate::document::{
+    Connect, Limits, ObjectDocument, keyset_store_over_document, limit_setters, short,
+};
 
 /// Settings of the S3 store, built with [`S3Config::builder`].
 ///
@@ -83,33 +84,7 @@ impl S3ConfigBuilder {
         self
     }
 
-    /// Total time for one read or write, retries included (default 10 s).
-    #[must_use]
-    pub fn operation_timeout(mut self, t: Duration) -> Self {
-        self.0.limits.operation_timeout = t;
-        self
-    }
-
-    /// Time for one attempt (default 3 s).
-    #[must_use]
-    pub fn attempt_timeout(mut self, t: Duration) -> Self {
-        self.0.limits.attempt_timeout = t;
-        self
-    }
-
-    /// Time to establish a connection (default 2 s).
-    #[must_use]
-    pub fn connect_timeout(mut self, t: Duration) -> Self {
-        self.0.limits.connect_timeout = t;
-        self
-    }
-
-    /// Attempts per operation, first try included (default 3).
-    #[must_use]
-    pub fn max_attempts(mut self, n: u32) -> Self {
-        self.0.limits.max_attempts = n;
-        self
-    }
+    limit_setters!();
 
     /// Checks and builds the configuration.
     ///
@@ -236,27 +211,13 @@ impl S3Store {
     }
 }
 
-impl KeysetStore for S3Store {
-    fn uri(&self) -> &str {
-        &self.0.uri
-    }
-
-    fn load(&self) -> BoxFuture<'_, Result<Option<Keyset>, Error>> {
-        Box::pin(self.0.load())
-    }
-
-    fn compare_and_swap<'a>(
-        &'a self,
-        expected: Option<u64>,
-        doc: &'a Keyset,
-    ) -> BoxFuture<'a, Result<(), Error>> {
-        Box::pin(self.0.compare_and_swap(expected, doc))
-    }
-}
+keyset_store_over_document!(S3Store);
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use stateseal::KeysetStore;
+    use std::time::Duration;
 
     #[test]
     fn store_uris() {

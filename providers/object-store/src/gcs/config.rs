@@ -1,11 +1,9 @@
 //! Where Cloud Storage is, which credentials to use, and how hard to retry.
 
-use std::time::Duration;
-
 use stateseal::Error;
 use stateseal::provider::{check_endpoint, is_loopback_http};
 
-use crate::document::Limits;
+use crate::document::{Limits, limit_setters};
 
 /// Settings of the GCS store, built with [`GcsConfig::builder`] or [`GcsConfig::from_env`].
 ///
@@ -100,33 +98,7 @@ impl GcsConfigBuilder {
         self
     }
 
-    /// Total time for one read or write, retries included (default 10 s).
-    #[must_use]
-    pub fn operation_timeout(mut self, t: Duration) -> Self {
-        self.0.limits.operation_timeout = t;
-        self
-    }
-
-    /// Time for one attempt (default 3 s).
-    #[must_use]
-    pub fn attempt_timeout(mut self, t: Duration) -> Self {
-        self.0.limits.attempt_timeout = t;
-        self
-    }
-
-    /// Time to establish a connection (default 2 s).
-    #[must_use]
-    pub fn connect_timeout(mut self, t: Duration) -> Self {
-        self.0.limits.connect_timeout = t;
-        self
-    }
-
-    /// Attempts per operation, first try included (default 3).
-    #[must_use]
-    pub fn max_attempts(mut self, n: u32) -> Self {
-        self.0.limits.max_attempts = n;
-        self
-    }
+    limit_setters!();
 
     /// Checks and builds the configuration.
     ///

@@ -15,11 +15,11 @@ use object_store::ObjectStore;
 use object_store::client::StaticCredentialProvider;
 use object_store::gcp::{GcpCredential, GoogleCloudStorageBuilder};
 use stateseal::provider::{BoxFuture, is_loopback_http};
-use stateseal::{Error, Keyset, KeysetStore};
+use stateseal::{Error, Keyset};
 
 pub use config::{GcsConfig, GcsConfigBuilder};
 
-use crate::document::{Connect, ObjectDocument, short};
+use crate::document::{Connect, ObjectDocument, keyset_store_over_document, short};
 use endpoint::EndpointConnector;
 
 #[derive(Debug)]
@@ -113,27 +113,12 @@ impl GcsStore {
     }
 }
 
-impl KeysetStore for GcsStore {
-    fn uri(&self) -> &str {
-        &self.0.uri
-    }
-
-    fn load(&self) -> BoxFuture<'_, Result<Option<Keyset>, Error>> {
-        Box::pin(self.0.load())
-    }
-
-    fn compare_and_swap<'a>(
-        &'a self,
-        expected: Option<u64>,
-        doc: &'a Keyset,
-    ) -> BoxFuture<'a, Result<(), Error>> {
-        Box::pin(self.0.compare_and_swap(expected, doc))
-    }
-}
+keyset_store_over_document!(GcsStore);
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use stateseal::KeysetStore;
 
     #[test]
     fn bucket_names() {

@@ -16,6 +16,8 @@ use crate::output::{kid_json, kid_text, line, object};
   stateseal init --kek local:///etc/stateseal/kek.bin --store file:///var/lib/stateseal/keyset.json
   stateseal init --kek aws-kms://arn:aws:kms:eu-west-1:111122223333:key/KEY-ID \\
       --store s3://my-bucket/stateseal/keyset.json --state-ttl 900 --refresh-interval 30
+  stateseal init --kek gcp-kms://projects/P/locations/L/keyRings/R/cryptoKeys/K \\
+      --store gs://my-bucket/stateseal/keyset.json
   STATESEAL_KEK=hcvault://transit/stateseal STATESEAL_STORE=vault-kv://secret/stateseal stateseal init")]
 pub(crate) struct InitArgs {
     /// KEK URI: local://PATH (created with mode 0600 if absent; development only),

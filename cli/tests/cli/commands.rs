@@ -482,7 +482,7 @@ fn keyset_errors_say_what_to_fix() {
     assert_eq!(scheme.status.code(), Some(2));
     assert!(
         text(&scheme.stderr)
-            .contains("scheme \"azure-kv\" (registered: aws-kms, file, gcp-kms, hcvault, local"),
+            .contains("scheme \"azure-kv\" (registered: aws-kms, file, gcp-kms, gs, hcvault, local, s3, vault-kv)"),
         "{}",
         text(&scheme.stderr)
     );

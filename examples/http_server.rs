@@ -6,6 +6,7 @@
 //! cargo run --example http_server -- --addr 127.0.0.1:8080                      # process-local key
 //! cargo run --example http_server -- --addr 127.0.0.1:8080 --keyset file:///tmp/ks/keyset.json
 //! cargo run --example http_server -- --config fleet.toml [--clock-offset 1.5]    # any store, e.g. Vault
+//! # A keyset under a local:// KEK (development only) needs --allow-local-kek.
 //! ```
 //! Bearer tokens: `alice-token` and `bob-token` (a real server verifies OAuth tokens here).
 //! With a keyset, `GET /stats` answers `{"ready":…,"refresh_ok":…,"generation":…,"kms_calls":…}` (no secrets).
@@ -44,8 +45,13 @@ async fn main() -> std::io::Result<()> {
     let mut addr = "127.0.0.1:8080".to_owned();
     let mut config_text = None;
     let mut offset = 0.0;
+    let mut allow_local_kek = false;
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
+        if flag == "--allow-local-kek" {
+            allow_local_kek = true;
+            continue;
+        }
         match (flag.as_str(), args.next()) {
             ("--addr", Some(a)) => addr = a,
             ("--keyset", Some(k)) => {
@@ -55,7 +61,7 @@ async fn main() -> std::io::Result<()> {
             ("--clock-offset", Some(s)) => offset = s.parse().map_err(std::io::Error::other)?,
             _ => {
                 eprintln!(
-                    "usage: http_server [--addr 127.0.0.1:PORT] [--keyset STORE_URI | --config FILE] [--clock-offset SECONDS]"
+                    "usage: http_server [--addr 127.0.0.1:PORT] [--keyset STORE_URI | --config FILE] [--clock-offset SECONDS] [--allow-local-kek]"
                 );
                 std::process::exit(2);
             }
@@ -67,6 +73,9 @@ async fn main() -> std::io::Result<()> {
             let config = Config::from_toml_str(&text).map_err(std::io::Error::other)?;
             // Vault URIs (hcvault://, vault-kv://) are configured from VAULT_* variables.
             let mut registry = ProviderRegistry::with_defaults();
+            if allow_local_kek {
+                registry.allow_local_kek();
+            }
             stateseal_vault::register(&mut registry, stateseal_vault::VaultConfig::from_env());
             let p = start_with_clock(&config, registry, Arc::new(OffsetClock(offset)))
                 .await

@@ -42,6 +42,8 @@ echo "== examples against real services"
 cargo run --quiet --example vault -- --dev
 cargo run --quiet --example aws_kms -- --dev
 cargo run --quiet --example gcp_kms -- --dev
+echo "== the Python package (pip install ./bindings/python; pytest: codec contract, fork, OpenBao faults, mixed fleet)"
+scripts/py-package.sh > /dev/null
 echo "== fleet soak, short form (OpenBao + 3 server processes: rotations, kill, outage, store faults, secret id rotation)"
 scripts/soak.sh --duration 60
 echo "== Terraform modules (python-hcl2 + stateseal's rules, checkov offline)"

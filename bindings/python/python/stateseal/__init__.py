@@ -1,0 +1,135 @@
+"""Keyset-backed ``requestState`` protection for Python MCP servers.
+
+``KeysetCodec`` implements the MCP SDK's ``RequestStateCodec`` protocol over a
+stateseal keyset: the same document, KMS and rotation timeline as the Rust
+servers of the fleet, so both mint and accept each other's tokens through every
+rotation. Keys are unwrapped by the Rust core (local, Vault / OpenBao transit,
+AWS KMS, Google Cloud KMS) and kept in memory; ``seal`` and ``unseal`` release
+the GIL and never touch the network.
+
+    from mcp.server.request_state import RequestStateSecurity
+    from stateseal import KeysetCodec
+
+    codec = KeysetCodec.start("vault-kv://secret/stateseal/keyset")
+    security = RequestStateSecurity(codec=codec, ttl=600)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stateseal import _native
+
+try:  # the SDK's exception, so its boundary treats our failures as its own
+    from mcp.server.request_state import InvalidRequestState
+except ImportError:  # pragma: no cover - the codec is usable without the SDK
+
+    class InvalidRequestState(Exception):  # type: ignore[no-redef]
+        """A sealed ``requestState`` token failed verification (log-only reason)."""
+
+
+_native.use_error_type(InvalidRequestState)
+
+__all__ = ["InvalidRequestState", "KeysetCodec"]
+
+_SETTINGS = (
+    "kek",
+    "create_if_missing",
+    "allow_local_kek",
+    "ttl",
+    "refresh_interval",
+    "max_skew",
+    "propagation",
+    "max_key_age",
+    "outage_grace",
+    "max_store_staleness",
+    "rotation_period",
+    "max_seals_per_key",
+    "seal_reservation_block",
+    "ready_timeout",
+)
+
+
+class KeysetCodec:
+    """A ``RequestStateCodec`` whose keys come from a stateseal keyset.
+
+    Start it with :meth:`start` (or :meth:`from_env`); it blocks until the key
+    ring is loaded. Give it to ``RequestStateSecurity(codec=..., ttl=...)`` with
+    the same ``ttl`` as the codec's (a keyset's timing profile refuses a longer
+    one). Use one codec per process; after ``os.fork()`` a child starts its own
+    instance on its first seal or unseal.
+    """
+
+    __slots__ = ("_native", "seal", "unseal")
+
+    def __init__(self, native: _native.NativeCodec) -> None:
+        self._native = native
+        # Bound straight to the native methods: no Python frame per token.
+        self.seal = native.seal
+        self.unseal = native.unseal
+
+    @classmethod
+    def start(
+        cls,
+        store: str,
+        *,
+        kek: str | None = None,
+        create_if_missing: bool = False,
+        allow_local_kek: bool = False,
+        ttl: float | None = None,
+        refresh_interval: float | None = None,
+        max_skew: float | None = None,
+        propagation: float | None = None,
+        max_key_age: float | None = None,
+        outage_grace: float | None = None,
+        max_store_staleness: float | None = None,
+        rotation_period: float | None = None,
+        max_seals_per_key: int | None = None,
+        seal_reservation_block: int | None = None,
+        ready_timeout: float | None = None,
+    ) -> KeysetCodec:
+        """Start a codec on the keyset in ``store``.
+
+        ``store`` is a keyset store URI (``file:///…``, ``vault-kv://…``,
+        ``s3://…``, ``gs://…``). The settings are those of the Rust
+        ``setup::Config`` (seconds for durations); ``None`` keeps the default.
+        ``create_if_missing`` with ``kek`` creates the keyset when the store is
+        empty (development). ``allow_local_kek`` permits ``local://`` KEKs,
+        which are for development only. Provider credentials come from the
+        environment as in Rust (``VAULT_ADDR``/``VAULT_TOKEN``, the AWS chain,
+        Application Default Credentials).
+
+        Raises:
+            ValueError: an invalid setting (the message names it).
+            RuntimeError: the store, KMS or keyset gave no usable key within
+                ``ready_timeout``.
+        """
+        given = locals()
+        settings = {name: given[name] for name in _SETTINGS if given[name] is not None}
+        return cls(_native.NativeCodec.start(store, settings))
+
+    @classmethod
+    def from_env(cls) -> KeysetCodec:
+        """Start a codec from ``STATESEAL_*`` variables, as a Rust server reads them.
+
+        ``STATESEAL_STORE`` is required; ``STATESEAL_CONFIG`` may name a TOML
+        file; ``STATESEAL_ALLOW_LOCAL_KEK=true`` permits ``local://`` KEKs.
+        """
+        return cls(_native.NativeCodec.from_env())
+
+    def status(self) -> dict[str, Any]:
+        """Readiness, keyset generation, rotation phase, ring (primary first) and refreshes."""
+        return self._native.status()
+
+    def close(self) -> None:
+        """Stop the background refresh. Later seals and unseals raise."""
+        self._native.close()
+
+    def __enter__(self) -> KeysetCodec:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return "KeysetCodec(<keyset-backed>)"

@@ -1,0 +1,172 @@
+//! The native half of the Python package `stateseal` (`stateseal._native`):
+//! a codec over a keyset-backed ring, for the Python MCP SDK's
+//! `RequestStateCodec` protocol. The Python half (`python/stateseal`) is the
+//! documented API; this module is its engine.
+//!
+//! Seal and unseal release the GIL and never touch the network: the rotation
+//! scheduler refreshes the ring on a background runtime, as in a Rust server.
+
+#![forbid(unsafe_code)]
+
+mod running;
+mod settings;
+
+use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwapOption;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyDict, PyType};
+use stateseal::Error;
+
+use running::{Recipe, Running};
+
+/// The exception seal and unseal raise: the SDK's `InvalidRequestState`
+/// (the Python package hands it over at import).
+static INVALID_STATE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// The reason a seal or unseal failed, as a log-only code: never a key,
+/// a token or a plaintext.
+fn reason(e: &Error) -> String {
+    match e {
+        Error::Rejected(r) => r.as_str().to_owned(),
+        Error::NotReady => "not ready: no key ring loaded".to_owned(),
+        Error::Seal(why) => format!("seal failed: {why}"),
+        Error::Random => "the operating system's random source failed".to_owned(),
+        _ => "rejected".to_owned(),
+    }
+}
+
+fn invalid_state(py: Python<'_>, why: String) -> PyErr {
+    match INVALID_STATE.get(py) {
+        Some(ty) => PyErr::from_type(ty.bind(py).clone(), why),
+        None => PyRuntimeError::new_err(why),
+    }
+}
+
+/// Records the exception type seal and unseal raise (once, at import).
+#[pyfunction]
+fn use_error_type(py: Python<'_>, ty: Bound<'_, PyType>) {
+    let _ = INVALID_STATE.set(py, ty.unbind());
+}
+
+/// A keyset-backed codec (see the Python class `stateseal.KeysetCodec`).
+#[pyclass(module = "stateseal._native", frozen)]
+struct NativeCodec {
+    recipe: Recipe,
+    running: ArcSwapOption<Running>,
+    /// Held while a forked child starts its own instance.
+    restarting: Mutex<()>,
+}
+
+impl NativeCodec {
+    fn started(py: Python<'_>, recipe: Recipe) -> PyResult<Self> {
+        let running = py
+            .detach(|| Running::start(&recipe))
+            .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        Ok(Self {
+            recipe,
+            running: ArcSwapOption::from(Some(Arc::new(running))),
+            restarting: Mutex::new(()),
+        })
+    }
+
+    /// This process's instance. In a child after `os.fork()` the inherited one
+    /// has no threads and shares the parent's seal counters, so the child
+    /// starts its own (nonces come from the kernel on every seal either way).
+    fn current(&self, py: Python<'_>) -> PyResult<Arc<Running>> {
+        let closed = || invalid_state(py, "the codec is closed".to_owned());
+        let pid = std::process::id();
+        let running = self.running.load_full().ok_or_else(closed)?;
+        if running.pid == pid {
+            return Ok(running);
+        }
+        let _one = self.restarting.lock().unwrap_or_else(|p| p.into_inner());
+        let now = self.running.load_full().ok_or_else(closed)?;
+        if now.pid == pid {
+            return Ok(now);
+        }
+        let fresh = py
+            .detach(|| Running::start(&self.recipe))
+            .map_err(|e| invalid_state(py, format!("not ready after fork: {e}")))?;
+        let fresh = Arc::new(fresh);
+        if let Some(inherited) = self.running.swap(Some(Arc::clone(&fresh))) {
+            Running::abandon(inherited);
+        }
+        Ok(fresh)
+    }
+}
+
+#[pymethods]
+impl NativeCodec {
+    /// Starts a codec on the keyset in `store`; blocks until the ring is ready.
+    #[staticmethod]
+    #[pyo3(signature = (store, settings=None))]
+    fn start(py: Python<'_>, store: &str, settings: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let recipe = settings::recipe(store, settings)?;
+        Self::started(py, recipe)
+    }
+
+    /// Starts a codec from the `STATESEAL_*` environment variables.
+    #[staticmethod]
+    fn from_env(py: Python<'_>) -> PyResult<Self> {
+        let recipe = settings::recipe_from_env()?;
+        Self::started(py, recipe)
+    }
+
+    /// Seals `payload` under the ring's primary key.
+    fn seal(&self, py: Python<'_>, payload: &[u8]) -> PyResult<String> {
+        let running = self.current(py)?;
+        py.detach(|| running.seal(payload))
+            .map_err(|e| invalid_state(py, reason(&e)))
+    }
+
+    /// Opens a token sealed under any key of the ring.
+    fn unseal<'py>(&self, py: Python<'py>, token: &str) -> PyResult<Bound<'py, PyBytes>> {
+        let running = self.current(py)?;
+        let payload = py
+            .detach(|| running.unseal(token))
+            .map_err(|e| invalid_state(py, reason(&e)))?;
+        Ok(PyBytes::new(py, &payload))
+    }
+
+    /// The scheduler's view: readiness, generation, phase, ring, refreshes.
+    fn status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let running = self.current(py)?;
+        let protection = running
+            .protection()
+            .ok_or_else(|| PyValueError::new_err("the codec is closed"))?;
+        let st = protection.status();
+        let d = PyDict::new(py);
+        d.set_item("ready", st.ready)?;
+        d.set_item("generation", st.generation)?;
+        d.set_item("phase", st.phase.map(|p| p as u8))?;
+        d.set_item("primary", st.ring.first())?;
+        d.set_item("ring", st.ring)?;
+        d.set_item("last_refresh", st.last_refresh)?;
+        d.set_item("last_store_read", st.last_store_read)?;
+        d.set_item("last_error", st.last_error)?;
+        d.set_item("kms_calls", st.kms_calls)?;
+        d.set_item("pid", running.pid)?;
+        Ok(d)
+    }
+
+    /// Stops the background refresh; later seals and unseals raise.
+    fn close(&self) {
+        if let Some(running) = self.running.swap(None) {
+            if running.pid == std::process::id() {
+                drop(running);
+            } else {
+                Running::abandon(running);
+            }
+        }
+    }
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<NativeCodec>()?;
+    m.add_function(wrap_pyfunction!(use_error_type, m)?)?;
+    Ok(())
+}

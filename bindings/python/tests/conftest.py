@@ -1,0 +1,162 @@
+"""What the package's tests share: the `stateseal` CLI and example server the
+test script built, keysets with a short timing profile, loopback services
+started as subprocesses and stopped by PID."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+CLI = os.environ.get("STATESEAL_CLI", str(ROOT / "target/debug/stateseal"))
+HTTP_SERVER = os.environ.get("STATESEAL_HTTP_SERVER", str(ROOT / "target/debug/examples/http_server"))
+BAO = os.environ.get("STATESEAL_BAO", str(ROOT / "target/svcenv/bin/bao"))
+HERE = pathlib.Path(__file__).resolve().parent
+
+# A short timing profile so rotations complete in seconds: R = 1 s, S = 1 s,
+# T = 6 s, P = 2R + S = 3 s. Servers and codecs use the same.
+TIMING = {"refresh_interval": 1, "max_skew": 1, "ttl": 6}
+TIMING_FLAGS = ["--refresh-interval", "1", "--max-skew", "1", "--state-ttl", "6"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cli(*args: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+    out = subprocess.run([CLI, *args], capture_output=True, text=True, env={**os.environ, **(env or {})})
+    if check and out.returncode != 0:
+        raise AssertionError(f"stateseal {' '.join(args)}: {out.returncode}\n{out.stdout}{out.stderr}")
+    return out
+
+
+def wait_for(what: str, ok, timeout: float = 30.0, every: float = 0.1):
+    """Polls `ok()` until it returns a truthy value (an event, not time, is awaited)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = ok()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(every)
+
+
+@dataclass
+class Service:
+    """A subprocess on a loopback port, killed by PID."""
+
+    proc: subprocess.Popen[bytes]
+    port: int
+    log: pathlib.Path
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def start_service(args: list[str], port: int, log: pathlib.Path, env: dict[str, str] | None = None) -> Service:
+    handle = log.open("wb")
+    proc = subprocess.Popen(args, stdout=handle, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
+    service = Service(proc, port, log)
+
+    def listening() -> bool:
+        if proc.poll() is not None:
+            raise AssertionError(f"{args[0]} exited: {log.read_text(errors='replace')}")
+        with socket.socket() as s:
+            return s.connect_ex(("127.0.0.1", port)) == 0
+
+    try:
+        wait_for(f"{args[0]} on port {port}", listening)
+    except BaseException:
+        service.stop()
+        raise
+    return service
+
+
+@dataclass
+class Keyset:
+    store: str
+    kek: str
+    env: dict[str, str]
+    dir: pathlib.Path
+
+
+@pytest.fixture
+def local_keyset(tmp_path: pathlib.Path) -> Keyset:
+    """A keyset in a file under a local KEK, with the short timing profile."""
+    store = f"file://{tmp_path / 'keyset.json'}"
+    kek = f"local://{tmp_path / 'kek.bin'}"
+    cli("init", "--kek", kek, "--store", store, *TIMING_FLAGS)
+    return Keyset(store, kek, {}, tmp_path)
+
+
+@pytest.fixture
+def openbao(tmp_path: pathlib.Path) -> Iterator[Service]:
+    """A real OpenBao dev server with transit (derived key `stateseal`) and KV v2 at `secret/`."""
+    port = free_port()
+    service = start_service(
+        [BAO, "server", "-dev", "-dev-root-token-id=root", f"-dev-listen-address=127.0.0.1:{port}"],
+        port,
+        tmp_path / "bao.log",
+    )
+    env = {"VAULT_ADDR": service.url, "VAULT_TOKEN": "root", "BAO_ADDR": service.url, "BAO_TOKEN": "root"}
+
+    def bao(*args: str) -> None:
+        subprocess.run([BAO, *args], check=True, capture_output=True, env={**os.environ, **env})
+
+    wait_for("OpenBao unsealed", lambda: subprocess.run(
+        [BAO, "status"], capture_output=True, env={**os.environ, **env}).returncode == 0)
+    bao("secrets", "enable", "transit")
+    bao("write", "-f", "transit/keys/stateseal", "derived=true")
+    service.bao = bao  # type: ignore[attr-defined]
+    service.env = env  # type: ignore[attr-defined]
+    yield service
+    service.stop()
+
+
+@pytest.fixture
+def vault_keyset(openbao: Service, tmp_path: pathlib.Path) -> Keyset:
+    """A keyset in OpenBao KV under a transit KEK, with the short timing profile."""
+    env = openbao.env  # type: ignore[attr-defined]
+    store, kek = "vault-kv://secret/stateseal/keyset", "hcvault://transit/keys/stateseal"
+    cli("init", "--kek", kek, "--store", store, *TIMING_FLAGS, env=env)
+    return Keyset(store, kek, env, tmp_path)
+
+
+def python_server(keyset: Keyset, log: pathlib.Path, **settings: object) -> Service:
+    port = free_port()
+    flags = [f"{k}={v}" for k, v in {**TIMING, **settings}.items()]
+    if keyset.kek.startswith("local://"):
+        flags.append("allow_local_kek=true")
+    return start_service(
+        [sys.executable, str(HERE / "fleet_server.py"), str(port), keyset.store, *flags], port, log, keyset.env
+    )
+
+
+def rust_server(keyset: Keyset, log: pathlib.Path) -> Service:
+    port = free_port()
+    config = keyset.dir / f"rust-{port}.toml"
+    config.write_text(
+        f'store = "{keyset.store}"\naudience = "stateseal-example"\n'
+        + "".join(f"{k} = {v}\n" for k, v in TIMING.items())
+    )
+    args = [HTTP_SERVER, "--addr", f"127.0.0.1:{port}", "--config", str(config)]
+    if keyset.kek.startswith("local://"):
+        args.append("--allow-local-kek")
+    return start_service(args, port, log, keyset.env)

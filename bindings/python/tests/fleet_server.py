@@ -1,0 +1,93 @@
+"""A Python MCP server of the mixed fleet: the Rust example server's `deploy`
+tool, written with the SDK's `MCPServer`, its `requestState` protected by the
+SDK's own boundary over a `KeysetCodec` on the fleet's keyset.
+
+    python fleet_server.py PORT STORE [setting=value ...]
+
+Bearer tokens `alice-token` and `bob-token` map to the same principals as the
+Rust example's auth layer, so a state minted by either server binds the same
+caller. Prints `ready` once listening.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import uvicorn
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.request_state import RequestStateSecurity
+from mcp_types import ElicitRequest, ElicitRequestFormParams, InputRequiredResult
+
+from stateseal import KeysetCodec
+
+AUDIENCE = "stateseal-example"
+SUBJECTS = {"alice-token": "alice", "bob-token": "bob"}
+
+
+class BearerTokens:
+    """The Rust example's stand-in auth layer, as a token verifier."""
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        subject = SUBJECTS.get(token)
+        if subject is None:
+            return None
+        return AccessToken(
+            token=token,
+            client_id="example-client",
+            scopes=[],
+            subject=subject,
+            claims={"iss": "https://auth.example"},
+        )
+
+
+def settings(args: list[str]) -> dict[str, object]:
+    """`name=value` arguments: booleans, whole numbers and seconds."""
+    out: dict[str, object] = {}
+    for arg in args:
+        name, value = arg.split("=", 1)
+        if value in ("true", "false"):
+            out[name] = value == "true"
+        elif name in ("max_seals_per_key", "seal_reservation_block"):
+            out[name] = int(value)
+        else:
+            out[name] = float(value)
+    return out
+
+
+def main() -> None:
+    port, store = int(sys.argv[1]), sys.argv[2]
+    options = settings(sys.argv[3:])
+    codec = KeysetCodec.start(store, **options)  # type: ignore[arg-type]
+    security = RequestStateSecurity(codec=codec, ttl=float(options.get("ttl", 600)), audience=AUDIENCE)
+    url = f"http://127.0.0.1:{port}"
+    server = MCPServer(
+        AUDIENCE,
+        token_verifier=BearerTokens(),
+        auth=AuthSettings(issuer_url="https://auth.example", resource_server_url=url),
+        request_state_security=security,
+    )
+
+    @server.tool(description="Deploy after a confirmation round")
+    async def deploy(env: str, ctx: Context) -> str | InputRequiredResult:
+        answer = (ctx.input_responses or {}).get("confirm")
+        content = getattr(answer, "content", None) or {}
+        if ctx.request_state == f"confirm-deploy:{env}" and content.get("ok") is True:
+            return f"deployed to {env}"
+        question = ElicitRequest(
+            params=ElicitRequestFormParams(
+                message=f"Deploy to {env}?",
+                requested_schema={"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]},
+            )
+        )
+        return InputRequiredResult(input_requests={"confirm": question}, request_state=f"confirm-deploy:{env}")
+
+    app = server.streamable_http_app()
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
+    print("ready", flush=True)
+    uvicorn.Server(config).run()
+
+
+if __name__ == "__main__":
+    main()

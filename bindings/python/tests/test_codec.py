@@ -1,0 +1,157 @@
+"""The SDK's codec contract for `KeysetCodec`, through the SDK's own boundary
+(`RequestStateBoundary._seal` / `_unseal`), on a keyset rotated by the CLI."""
+
+from __future__ import annotations
+
+import base64
+import logging
+from types import SimpleNamespace
+
+import pytest
+from conftest import TIMING, Keyset, cli, wait_for
+from mcp.server.request_state import (
+    AESGCMRequestStateCodec,
+    InvalidRequestState,
+    RequestStateBoundary,
+    RequestStateSecurity,
+)
+from mcp.shared.exceptions import MCPError
+
+from stateseal import KeysetCodec, _native
+
+PARAMS = {"name": "deploy", "arguments": {"env": "prod"}}
+
+
+def start(keyset: Keyset, **extra: object) -> KeysetCodec:
+    return KeysetCodec.start(keyset.store, allow_local_kek=True, **{**TIMING, **extra})  # type: ignore[arg-type]
+
+
+def boundary(codec: KeysetCodec) -> RequestStateBoundary:
+    security = RequestStateSecurity(codec=codec, ttl=TIMING["ttl"], bind_principal=lambda ctx: "alice")
+    return RequestStateBoundary(security, default_audience="svc")
+
+
+def mint(b: RequestStateBoundary, state: str = "awaiting-confirm") -> str:
+    return b._seal(SimpleNamespace(method="tools/call", params=PARAMS), state)
+
+
+def verify(b: RequestStateBoundary, token: str) -> str:
+    state, _ = b._unseal(SimpleNamespace(method="tools/call", params={**PARAMS, "requestState": token}))
+    return state
+
+
+def rejected(b: RequestStateBoundary, token: str) -> bool:
+    try:
+        verify(b, token)
+    except MCPError as e:
+        assert e.error.code == -32602
+        return True
+    return False
+
+
+def raw(token: str) -> bytes:
+    body = token[3:]
+    return base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+
+
+def encode(body: bytes) -> str:
+    return "v1." + base64.urlsafe_b64encode(body).decode().rstrip("=")
+
+
+def test_round_trip_and_every_tampering_is_rejected(local_keyset: Keyset) -> None:
+    with start(local_keyset) as codec:
+        b = boundary(codec)
+        token = mint(b)
+        assert verify(b, token) == "awaiting-confirm"
+        assert token.startswith("v1.")
+        # Any byte of the sealed body flipped.
+        body = raw(token)
+        for i in range(len(body)):
+            flipped = bytearray(body)
+            flipped[i] ^= 0x01
+            assert rejected(b, encode(bytes(flipped))), f"byte {i}"
+        # An alias base64 character (same bits modulo padding), junk, a newline, another prefix.
+        last = token[-1]
+        alias = chr(ord(last) + 1) if last not in "9_-zZ" else "A"
+        for bad in [token[:-1] + alias, token + "A", token + "\n", "v2." + token[3:], token[3:], token + "=="]:
+            assert rejected(b, bad), repr(bad[-8:])
+        # The codec itself raises the SDK's exception, with a reason and nothing secret.
+        with pytest.raises(InvalidRequestState) as e:
+            codec.unseal(token[:-2])
+        assert token[3:20] not in str(e.value)
+
+
+def test_unknown_key_and_key_id_transplant_are_rejected(local_keyset: Keyset, tmp_path) -> None:
+    other = Keyset(f"file://{tmp_path / 'other.json'}", f"local://{tmp_path / 'other.bin'}", {}, tmp_path)
+    cli("init", "--kek", other.kek, "--store", other.store, "--refresh-interval", "1", "--max-skew", "1",
+        "--state-ttl", "6")
+    with start(local_keyset) as ours, start(other) as theirs:
+        foreign = mint(boundary(theirs))
+        b = boundary(ours)
+        assert rejected(b, foreign)
+        with pytest.raises(InvalidRequestState, match="unknown key"):
+            ours.unseal(foreign)
+        # Our key id on their ciphertext: the id is bound under the tag.
+        transplanted = raw(mint(b))[:4] + raw(foreign)[4:]
+        assert rejected(b, encode(transplanted))
+        # And the SDK's built-in codec cannot open ours, nor we its.
+        builtin = AESGCMRequestStateCodec([b"k" * 32])
+        with pytest.raises(InvalidRequestState):
+            builtin.unseal(ours.seal(b"x"))
+        with pytest.raises(InvalidRequestState):
+            ours.unseal(builtin.seal(b"x"))
+
+
+def test_a_state_sealed_before_a_rotation_lives_through_phases_one_and_two(local_keyset: Keyset) -> None:
+    with start(local_keyset) as codec:
+        b = boundary(codec)
+        before = mint(b)
+        first = codec.status()["primary"]
+        cli("rotate", "--store", local_keyset.store)
+        # Phase 1: the new key is known, the old one still seals.
+        # (Generations also count the fleet's seal reservations: wait for the new key itself.)
+        st = wait_for("the rotation to reach the codec", lambda: len((s := codec.status())["ring"]) == 2 and s)
+        assert st["phase"] == 1 and st["primary"] == first
+        assert verify(b, before) == "awaiting-confirm"
+        # Phase 2 (after P = 3 s): the new key seals, the old one still unseals.
+        st = wait_for("phase 2", lambda: (s := codec.status())["phase"] == 2 and s)
+        assert st["primary"] != first and st["ring"][1] == first
+        assert verify(b, before) == "awaiting-confirm"
+        assert raw(mint(b))[:4] != raw(before)[:4]
+        # Phase 3 (after T more): the old key retires; its tokens are unknown.
+        wait_for("phase 3", lambda: codec.status()["phase"] == 3, timeout=30)
+        assert codec.status()["ring"] == [codec.status()["primary"]]
+        with pytest.raises(InvalidRequestState, match="unknown key"):
+            codec.unseal(before)
+
+
+def test_not_ready_and_closed_raise(local_keyset: Keyset, caplog: pytest.LogCaptureFixture) -> None:
+    codec = start(local_keyset)
+    token = codec.seal(b"payload")
+    assert codec.unseal(token) == b"payload"
+    codec.close()
+    for call in (lambda: codec.seal(b"x"), lambda: codec.unseal(token)):
+        with pytest.raises(InvalidRequestState, match="closed"):
+            call()
+    # Through the boundary a seal failure is an internal error, never an unsealed response.
+    b = boundary(codec)
+    with caplog.at_level(logging.DEBUG), pytest.raises(MCPError) as e:
+        mint(b, "plaintext-canary-91c2")
+    assert e.value.error.code == -32603
+    assert "closed" in caplog.text
+    assert "plaintext-canary-91c2" not in caplog.text
+
+
+def test_bad_settings_say_what_to_fix(local_keyset: Keyset) -> None:
+    with pytest.raises(TypeError, match="refresh"):
+        KeysetCodec.start(local_keyset.store, **{"refresh": 1})  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match='unknown setting "refresh"'):
+        _native.NativeCodec.start(local_keyset.store, {"refresh": 1})
+    with pytest.raises(ValueError, match="ttl"):
+        KeysetCodec.start(local_keyset.store, ttl=-1)
+    # A local KEK is refused unless asked for; the error names the switch and no key.
+    with pytest.raises(RuntimeError, match="allow_local_kek") as e:
+        KeysetCodec.start(local_keyset.store, ready_timeout=0.5, **TIMING)  # type: ignore[arg-type]
+    assert "kek.bin" not in str(e.value) or "local://" in str(e.value)
+    with pytest.raises(RuntimeError, match="no keyset|gave no usable key"):
+        KeysetCodec.start(f"file://{local_keyset.dir / 'missing.json'}", ready_timeout=0.5)

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the Python package `stateseal` with its user's install line
+# (`pip install ./bindings/python`, maturin as the PEP 517 backend) into a
+# project venv that has the real MCP SDK (mcp==2.3.0), then runs its tests with
+# pytest: the SDK's codec contract, fork safety, KMS faults on OpenBao, and the
+# mixed Rust/Python fleet. Prints the venv's python on its last line.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+venv="${STATESEAL_PYPKG_ENV:-target/pypkg-env}"
+packages=("mcp==2.3.0" "pytest==8.3.5")
+if [ ! -x "$venv/bin/python" ] || [ "$(cat "$venv/.installed" 2>/dev/null)" != "${packages[*]}" ]; then
+  python3 -m venv "$venv" >&2
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "${packages[@]}" >&2
+  echo "${packages[*]}" > "$venv/.installed"
+fi
+# The CLI and the Rust example server the tests run beside the Python server.
+cargo build --quiet -p stateseal-cli --bin stateseal
+cargo build --quiet --example http_server
+# The wheel builds in the workspace's target directory (incremental across runs).
+CARGO_TARGET_DIR="$PWD/target" "$venv/bin/pip" install --quiet --disable-pip-version-check \
+  --force-reinstall --no-deps ./bindings/python >&2
+SVC_BIN="$(scripts/svc-env.sh)"
+STATESEAL_CLI="$PWD/target/debug/stateseal" \
+STATESEAL_HTTP_SERVER="$PWD/target/debug/examples/http_server" \
+STATESEAL_BAO="${STATESEAL_BAO:-$SVC_BIN/bao}" \
+  "$venv/bin/python" -m pytest bindings/python/tests -q -s -p no:cacheprovider "$@" >&2
+echo "$(cd "$venv/bin" && pwd)/python"

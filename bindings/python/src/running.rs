@@ -26,11 +26,57 @@ fn registry(allow_local_kek: bool) -> ProviderRegistry {
 pub(crate) struct Recipe {
     pub(crate) config: Config,
     pub(crate) allow_local_kek: bool,
+    /// Timing fields the caller set; the others follow the keyset's profile.
+    pub(crate) explicit_timing: ExplicitTiming,
+}
+
+/// Which of R, S, T and P the caller gave.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct ExplicitTiming {
+    pub(crate) refresh_interval: bool,
+    pub(crate) max_skew: bool,
+    pub(crate) ttl: bool,
+    pub(crate) propagation: bool,
+}
+
+impl Recipe {
+    /// The configuration with the keyset's timing profile (R, S, T, P) in
+    /// every field the caller left unset, as the fleet's Rust servers read it.
+    /// A store that cannot be read yet leaves the configuration as it is
+    /// (start-up then reports the store's error).
+    async fn config_for(&self, registry: &ProviderRegistry) -> Config {
+        let mut config = self.config.clone();
+        let Ok(store) = registry.open_store(&config.store) else {
+            return config;
+        };
+        let Ok(Some(doc)) = store.load().await else {
+            return config;
+        };
+        if let Some(t) = doc.timing {
+            let e = self.explicit_timing;
+            if !e.refresh_interval {
+                config.refresh_interval = t.refresh_interval;
+            }
+            if !e.max_skew {
+                config.max_skew = t.max_skew;
+            }
+            if !e.ttl {
+                config.ttl = t.ttl;
+            }
+            // P belongs to the profile's R and S: with either overridden, P follows them (2R + S).
+            if !e.propagation && !e.refresh_interval && !e.max_skew {
+                config.propagation = Some(t.propagation);
+            }
+        }
+        config
+    }
 }
 
 pub(crate) struct Running {
     /// The process that started it: a child after `fork` has none of its threads.
     pub(crate) pid: u32,
+    /// The state lifetime T in force (the SDK's `RequestStateSecurity` takes the same).
+    pub(crate) ttl: f64,
     pub(crate) codec: AesGcmCodec,
     protection: Option<Protection>,
     runtime: Option<tokio::runtime::Runtime>,
@@ -46,10 +92,19 @@ impl Running {
             .build()
             .map_err(|e| Error::Config(format!("cannot start the background runtime: {e}")))?;
         let registry = registry(recipe.allow_local_kek);
-        let protection = runtime.block_on(stateseal::setup::start(&recipe.config, registry))?;
+        let protection = runtime.block_on(async {
+            let config = recipe.config_for(&registry).await;
+            config.validate()?;
+            let ttl = config.ttl;
+            stateseal::setup::start(&config, registry)
+                .await
+                .map(|p| (p, ttl))
+        });
+        let (protection, ttl) = protection?;
         let codec = AesGcmCodec::new(protection.scheduler().ring());
         Ok(Self {
             pid: std::process::id(),
+            ttl,
             codec,
             protection: Some(protection),
             runtime: Some(runtime),

@@ -5,7 +5,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use stateseal::setup::Config;
 
-use crate::running::Recipe;
+use crate::running::{ExplicitTiming, Recipe};
 
 /// The codec never sees the audience (the SDK's boundary checks it): the
 /// configuration needs one, so it gets a fixed name.
@@ -20,6 +20,7 @@ fn float(name: &str, v: &Bound<'_, PyAny>) -> PyResult<f64> {
 pub(crate) fn recipe(store: &str, settings: Option<&Bound<'_, PyDict>>) -> PyResult<Recipe> {
     let mut b = Config::builder(store, AUDIENCE);
     let mut allow_local_kek = false;
+    let mut explicit = ExplicitTiming::default();
     if let Some(settings) = settings {
         for (key, value) in settings.iter() {
             let name: String = key.extract()?;
@@ -27,6 +28,13 @@ pub(crate) fn recipe(store: &str, settings: Option<&Bound<'_, PyDict>>) -> PyRes
                 continue;
             }
             let v = &value;
+            match name.as_str() {
+                "refresh_interval" => explicit.refresh_interval = true,
+                "max_skew" => explicit.max_skew = true,
+                "ttl" => explicit.ttl = true,
+                "propagation" => explicit.propagation = true,
+                _ => {}
+            }
             b = match name.as_str() {
                 "kek" => b.kek(Some(v.extract::<String>().map_err(|_| {
                     PyValueError::new_err("kek: expected a KEK URI (a string)")
@@ -59,6 +67,7 @@ pub(crate) fn recipe(store: &str, settings: Option<&Bound<'_, PyDict>>) -> PyRes
     Ok(Recipe {
         config,
         allow_local_kek,
+        explicit_timing: explicit,
     })
 }
 
@@ -71,8 +80,24 @@ pub(crate) fn recipe_from_env() -> PyResult<Recipe> {
     })
     .map_err(|e| PyValueError::new_err(e.to_string()))?;
     let allow_local_kek = std::env::var("STATESEAL_ALLOW_LOCAL_KEK").is_ok_and(|v| v == "true");
+    // Given by a variable, or by the TOML file STATESEAL_CONFIG names (already read without error).
+    let file: toml::Table = std::env::var("STATESEAL_CONFIG")
+        .ok()
+        .and_then(|path| std::fs::read_to_string(path).ok())
+        .and_then(|text| text.parse().ok())
+        .unwrap_or_default();
+    let set = |field: &str| {
+        file.contains_key(field)
+            || std::env::var(format!("STATESEAL_{}", field.to_ascii_uppercase())).is_ok()
+    };
     Ok(Recipe {
         config,
         allow_local_kek,
+        explicit_timing: ExplicitTiming {
+            refresh_interval: set("refresh_interval"),
+            max_skew: set("max_skew"),
+            ttl: set("ttl"),
+            propagation: set("propagation"),
+        },
     })
 }

@@ -60,7 +60,7 @@ def main() -> None:
     port, store = int(sys.argv[1]), sys.argv[2]
     options = settings(sys.argv[3:])
     codec = KeysetCodec.start(store, **options)  # type: ignore[arg-type]
-    security = RequestStateSecurity(codec=codec, ttl=float(options.get("ttl", 600)), audience=AUDIENCE)
+    security = RequestStateSecurity(codec=codec, ttl=codec.ttl, audience=AUDIENCE)
     url = f"http://127.0.0.1:{port}"
     server = MCPServer(
         AUDIENCE,

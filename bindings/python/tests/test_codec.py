@@ -142,6 +142,30 @@ def test_not_ready_and_closed_raise(local_keyset: Keyset, caplog: pytest.LogCapt
     assert "plaintext-canary-91c2" not in caplog.text
 
 
+def test_timing_follows_the_keyset_unless_given(local_keyset: Keyset) -> None:
+    # The keyset was created with T = 6 s: a codec started without timing takes
+    # the fleet's profile (the default 600 s would be refused as longer than T).
+    with KeysetCodec.start(local_keyset.store, allow_local_kek=True) as codec:
+        assert codec.ttl == TIMING["ttl"]
+        assert codec.unseal(codec.seal(b"x")) == b"x"
+    with KeysetCodec.start(local_keyset.store, allow_local_kek=True, ttl=3) as shorter:
+        assert shorter.ttl == 3
+    with pytest.raises(RuntimeError, match="timing|ttl"):
+        KeysetCodec.start(local_keyset.store, allow_local_kek=True, ttl=60, ready_timeout=0.5)
+
+
+def test_from_env_reads_the_servers_variables(local_keyset: Keyset, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STATESEAL_STORE", local_keyset.store)
+    monkeypatch.setenv("STATESEAL_ALLOW_LOCAL_KEK", "true")
+    monkeypatch.setenv("STATESEAL_REFRESH_INTERVAL", "2")
+    with KeysetCodec.from_env() as codec:
+        assert codec.ttl == TIMING["ttl"]  # not given: the keyset's
+        assert codec.unseal(codec.seal(b"x")) == b"x"
+    monkeypatch.setenv("STATESEAL_TTL", "soon")
+    with pytest.raises(ValueError, match="STATESEAL_TTL"):
+        KeysetCodec.from_env()
+
+
 def test_bad_settings_say_what_to_fix(local_keyset: Keyset) -> None:
     with pytest.raises(TypeError, match="refresh"):
         KeysetCodec.start(local_keyset.store, **{"refresh": 1})  # type: ignore[arg-type]

@@ -11,7 +11,7 @@ the GIL and never touch the network.
     from stateseal import KeysetCodec
 
     codec = KeysetCodec.start("vault-kv://secret/stateseal/keyset")
-    security = RequestStateSecurity(codec=codec, ttl=600)
+    security = RequestStateSecurity(codec=codec, ttl=codec.ttl)
 """
 
 from __future__ import annotations
@@ -54,9 +54,8 @@ class KeysetCodec:
     """A ``RequestStateCodec`` whose keys come from a stateseal keyset.
 
     Start it with :meth:`start` (or :meth:`from_env`); it blocks until the key
-    ring is loaded. Give it to ``RequestStateSecurity(codec=..., ttl=...)`` with
-    the same ``ttl`` as the codec's (a keyset's timing profile refuses a longer
-    one). Use one codec per process; after ``os.fork()`` a child starts its own
+    ring is loaded. Give it to ``RequestStateSecurity(codec=codec, ttl=codec.ttl)``:
+    the state lifetime the fleet's keyset was created with. Use one codec per process; after ``os.fork()`` a child starts its own
     instance on its first seal or unseal.
     """
 
@@ -92,7 +91,9 @@ class KeysetCodec:
 
         ``store`` is a keyset store URI (``file:///…``, ``vault-kv://…``,
         ``s3://…``, ``gs://…``). The settings are those of the Rust
-        ``setup::Config`` (seconds for durations); ``None`` keeps the default.
+        ``setup::Config`` (seconds for durations); ``None`` keeps the default,
+        and the timing (``refresh_interval``, ``max_skew``, ``ttl``,
+        ``propagation``) follows the keyset's profile unless given.
         ``create_if_missing`` with ``kek`` creates the keyset when the store is
         empty (development). ``allow_local_kek`` permits ``local://`` KEKs,
         which are for development only. Provider credentials come from the
@@ -116,6 +117,11 @@ class KeysetCodec:
         file; ``STATESEAL_ALLOW_LOCAL_KEK=true`` permits ``local://`` KEKs.
         """
         return cls(_native.NativeCodec.from_env())
+
+    @property
+    def ttl(self) -> float:
+        """The state lifetime in force (seconds): pass it to ``RequestStateSecurity``."""
+        return float(self._native.status()["ttl"])
 
     def status(self) -> dict[str, Any]:
         """Readiness, keyset generation, rotation phase, ring (primary first) and refreshes."""

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
-use stateseal::rotation::{SchedulerConfig, Timing};
+use stateseal::rotation::{RotateMode, SchedulerConfig, Timing};
 use stateseal::{
     AesGcmCodec, Envelope, ManualClock, RequestIdentity, RingHandle, RotationScheduler,
 };
@@ -93,5 +93,69 @@ fn counters_and_gauges_are_recorded() {
     }
     assert!(
         matches!(find("stateseal_primary_key_age_seconds", None), Some(DebugValue::Gauge(v)) if v.into_inner() == 5.0)
+    );
+}
+
+/// What an operator's dashboards and alerts read off one instance: ready, the
+/// seconds left in the current phase, and the seal limit the primary counts against.
+#[test]
+fn readiness_phase_deadline_and_seal_limit_gauges() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    // A snapshot drains the recorder: read every gauge at once.
+    let gauges = || -> std::collections::HashMap<String, f64> {
+        snapshotter
+            .snapshot()
+            .into_vec()
+            .into_iter()
+            .filter_map(|(key, .., value)| match value {
+                DebugValue::Gauge(v) => Some((key.key().name().to_owned(), v.into_inner())),
+                _ => None,
+            })
+            .collect()
+    };
+    let t0 = 1_782_345_600.0;
+    let timing = Timing::default();
+    let (steady, rotating) = metrics::with_local_recorder(&recorder, || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("rt");
+        rt.block_on(async {
+            let registry = local_registry();
+            let (dir, store) = local_keyset("phase-gauges", &registry, timing, t0).await;
+            let sched = RotationScheduler::new(
+                SchedulerConfig::default(),
+                store,
+                registry,
+                Arc::new(RingHandle::empty()),
+                Arc::new(ManualClock::new(t0)),
+            )
+            .expect("scheduler");
+            sched.refresh_at(t0 + 5.0).await.expect("refresh");
+            let steady = gauges();
+            sched
+                .rotate_at(t0 + 100.0, RotateMode::Scheduled)
+                .await
+                .expect("rotate");
+            sched.refresh_at(t0 + 110.0).await.expect("refresh");
+            let rotating = gauges();
+            let _ = std::fs::remove_dir_all(dir);
+            (steady, rotating)
+        })
+    });
+    // Steady state: ready, phase 3, nothing scheduled.
+    assert_eq!(steady["stateseal_ready"], 1.0);
+    assert_eq!(steady["stateseal_rotation_phase"], 3.0);
+    assert_eq!(steady["stateseal_seconds_to_next_phase"], 0.0);
+    assert_eq!(
+        steady["stateseal_max_seals_per_key"],
+        SchedulerConfig::default().max_seals_per_key as f64
+    );
+    // Ten seconds into a rotation: phase 1 ends when the new key activates, P after it.
+    assert_eq!(rotating["stateseal_rotation_phase"], 1.0);
+    assert_eq!(
+        rotating["stateseal_seconds_to_next_phase"],
+        timing.propagation - 10.0
     );
 }

@@ -14,7 +14,7 @@ use super::cache::{KeyCache, Outcome};
 use super::config::SchedulerConfig;
 use super::operations::load_existing;
 use super::reservations::Reservations;
-use super::timeline::{Phase, ring_at};
+use super::timeline::{Phase, next_change_after, ring_at};
 use crate::clock::{Clock, SystemClock};
 use crate::error::Error;
 use crate::keyset::{Keyset, KeysetStore};
@@ -330,6 +330,7 @@ impl RotationScheduler {
 
     fn fail_closed(&self) {
         self.inner.ring.clear();
+        metrics::gauge!("stateseal_ready").set(0.0);
         let mut st = lock(&self.inner.status);
         st.ready = false;
         st.ring.clear();
@@ -379,6 +380,12 @@ impl RotationScheduler {
         inner.ring.store(ring);
         metrics::gauge!("stateseal_ring_generation").set(doc.generation as f64);
         metrics::gauge!("stateseal_rotation_phase").set(phase.map_or(0.0, |p| p as u8 as f64));
+        // How long the current phase has left (0 with nothing scheduled): a phase
+        // that should have ended shows as a generation that never changes while this stays 0.
+        let to_next = next_change_after(doc, now).map_or(0.0, |(at, _)| (at - now).max(0.0));
+        metrics::gauge!("stateseal_seconds_to_next_phase").set(to_next);
+        metrics::gauge!("stateseal_max_seals_per_key").set(inner.config.max_seals_per_key as f64);
+        metrics::gauge!("stateseal_ready").set(1.0);
         let mut st = lock(&inner.status);
         st.ready = true;
         st.generation = Some(doc.generation);

@@ -10,6 +10,9 @@
 //! ```
 //! Bearer tokens: `alice-token` and `bob-token` (a real server verifies OAuth tokens here).
 //! With a keyset, `GET /stats` answers `{"ready":…,"refresh_ok":…,"generation":…,"kms_calls":…}` (no secrets).
+//! For operators and probes: `GET /metrics` (Prometheus text format), `GET /healthz` (the
+//! process answers), `GET /readyz` (200 once a key ring is loaded and while the keyset stays
+//! fresh enough to seal, else 503).
 
 #[path = "../cli/src/demo/bearer_auth.rs"]
 mod bearer_auth;
@@ -42,6 +45,10 @@ async fn main() -> std::io::Result<()> {
         .with_writer(std::io::stderr)
         .with_max_level(tracing::Level::INFO)
         .init();
+    // Every stateseal metric, rendered for Prometheus at /metrics.
+    let metrics = metrics_exporter_prometheus::PrometheusBuilder::new()
+        .install_recorder()
+        .map_err(std::io::Error::other)?;
     let mut addr = "127.0.0.1:8080".to_owned();
     let mut config_text = None;
     let mut offset = 0.0;
@@ -106,9 +113,18 @@ async fn main() -> std::io::Result<()> {
     let router = axum::Router::new()
         .nest_service("/mcp", service)
         .layer(middleware::from_fn(bearer_auth::bearer_auth))
+        .route("/stats", {
+            let p = protection.clone();
+            axum::routing::get(move || std::future::ready(stats(p.as_deref())))
+        })
         .route(
-            "/stats",
-            axum::routing::get(move || std::future::ready(stats(protection.as_deref()))),
+            "/metrics",
+            axum::routing::get(move || std::future::ready(metrics.render())),
+        )
+        .route("/healthz", axum::routing::get(|| std::future::ready("ok")))
+        .route(
+            "/readyz",
+            axum::routing::get(move || std::future::ready(readiness(protection.as_deref()))),
         );
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     eprintln!("listening on http://{}/mcp", listener.local_addr()?);
@@ -120,6 +136,15 @@ async fn main() -> std::io::Result<()> {
         }
     });
     axum::serve(listener, router).await
+}
+
+/// 200 while the instance can seal (a ring is loaded and the keyset is fresh
+/// enough: the scheduler clears readiness past `max_store_staleness`), else 503.
+fn readiness(p: Option<&Protection>) -> (axum::http::StatusCode, &'static str) {
+    match p {
+        Some(p) if !p.is_ready() => (axum::http::StatusCode::SERVICE_UNAVAILABLE, "not ready"),
+        _ => (axum::http::StatusCode::OK, "ready"),
+    }
 }
 
 /// What a fleet operator (or the soak) reads off an instance: readiness, keyset generation, KMS calls.

@@ -48,6 +48,8 @@ echo "== fleet soak, short form (OpenBao + 3 server processes: rotations, kill, 
 scripts/soak.sh --duration 60
 echo "== Terraform modules (python-hcl2 + stateseal's rules, checkov offline)"
 scripts/terraform-check.sh
+echo "== Prometheus alert rules and the Grafana dashboard (promtool: check, unit tests, every query)"
+python3 scripts/observability_check.py "$(scripts/prometheus-env.sh)/promtool"
 echo "== MCP conformance suite (input-required-result-*)"
 scripts/conformance.sh
 echo "== cargo doc"

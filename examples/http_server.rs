@@ -78,12 +78,16 @@ async fn main() -> std::io::Result<()> {
         // A fleet: one call builds the scheduler and boundary from a keyset that rotates without downtime.
         Some(text) => {
             let config = Config::from_toml_str(&text).map_err(std::io::Error::other)?;
-            // Vault URIs (hcvault://, vault-kv://) are configured from VAULT_* variables.
+            // Every provider and store, configured from the environment as the
+            // deployment sets it (VAULT_*, the AWS chain, Application Default Credentials).
             let mut registry = ProviderRegistry::with_defaults();
             if allow_local_kek {
                 registry.allow_local_kek();
             }
             stateseal_vault::register(&mut registry, stateseal_vault::VaultConfig::from_env());
+            stateseal_aws_kms::register(&mut registry, stateseal_aws_kms::AwsConfig::default());
+            stateseal_gcp_kms::register(&mut registry, stateseal_gcp_kms::GcpKmsConfig::from_env());
+            stateseal_object_store::register(&mut registry);
             let p = start_with_clock(&config, registry, Arc::new(OffsetClock(offset)))
                 .await
                 .map_err(std::io::Error::other)?;

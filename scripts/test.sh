@@ -50,6 +50,8 @@ echo "== Terraform modules (python-hcl2 + stateseal's rules, checkov offline)"
 scripts/terraform-check.sh
 echo "== Prometheus alert rules and the Grafana dashboard (promtool: check, unit tests, every query)"
 python3 scripts/observability_check.py "$(scripts/prometheus-env.sh)/promtool"
+echo "== Kubernetes overlays and the Dockerfile (kubectl kustomize, kubernetes-validate --strict, hadolint)"
+"$SVC_BIN/../../svcenv-deploy/bin/python" scripts/deploy_check.py "$SVC_BIN/../../svcenv-deploy/bin"
 echo "== MCP conformance suite (input-required-result-*)"
 scripts/conformance.sh
 echo "== cargo doc"

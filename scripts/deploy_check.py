@@ -1,0 +1,97 @@
+"""Checks the deployment offline: every kustomize overlay renders (`kubectl
+kustomize`) and validates against the Kubernetes schemas
+(`kubernetes-validate --strict`), the fleet's own rules hold in what renders,
+and the Dockerfile passes hadolint.
+
+Usage: deploy_check.py TOOLS_BIN (where kubernetes-validate and hadolint are).
+Exits 1 on any failure.
+"""
+
+import pathlib
+import subprocess
+import sys
+import tomllib
+
+import yaml  # noqa: I001 - kubernetes-validate's own dependency, in the same venv
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+K8S = ROOT / "deploy/kubernetes"
+tools = pathlib.Path(sys.argv[1])
+KUBERNETES_VERSION = "1.31.0"
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        failures.append(what)
+
+
+IDENTITY = {
+    "vault": ("vault-kv://", lambda docs: env(docs).get("STATESEAL_VAULT_AUTH") == "kubernetes"),
+    "aws": ("s3://", lambda docs: "eks.amazonaws.com/role-arn" in sa(docs)["metadata"].get("annotations", {})),
+    "gcp": ("gs://", lambda docs: "iam.gke.io/gcp-service-account" in sa(docs)["metadata"].get("annotations", {})),
+}
+
+
+def kind(docs, k):
+    return [d for d in docs if d and d.get("kind") == k]
+
+
+def sa(docs):
+    return kind(docs, "ServiceAccount")[0]
+
+
+def container(docs):
+    return kind(docs, "Deployment")[0]["spec"]["template"]["spec"]["containers"][0]
+
+
+def env(docs):
+    return {e["name"]: e.get("value") for e in container(docs).get("env", [])}
+
+
+out_dir = ROOT / "target/deploy-rendered"
+out_dir.mkdir(parents=True, exist_ok=True)
+overlays = sorted(p.name for p in (K8S / "overlays").iterdir() if p.is_dir())
+check(overlays == sorted(IDENTITY), f"overlays: {overlays}")
+for name in overlays:
+    r = subprocess.run(["kubectl", "kustomize", str(K8S / "overlays" / name)], capture_output=True, text=True)
+    check(r.returncode == 0, f"{name}: kubectl kustomize renders" + ("" if r.returncode == 0 else f": {r.stderr}"))
+    if r.returncode != 0:
+        continue
+    rendered = out_dir / f"{name}.yaml"
+    rendered.write_text(r.stdout)
+    v = subprocess.run(
+        [tools / "kubernetes-validate", "--strict", "--quiet", "-k", KUBERNETES_VERSION, str(rendered)],
+        capture_output=True, text=True,
+    )
+    check(v.returncode == 0, f"{name}: every object validates against Kubernetes {KUBERNETES_VERSION} (strict)"
+          + ("" if v.returncode == 0 else f": {v.stdout}{v.stderr}"))
+    docs = list(yaml.safe_load_all(r.stdout))
+    deployment = kind(docs, "Deployment")[0]
+    spec = deployment["spec"]
+    pod = spec["template"]["spec"]
+    c = container(docs)
+    check(spec["replicas"] >= 3, f"{name}: at least three replicas")
+    check(c["readinessProbe"]["httpGet"]["path"] == "/readyz", f"{name}: readiness on /readyz")
+    check(c["livenessProbe"]["httpGet"]["path"] == "/healthz", f"{name}: liveness on /healthz")
+    check(pod["securityContext"].get("runAsNonRoot") is True, f"{name}: runs as non-root")
+    check(c["securityContext"].get("readOnlyRootFilesystem") is True
+          and c["securityContext"].get("allowPrivilegeEscalation") is False, f"{name}: read-only, no escalation")
+    check("requests" in c.get("resources", {}), f"{name}: resource requests")
+    annotations = spec["template"]["metadata"].get("annotations", {})
+    check(annotations.get("prometheus.io/path") == "/metrics", f"{name}: Prometheus scrapes /metrics")
+    pdb = kind(docs, "PodDisruptionBudget")
+    check(len(pdb) == 1 and pdb[0]["spec"]["minAvailable"] >= 2, f"{name}: a disruption budget keeps two serving")
+    config = tomllib.loads(kind(docs, "ConfigMap")[0]["data"]["fleet.toml"])
+    scheme, identity = IDENTITY[name]
+    check(config["store"].startswith(scheme), f"{name}: the keyset store is {scheme}…")
+    check(identity(docs), f"{name}: the workload identity is configured")
+
+r = subprocess.run([tools / "hadolint", str(ROOT / "deploy/docker/Dockerfile")], capture_output=True, text=True)
+check(r.returncode == 0, "hadolint deploy/docker/Dockerfile" + ("" if r.returncode == 0 else f": {r.stdout}"))
+
+if failures:
+    print(f"{len(failures)} deployment check(s) failed", file=sys.stderr)
+    sys.exit(1)
+print("deployment checks passed")

@@ -111,6 +111,8 @@ pub(crate) struct Load {
     pub(crate) max_conversations: u64,
     /// Replay a held token once it is this old (past TTL + skew).
     pub(crate) expired_after: Duration,
+    /// No attacks before this: the run opens with a clean stretch in which no alert may fire.
+    pub(crate) attacks_from: Instant,
 }
 
 impl Load {
@@ -209,6 +211,9 @@ impl Load {
                 other => self.unexpected("round 2", &other),
             }
             // About one conversation in four is followed by an attack with its token.
+            if Instant::now() < self.attacks_from {
+                continue;
+            }
             match pick.below(12) {
                 0 => {
                     let mid = token.len() / 2;

@@ -17,6 +17,7 @@ mod faults;
 mod fleet;
 mod load;
 mod plan;
+mod watch;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -145,6 +146,8 @@ fn run(args: &Args) -> Result<bool, String> {
         .build()
         .map_err(|e| e.to_string())?;
     let tally = Arc::new(Tally::default());
+    // Until the first fault, a clean stretch: no faults, no attacks, no alerts.
+    let first_event_s = schedule(args.duration).first().map_or(0.0, |(at, _)| *at);
     let started = Instant::now();
     let deadline = started + Duration::from_secs_f64(args.duration);
     let http = reqwest::Client::builder()
@@ -152,6 +155,23 @@ fn run(args: &Args) -> Result<bool, String> {
         .build()
         .map_err(|e| e.to_string())?;
     let ports: Vec<u16> = servers.iter().map(|s| s.port).collect();
+    // A real Prometheus scrapes every server with the (time-scaled) alert rules loaded.
+    let prometheus = args.prometheus.as_ref().ok_or(
+        "the soak needs Prometheus: run it through scripts/soak.sh (or pass --prometheus PATH)",
+    )?;
+    let watch = watch::Watch::start(prometheus, &dir.join("prometheus"), &ports)?;
+    println!(
+        "prometheus {} scrapes {} servers every 1 s",
+        watch.url,
+        ports.len()
+    );
+    let follower = rt.spawn(watch::Watch::follow(
+        watch.url.clone(),
+        http.clone(),
+        Arc::clone(&watch.transitions),
+        started,
+        deadline + Duration::from_secs(8),
+    ));
     let workers: Vec<_> = (0..args.workers)
         .map(|w| {
             let load = Load {
@@ -161,6 +181,7 @@ fn run(args: &Args) -> Result<bool, String> {
                 deadline,
                 max_conversations: args.max_conversations,
                 expired_after: Duration::from_secs(24),
+                attacks_from: started + Duration::from_secs_f64(first_event_s),
             };
             rt.spawn(load.run(0x9e37_79b9_7f4a_7c15 ^ ((w as u64 + 1) * 0x1000_0001)))
         })
@@ -171,6 +192,7 @@ fn run(args: &Args) -> Result<bool, String> {
     let (mut rotations, mut forced) = (0u64, 0u64);
     let mut restart_ready_s = None;
     let mut outage_felt = false;
+    let mut outage_window = (0.0, 0.0);
     let mut seen_faults: Vec<faults::Seen> = Vec::new();
     for (at, event) in schedule(args.duration) {
         let wait = started + Duration::from_secs_f64(at);
@@ -244,6 +266,7 @@ fn run(args: &Args) -> Result<bool, String> {
                     failures.push(format!("only {failing} processes saw the OpenBao outage"));
                 }
                 bao.restart();
+                outage_window = (t, started.elapsed().as_secs_f64());
                 println!(
                     "{:>6.1}s OpenBao started and unsealed",
                     started.elapsed().as_secs_f64()
@@ -257,6 +280,41 @@ fn run(args: &Args) -> Result<bool, String> {
         }
     });
     let elapsed = started.elapsed().as_secs_f64();
+    // What Prometheus saw: the alerts' timeline (the follower runs a few seconds
+    // past the load, so a resolution is seen) and every dashboard query.
+    let _ = rt.block_on(follower);
+    let alerts = watch.transitions();
+    let (outage_from, outage_to) = outage_window;
+    if !watch::fired_within(
+        &alerts,
+        "StatesealRefreshFailing",
+        outage_from,
+        outage_to + 10.0,
+    ) {
+        failures.push(format!(
+            "StatesealRefreshFailing did not fire during the OpenBao outage ({outage_from:.1}-{outage_to:.1} s)"
+        ));
+    }
+    if watch::final_state(&alerts, "StatesealRefreshFailing") != "resolved" {
+        failures.push("StatesealRefreshFailing did not resolve after the outage".into());
+    }
+    // The load attacks all the time: the tampering alert must fire, and nothing
+    // else may before the first fault.
+    if !watch::fired_within(&alerts, "StatesealRejectionSpike", 0.0, elapsed + 10.0) {
+        failures.push("StatesealRejectionSpike never fired under the load's attacks".into());
+    }
+    for t in alerts.iter().filter(|t| {
+        t.state == "firing" && t.at_s < first_event_s && t.alert != "StatesealRejectionSpike"
+    }) {
+        failures.push(format!(
+            "{} fired at {:.1} s, before any fault",
+            t.alert, t.at_s
+        ));
+    }
+    let (queries, empty) = rt.block_on(watch.empty_dashboard_queries(&http))?;
+    if !empty.is_empty() {
+        failures.push(format!("dashboard queries without series: {empty:?}"));
+    }
 
     // Every process must have recovered its refresh after the outage.
     std::thread::sleep(Duration::from_millis(1500));
@@ -356,6 +414,15 @@ fn run(args: &Args) -> Result<bool, String> {
             failures.push(format!("fault {} was not seen as it should be", f.fault));
         }
     }
+    println!(
+        "  prometheus: {} dashboard queries answered, alerts {}",
+        queries - empty.len(),
+        alerts
+            .iter()
+            .map(|t| format!("{} {} at {:.1}s", t.alert, t.state, t.at_s))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     for f in &failures {
         println!("  FAILED: {f}");
     }
@@ -370,9 +437,12 @@ fn run(args: &Args) -> Result<bool, String> {
                 "unexpected_errors": errs, "attacks": attacks, "attacks_accepted": accepted, "attacks_by_kind": by_kind,
                 "rotations": rotations, "forced_rotations": forced, "restart_ready_s": restart_ready_s,
                 "processes": per_process, "faults": seen_faults.iter().map(faults::Seen::json).collect::<Vec<_>>(),
+                "alerts": alerts.iter().map(watch::Transition::json).collect::<Vec<_>>(),
+                "dashboard_queries": {"run": queries, "empty": empty},
                 "failures": failures})
         );
     }
+    drop(watch);
     drop(servers);
     drop(bao);
     if ok {

@@ -9,6 +9,8 @@ pub(crate) struct Args {
     pub(crate) max_conversations: u64,
     pub(crate) cli: PathBuf,
     pub(crate) server: PathBuf,
+    /// Prometheus, to scrape the servers with the alert rules loaded.
+    pub(crate) prometheus: Option<PathBuf>,
 }
 
 pub(crate) fn parse_args() -> Result<Args, String> {
@@ -22,6 +24,7 @@ pub(crate) fn parse_args() -> Result<Args, String> {
         max_conversations: 10_000_000,
         cli: examples.join("../stateseal"),
         server: examples.join("http_server"),
+        prometheus: std::env::var_os("STATESEAL_PROMETHEUS").map(PathBuf::from),
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -36,6 +39,7 @@ pub(crate) fn parse_args() -> Result<Args, String> {
             }
             "--cli" => a.cli = PathBuf::from(val()?),
             "--server" => a.server = PathBuf::from(val()?),
+            "--prometheus" => a.prometheus = Some(PathBuf::from(val()?)),
             "--json" => a.json = true,
             _ => return Err(format!("unknown argument {flag}")),
         }
@@ -62,8 +66,9 @@ pub(crate) const APPROLE_SERVER: usize = 2;
 
 /// When things happen, as (seconds from start, event).
 pub(crate) fn schedule(d: f64) -> Vec<(f64, Event)> {
-    let outage_at = 0.55 * d;
-    let outage = (0.05 * d).clamp(3.0, 20.0);
+    // Long enough for the time-scaled refresh-failing alert to fire (R = 1 s).
+    let outage_at = 0.5 * d;
+    let outage = (0.12 * d).clamp(8.0, 20.0);
     let rotations = ((d / 100.0).floor() as usize).max(3);
     let mut events: Vec<(f64, Event)> = (0..rotations)
         .map(|k| {

@@ -84,10 +84,7 @@ async fn main() -> std::io::Result<()> {
             if allow_local_kek {
                 registry.allow_local_kek();
             }
-            stateseal_vault::register(&mut registry, stateseal_vault::VaultConfig::from_env());
-            stateseal_aws_kms::register(&mut registry, stateseal_aws_kms::AwsConfig::default());
-            stateseal_gcp_kms::register(&mut registry, stateseal_gcp_kms::GcpKmsConfig::from_env());
-            stateseal_object_store::register(&mut registry);
+            stateseal_providers::register_from_env(&mut registry);
             let p = start_with_clock(&config, registry, Arc::new(OffsetClock(offset)))
                 .await
                 .map_err(std::io::Error::other)?;

@@ -14,10 +14,7 @@ fn registry(allow_local_kek: bool) -> ProviderRegistry {
     if allow_local_kek {
         registry.allow_local_kek();
     }
-    stateseal_vault::register(&mut registry, stateseal_vault::VaultConfig::from_env());
-    stateseal_aws_kms::register(&mut registry, stateseal_aws_kms::AwsConfig::default());
-    stateseal_gcp_kms::register(&mut registry, stateseal_gcp_kms::GcpKmsConfig::from_env());
-    stateseal_object_store::register(&mut registry);
+    stateseal_providers::register_from_env(&mut registry);
     registry
 }
 

@@ -36,10 +36,7 @@ pub(crate) fn registry() -> ProviderRegistry {
     let mut registry = ProviderRegistry::with_defaults();
     // Operators create and inspect local-KEK keysets for development with the CLI.
     registry.allow_local_kek();
-    stateseal_vault::register(&mut registry, stateseal_vault::VaultConfig::from_env());
-    stateseal_aws_kms::register(&mut registry, stateseal_aws_kms::AwsConfig::default());
-    stateseal_gcp_kms::register(&mut registry, stateseal_gcp_kms::GcpKmsConfig::from_env());
-    stateseal_object_store::register(&mut registry);
+    stateseal_providers::register_from_env(&mut registry);
     registry
 }
 

@@ -217,14 +217,46 @@ impl Transition {
     }
 }
 
+/// What the soak requires of the alerts Prometheus raised, as failures: the
+/// clean opening stretch (until `clean_until`) fires nothing; the OpenBao
+/// outage fires `StatesealRefreshFailing`, which has resolved by the end; the
+/// attacks that follow the stretch fire `StatesealRejectionSpike`.
+pub(crate) fn verdict(
+    log: &[Transition],
+    outage: (f64, f64),
+    clean_until: f64,
+    end: f64,
+) -> Vec<String> {
+    let mut failures = Vec::new();
+    for t in log.iter().filter(|t| t.at_s < clean_until) {
+        failures.push(format!(
+            "{} {} at {:.1} s, in the clean stretch",
+            t.alert, t.state, t.at_s
+        ));
+    }
+    let (from, to) = outage;
+    if !fired_within(log, "StatesealRefreshFailing", from, to + 10.0) {
+        failures.push(format!(
+            "StatesealRefreshFailing did not fire during the OpenBao outage ({from:.1}-{to:.1} s)"
+        ));
+    }
+    if final_state(log, "StatesealRefreshFailing") != "resolved" {
+        failures.push("StatesealRefreshFailing did not resolve after the outage".into());
+    }
+    if !fired_within(log, "StatesealRejectionSpike", clean_until, end + 10.0) {
+        failures.push("StatesealRejectionSpike never fired under the load's attacks".into());
+    }
+    failures
+}
+
 /// Whether `alert` was firing at some point in `[from, to]` seconds.
-pub(crate) fn fired_within(log: &[Transition], alert: &str, from: f64, to: f64) -> bool {
+fn fired_within(log: &[Transition], alert: &str, from: f64, to: f64) -> bool {
     log.iter()
         .any(|t| t.alert == alert && t.state == "firing" && (from..=to).contains(&t.at_s))
 }
 
 /// The alert's state at the end of the log (`resolved` if it never appeared).
-pub(crate) fn final_state(log: &[Transition], alert: &str) -> String {
+fn final_state(log: &[Transition], alert: &str) -> String {
     log.iter()
         .rev()
         .find(|t| t.alert == alert)

@@ -5,6 +5,7 @@ mod aws;
 mod commands;
 mod gcp;
 mod gcs;
+mod gcs_fleet;
 mod member;
 mod operator;
 mod races;

@@ -21,9 +21,6 @@ mod confirming;
 
 use std::sync::Arc;
 
-use axum::middleware;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use stateseal::boundary::Boundary;
 use stateseal::rmcp_adapter::StateSealed;
 use stateseal::setup::{Config, Protection, start_with_clock};
@@ -105,15 +102,7 @@ async fn main() -> std::io::Result<()> {
             Boundary::new(Arc::new(envelope))
         }
     };
-    let handler = StateSealed::new(confirming::Confirming, boundary);
-    let service = StreamableHttpService::new(
-        move || Ok(handler.clone()),
-        LocalSessionManager::default().into(),
-        StreamableHttpServerConfig::default(),
-    );
-    let router = axum::Router::new()
-        .nest_service("/mcp", service)
-        .layer(middleware::from_fn(bearer_auth::bearer_auth))
+    let router = bearer_auth::mcp_router(StateSealed::new(confirming::Confirming, boundary))
         .route("/stats", {
             let p = protection.clone();
             axum::routing::get(move || std::future::ready(stats(p.as_deref())))

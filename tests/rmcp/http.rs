@@ -6,9 +6,6 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
 
-use axum::middleware;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
 use stateseal::boundary::Boundary;
 use stateseal::rmcp_adapter::StateSealed;
@@ -56,15 +53,10 @@ pub(crate) fn post(addr: &str, token: &str, name: &str, body: &str) -> Value {
 /// Serves `envelope` behind `StateSealed` and the bearer-auth stand-in on a
 /// loopback port; returns its address and the server task.
 pub(crate) async fn serve(envelope: Envelope) -> (String, tokio::task::JoinHandle<()>) {
-    let handler = StateSealed::new(Confirming::default(), Boundary::new(Arc::new(envelope)));
-    let service = StreamableHttpService::new(
-        move || Ok(handler.clone()),
-        LocalSessionManager::default().into(),
-        StreamableHttpServerConfig::default(),
-    );
-    let router = axum::Router::new()
-        .nest_service("/mcp", service)
-        .layer(middleware::from_fn(crate::bearer_auth::bearer_auth));
+    let router = crate::bearer_auth::mcp_router(StateSealed::new(
+        Confirming::default(),
+        Boundary::new(Arc::new(envelope)),
+    ));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");

@@ -10,7 +10,6 @@ use std::collections::BTreeSet;
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
-use axum::middleware;
 use clap::Args;
 use rmcp::model::*;
 use rmcp::service::{
@@ -18,8 +17,6 @@ use rmcp::service::{
 };
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
 use stateseal::rmcp_adapter::StateSealed;
 use stateseal::rotation::{
@@ -82,15 +79,10 @@ async fn launch(config: &Config, instances: usize) -> Result<Fleet, CliError> {
         let protection = start(config, registry())
             .await
             .map_err(|e| fail("starting an instance")(e.to_string()))?;
-        let handler = StateSealed::new(confirming::Confirming, protection.boundary());
-        let service = StreamableHttpService::new(
-            move || Ok(handler.clone()),
-            LocalSessionManager::default().into(),
-            StreamableHttpServerConfig::default(),
-        );
-        let router = axum::Router::new()
-            .nest_service("/mcp", service)
-            .layer(middleware::from_fn(bearer_auth::bearer_auth));
+        let router = bearer_auth::mcp_router(StateSealed::new(
+            confirming::Confirming,
+            protection.boundary(),
+        ));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .map_err(|e| fail("binding")(e.to_string()))?;

@@ -7,8 +7,8 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Duration;
 
+use aws_lc_rs::aead::{AES_256_GCM, Aad, LessSafeKey, Nonce, UnboundKey};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use ring::aead::{AES_256_GCM, Aad, LessSafeKey, Nonce, UnboundKey};
 use stateseal::{AesGcmCodec, Envelope, KeyRing, RequestIdentity, RingHandle, Secret, StateCodec};
 
 const SIZES: [usize; 3] = [64, 1024, 16 * 1024];

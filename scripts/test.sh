@@ -43,7 +43,9 @@ cargo run --quiet --example vault -- --dev
 cargo run --quiet --example aws_kms -- --dev
 cargo run --quiet --example gcp_kms -- --dev
 echo "== the Python package (pip install ./bindings/python; pytest: codec contract, fork, OpenBao faults, mixed fleet)"
-scripts/py-package.sh > /dev/null
+pypkg_python="$(scripts/py-package.sh | tail -1)"
+echo "== nonce path (strace): a system call per seal on the host C library, the vDSO on glibc 2.41, fork test on it"
+scripts/nonce-path-check.sh "$pypkg_python"
 echo "== fleet soak, short form (OpenBao + 3 server processes: rotations, kill, outage, store faults, secret id rotation)"
 scripts/soak.sh --duration 60
 echo "== Terraform modules (python-hcl2 + stateseal's rules, checkov offline)"

@@ -3,8 +3,8 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use aws_lc_rs::aead::{AES_256_GCM, LessSafeKey, UnboundKey};
 use hkdf::Hkdf;
-use ring::aead::{AES_256_GCM, LessSafeKey, UnboundKey};
 use sha2::{Digest, Sha256};
 use zeroize::Zeroizing;
 

@@ -17,7 +17,7 @@ mod base64url;
 
 use std::sync::Arc;
 
-use ring::aead::{Aad, Nonce};
+use aws_lc_rs::aead::{Aad, Nonce};
 
 use crate::error::Error;
 use crate::key::{KID_LEN, KeyId};

@@ -30,8 +30,17 @@ pub(crate) struct MintClaims<'a> {
 /// `{"v":1,"iat":..,"exp":..,"m":..,"t":..,"a":..,"s":..[,"aud":..][,"p":..]}` in the
 /// Python SDK's key order and encoding, after `headroom` zero bytes (room for the
 /// codec's header; the capacity also leaves room for its tag).
-pub(crate) fn write_payload(c: &MintClaims<'_>, headroom: usize) -> Vec<u8> {
-    let mut out = Vec::with_capacity(headroom + 128 + c.state.len() + c.identity.target().len());
+/// The claims JSON after `headroom` zero bytes, with capacity for `tailroom`
+/// more (the codec's tag), so sealing in place never reallocates.
+pub(crate) fn write_payload(c: &MintClaims<'_>, headroom: usize, tailroom: usize) -> Vec<u8> {
+    // Literals, two floats and quotes fit in 128 bytes; escaping may still grow it.
+    let strings = c.identity.method().len()
+        + c.identity.target().len()
+        + c.identity.args_digest().len()
+        + c.state.len()
+        + c.audience.map_or(0, str::len)
+        + c.principal_claim.map_or(0, str::len);
+    let mut out = Vec::with_capacity(headroom + 128 + strings + tailroom);
     out.resize(headroom, 0);
     out.extend_from_slice(b"{\"v\":1,\"iat\":");
     push_json_float(c.iat, &mut out);
@@ -285,6 +294,12 @@ mod tests {
                         principal_claim: with_p.then_some(p_claim),
                     },
                     0,
+                    16,
+                );
+                // Room for the codec's tag: sealing in place must not reallocate.
+                assert!(
+                    payload.capacity() - payload.len() >= 16,
+                    "{state:?} {aud:?} {with_p}"
                 );
                 out.push((payload, aud.is_some(), with_p));
             }

@@ -21,7 +21,7 @@ pub use identity::{CARRIER_METHODS, RequestIdentity};
 pub use principal::{PRINCIPAL_LABEL, Principal};
 
 use crate::clock::{Clock, SystemClock};
-use crate::codec::{SEAL_HEADROOM, StateCodec};
+use crate::codec::{SEAL_HEADROOM, StateCodec, TAG_LEN};
 use crate::error::Error;
 use crate::json::Text;
 use crate::random::RandomSource;
@@ -168,6 +168,7 @@ impl Envelope {
                 principal_claim: p_claim.as_deref(),
             },
             SEAL_HEADROOM,
+            TAG_LEN,
         );
         let token = self.codec.seal_with_headroom(payload)?;
         if token.len() > self.max_token_len {

@@ -294,7 +294,12 @@ fn bench_json_prints_one_object_per_line() {
         .iter()
         .map(|l| l["op"].as_str().expect("op"))
         .collect();
-    assert_eq!(ops, ["identity", "mint", "verify", "raw_seal", "raw_open"]);
+    assert_eq!(
+        ops,
+        [
+            "identity", "mint", "verify", "round", "raw_seal", "raw_open", "nonce"
+        ]
+    );
     for l in &lines {
         assert_eq!(l["state_bytes"], 64);
         assert!(l["ns_per_op"].as_f64().expect("ns") > 0.0);
@@ -308,6 +313,11 @@ fn bench_json_prints_one_object_per_line() {
             l["with_identity_ratio_to_raw"].as_f64().expect("ratio")
                 >= l["ratio_to_raw"].as_f64().expect("ratio")
         );
+    }
+    // A round does the identity, a verify and a mint: dearer than each of them.
+    let round = lines[3]["ns_per_op"].as_f64().expect("round");
+    for l in &lines[..3] {
+        assert!(round > l["ns_per_op"].as_f64().expect("ns") * 0.5);
     }
 }
 

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Where nonces come from, checked on the real binaries with strace:
+#  1. the same stateseal binary makes one getrandom(2) system call per seal
+#     under the host's C library, and (almost) none under glibc 2.41, whose
+#     getrandom() uses the kernel's vDSO generator: the run-time detection and
+#     the fall-back are glibc's, and nothing in stateseal changes;
+#  2. under glibc 2.41 a process that forks keeps unique nonces: the Python
+#     package's fork test (2000 seals in the parent and 2000 in the child,
+#     no nonce shared) passes with the vDSO path in use.
+# Usage: scripts/nonce-path-check.sh PYTHON   (a venv with the stateseal package)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+py="${1:?usage: scripts/nonce-path-check.sh PYTHON}"
+under="$(scripts/glibc-env.sh)"
+# The debug build: the check counts system calls, it does not time anything.
+cargo build -q -p stateseal-cli --bin stateseal
+bin=target/debug/stateseal
+if ! command -v strace >/dev/null; then
+  # Debian's strace, unpacked into target/ like the other tools, never installed system-wide.
+  if [ ! -x target/strace/usr/bin/strace ]; then
+    mkdir -p target/debs && (cd target/debs && apt-get download strace >/dev/null 2>&1)
+    dpkg-deb -x target/debs/strace_*.deb target/strace
+  fi
+  PATH="$PWD/target/strace/usr/bin:$PATH"
+fi
+# getrandom system calls of one command, all threads and children.
+count_strace() {
+  local out
+  out="$(strace -f -qq -c -e trace=getrandom "$@" 2>&1 >/dev/null | awk '$NF=="getrandom" {print $4}')"
+  echo "${out:-0}"
+}
+host="$(count_strace "$bin" bench --sizes 64 --millis 60)"
+vdso="$(count_strace $under "$bin" bench --sizes 64 --millis 60)"
+echo "getrandom(2) calls during 'stateseal bench --sizes 64': host C library $host, glibc 2.41 $vdso"
+if [ "$host" -lt 200 ]; then
+  echo "nonce-path-check: expected a system call per seal under the host C library, saw $host" >&2
+  exit 1
+fi
+if [ "$vdso" -gt 32 ]; then
+  echo "nonce-path-check: expected the vDSO under glibc 2.41, saw $vdso system calls" >&2
+  exit 1
+fi
+# The fork test with the vDSO in use: the whole test makes a handful of calls, not 4000.
+forked="$(count_strace $under "$py" -m pytest bindings/python/tests/test_fork.py -q -p no:cacheprovider)"
+$under "$py" -m pytest bindings/python/tests/test_fork.py -q -p no:cacheprovider >&2
+echo "fork test under glibc 2.41: passed, $forked getrandom(2) calls for 4000 seals"
+if [ "$forked" -gt 100 ]; then
+  echo "nonce-path-check: the fork test did not run on the vDSO path ($forked system calls)" >&2
+  exit 1
+fi

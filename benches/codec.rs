@@ -1,6 +1,7 @@
 //! Criterion benches: codec seal/unseal and envelope mint/verify at 64 B, 1 KiB
 //! and 16 KiB, beside the raw floor (OS nonce + AES-256-GCM + base64url) in
-//! the same run, so the overhead reads as a ratio.
+//! the same run, so the overhead reads as a ratio; and AES-256-GCM alone from
+//! aws-lc against ring (`aead_seal`).
 #![allow(missing_docs)]
 
 use std::hint::black_box;
@@ -100,9 +101,45 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
+/// AES-256-GCM alone, aws-lc (what the codec uses) against ring (what it used
+/// before), in place, fixed nonce: the choice of library, measured in one run.
+fn aead(c: &mut Criterion) {
+    let aws = LessSafeKey::new(UnboundKey::new(&AES_256_GCM, &[7; 32]).expect("key"));
+    let ring_key = ring::aead::LessSafeKey::new(
+        ring::aead::UnboundKey::new(&ring::aead::AES_256_GCM, &[7; 32]).expect("key"),
+    );
+    let mut g = c.benchmark_group("aead_seal");
+    for size in SIZES {
+        let mut buf = vec![b'x'; size];
+        g.throughput(Throughput::Bytes(size as u64));
+        g.bench_function(BenchmarkId::new("aws_lc", size), |b| {
+            b.iter(|| {
+                aws.seal_in_place_separate_tag(
+                    Nonce::assume_unique_for_key([1; 12]),
+                    Aad::from(b"v1.kid!"),
+                    black_box(&mut buf),
+                )
+                .map(|tag| black_box(tag.as_ref()[0]))
+            })
+        });
+        g.bench_function(BenchmarkId::new("ring", size), |b| {
+            b.iter(|| {
+                ring_key
+                    .seal_in_place_separate_tag(
+                        ring::aead::Nonce::assume_unique_for_key([1; 12]),
+                        ring::aead::Aad::from(b"v1.kid!"),
+                        black_box(&mut buf),
+                    )
+                    .map(|tag| black_box(tag.as_ref()[0]))
+            })
+        });
+    }
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().warm_up_time(Duration::from_millis(300)).measurement_time(Duration::from_secs(1)).sample_size(30);
-    targets = bench
+    targets = bench, aead
 }
 criterion_main!(benches);

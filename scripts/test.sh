@@ -56,6 +56,8 @@ echo "== Kubernetes overlays and the Dockerfile (kubectl kustomize, kubernetes-v
 "$SVC_BIN/../../svcenv-deploy/bin/python" scripts/deploy_check.py "$SVC_BIN/../../svcenv-deploy/bin"
 echo "== MCP conformance suite (input-required-result-*)"
 scripts/conformance.sh
+echo "== the fuzz targets build (fuzz/ is outside the workspace; running them: docs/testing.md#fuzzing)"
+cargo check --quiet --manifest-path fuzz/Cargo.toml --bins --target-dir target/fuzz-check
 echo "== cargo doc"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
 echo "== public API unchanged (api/*.txt; scripts/public-api.py rewrites them)"

@@ -40,7 +40,7 @@ fuzz_target!(|data: &[u8]| {
         0 => String::from_utf8_lossy(rest).into_owned(),
         1 => format!("v1.{}", String::from_utf8_lossy(rest)),
         _ => {
-            let mut body = kid.0.to_vec();
+            let mut body = kid.to_bytes().to_vec();
             body.extend_from_slice(rest);
             format!("v1.{}", b64url(&body))
         }

@@ -29,9 +29,8 @@ pub(crate) struct MintClaims<'a> {
 
 /// `{"v":1,"iat":..,"exp":..,"m":..,"t":..,"a":..,"s":..[,"aud":..][,"p":..]}` in the
 /// Python SDK's key order and encoding, after `headroom` zero bytes (room for the
-/// codec's header; the capacity also leaves room for its tag).
-/// The claims JSON after `headroom` zero bytes, with capacity for `tailroom`
-/// more (the codec's tag), so sealing in place never reallocates.
+/// codec's header), with capacity for `tailroom` more bytes (its tag), so that
+/// sealing in place never reallocates.
 pub(crate) fn write_payload(c: &MintClaims<'_>, headroom: usize, tailroom: usize) -> Vec<u8> {
     // Literals, two floats and quotes fit in 128 bytes; escaping may still grow it.
     let strings = c.identity.method().len()

@@ -10,7 +10,9 @@
 #
 # The package is checked the way apt checks it: the suite's InRelease is
 # verified against Debian's archive keyring, the package index against the
-# hash InRelease gives, and the .deb against the hash in the index.
+# hash InRelease gives, and the .deb against the hash in the index; nothing is
+# unpacked unless all three hold (scripts/glibc-env-check.sh tests each).
+# DEBIAN_MIRROR and GLIBC_ENV_ROOT (default target/glibc-trixie) override.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 suite="trixie"
@@ -18,7 +20,7 @@ package="libc6"
 arch="$(dpkg --print-architecture)"
 mirror="${DEBIAN_MIRROR:-https://deb.debian.org/debian}"
 keyring="/usr/share/keyrings/debian-archive-keyring.gpg"
-root="target/glibc-$suite"
+root="${GLIBC_ENV_ROOT:-target/glibc-$suite}"
 libdir="$root/usr/lib/$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)"
 loader="$(basename "$(ls "$libdir"/ld-linux-*.so.* 2>/dev/null | head -1)" 2>/dev/null || true)"
 if [ -z "$loader" ] || [ ! -x "$libdir/$loader" ]; then

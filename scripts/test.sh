@@ -44,6 +44,8 @@ cargo run --quiet --example aws_kms -- --dev
 cargo run --quiet --example gcp_kms -- --dev
 echo "== the Python package (pip install ./bindings/python; pytest: codec contract, fork, OpenBao faults, mixed fleet)"
 pypkg_python="$(scripts/py-package.sh | tail -1)"
+echo "== glibc 2.41 for the nonce check: scripts/glibc-env.sh refuses an unsigned release, a tampered index, a tampered package"
+scripts/glibc-env-check.sh
 echo "== nonce path (strace): a system call per seal on the host C library, the vDSO on glibc 2.41, fork test on it"
 scripts/nonce-path-check.sh "$pypkg_python"
 echo "== fleet soak, short form (OpenBao + 3 server processes: rotations, kill, outage, store faults, secret id rotation)"

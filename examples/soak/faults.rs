@@ -5,6 +5,7 @@
 //! serving on its last good document, report the fault (`refresh_ok: false`),
 //! never take the bad document, and recover once the store is repaired.
 
+use std::cell::Cell;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -140,19 +141,59 @@ pub(crate) fn store_flap(bao: &OpenBao, servers: &[Server], at_s: f64) -> Seen {
 
 /// A document that is not a keyset, then the last good version restored.
 pub(crate) fn garbage_document(bao: &OpenBao, servers: &[Server], at_s: f64) -> Seen {
-    let good = current_version(bao);
+    let good = Cell::new(0);
     observe(
         servers,
         "garbage_document",
         at_s,
         true,
-        || {
-            bao.ok(&["kv", "put", KV_PATH, "format=not-a-keyset"]);
-        },
-        || {
-            bao.ok(&["kv", "rollback", &format!("-version={good}"), KV_PATH]);
-        },
+        || good.set(replace_current(bao, &["format=not-a-keyset"])),
+        || restore(bao, good.get()),
     )
+}
+
+/// Writes `data` over the current version with check-and-set, retrying if a
+/// server wrote in between; returns the version it replaced. A plain write
+/// after reading the version could land on a document a server had just
+/// written, and the repair would then roll the fleet back for real.
+fn replace_current(bao: &OpenBao, data: &[&str]) -> u64 {
+    for _ in 0..20 {
+        let good = current_version(bao);
+        let cas = format!("-cas={good}");
+        let mut args = vec!["kv", "put", cas.as_str(), KV_PATH];
+        args.extend_from_slice(data);
+        if bao.bao(&args).status.success() {
+            return good;
+        }
+    }
+    panic!("soak: the fault could not be written: the store kept changing");
+}
+
+/// Puts version `good` back, only on top of the fault's own version (`good + 1`):
+/// while the fault is in place no server can write (each refuses the document).
+fn restore(bao: &OpenBao, good: u64) {
+    let text = bao.ok(&[
+        "kv",
+        "get",
+        "-format=json",
+        &format!("-version={good}"),
+        KV_PATH,
+    ]);
+    let data =
+        serde_json::from_str::<Value>(&text).map_or(Value::Null, |v| v["data"]["data"].clone());
+    let file = std::env::temp_dir().join(format!(
+        "stateseal-soak-restore-{}.json",
+        std::process::id()
+    ));
+    let _ = std::fs::write(&file, data.to_string());
+    bao.ok(&[
+        "kv",
+        "put",
+        &format!("-cas={}", good + 1),
+        KV_PATH,
+        &format!("@{}", file.display()),
+    ]);
+    let _ = std::fs::remove_file(&file);
 }
 
 /// Saves the document as it is now (for [`older_generation`] to put back later).
@@ -166,18 +207,15 @@ pub(crate) fn save_document(bao: &OpenBao, file: &Path) {
 /// An older document (saved by [`save_document`]) written over the current one,
 /// as a careless restore would; then the last good version put back.
 pub(crate) fn older_generation(bao: &OpenBao, servers: &[Server], saved: &Path, at_s: f64) -> Seen {
-    let good = current_version(bao);
+    let good = Cell::new(0);
+    let older = format!("@{}", saved.display());
     observe(
         servers,
         "older_generation",
         at_s,
         true,
-        || {
-            bao.ok(&["kv", "put", KV_PATH, &format!("@{}", saved.display())]);
-        },
-        || {
-            bao.ok(&["kv", "rollback", &format!("-version={good}"), KV_PATH]);
-        },
+        || good.set(replace_current(bao, &[older.as_str()])),
+        || restore(bao, good.get()),
     )
 }
 

@@ -172,20 +172,11 @@ fn replace_current(bao: &OpenBao, data: &[&str]) -> u64 {
 /// Puts version `good` back, only on top of the fault's own version (`good + 1`):
 /// while the fault is in place no server can write (each refuses the document).
 fn restore(bao: &OpenBao, good: u64) {
-    let text = bao.ok(&[
-        "kv",
-        "get",
-        "-format=json",
-        &format!("-version={good}"),
-        KV_PATH,
-    ]);
-    let data =
-        serde_json::from_str::<Value>(&text).map_or(Value::Null, |v| v["data"]["data"].clone());
     let file = std::env::temp_dir().join(format!(
         "stateseal-soak-restore-{}.json",
         std::process::id()
     ));
-    let _ = std::fs::write(&file, data.to_string());
+    save_version(bao, Some(good), &file);
     bao.ok(&[
         "kv",
         "put",
@@ -198,7 +189,17 @@ fn restore(bao: &OpenBao, good: u64) {
 
 /// Saves the document as it is now (for [`older_generation`] to put back later).
 pub(crate) fn save_document(bao: &OpenBao, file: &Path) {
-    let text = bao.ok(&["kv", "get", "-format=json", KV_PATH]);
+    save_version(bao, None, file);
+}
+
+/// Writes the document at `version` (the current one for `None`) to `file`, in
+/// the form `kv put KV_PATH @file` reads back.
+fn save_version(bao: &OpenBao, version: Option<u64>, file: &Path) {
+    let version = version.map(|v| format!("-version={v}"));
+    let mut args = vec!["kv", "get", "-format=json"];
+    args.extend(version.as_deref());
+    args.push(KV_PATH);
+    let text = bao.ok(&args);
     let data =
         serde_json::from_str::<Value>(&text).map_or(Value::Null, |v| v["data"]["data"].clone());
     let _ = std::fs::write(file, data.to_string());

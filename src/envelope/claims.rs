@@ -164,9 +164,17 @@ fn check_minted_layout(
         return None;
     }
     let state_at = c.position();
-    let state = match c.string()? {
-        Cow::Borrowed(_) => StateAt::Range(state_at + 1..c.position() - 1),
-        Cow::Owned(decoded) => StateAt::Owned(decoded),
+    // The claims after the state have known lengths, so a plain state's closing
+    // quote is at a known place: checking the body then finds its end too.
+    let state_end = payload
+        .len()
+        .checked_sub(1 + tail_len(audience, principal.is_some()));
+    let state = match state_end.and_then(|end| c.plain_string_ending_at(end)) {
+        Some(_) => StateAt::Range(state_at + 1..c.position() - 1),
+        None => match c.string()? {
+            Cow::Borrowed(_) => StateAt::Range(state_at + 1..c.position() - 1),
+            Cow::Owned(decoded) => StateAt::Owned(decoded),
+        },
     };
     if let Some(expected) = audience
         && !plain_eq(&mut c, b",\"aud\":", expected.as_bytes())
@@ -181,6 +189,18 @@ fn check_minted_layout(
         }
     }
     (c.literal(b"}") && c.at_end()).then_some(state)
+}
+
+/// Length of what `write_payload` writes after the state's closing quote, for
+/// a plain audience: `,"aud":"…"`, `,"p":"…"` and the closing brace.
+fn tail_len(audience: Option<&str>, principal: bool) -> usize {
+    let aud = audience.map_or(0, |a| b",\"aud\":\"\"".len() + a.len());
+    let p = if principal {
+        b",\"p\":\"\"".len() + principal::CLAIM_LEN
+    } else {
+        0
+    };
+    aud + p + 1
 }
 
 /// Checks a payload in any layout, in the Python SDK's order.
@@ -304,6 +324,31 @@ mod tests {
             }
         }
         out
+    }
+
+    /// The state's closing quote is where `tail_len` says, for every layout minted.
+    #[test]
+    fn tail_len_measures_what_write_payload_writes() {
+        let identity = RequestIdentity::from_json("tools/call", br#"{"name":"t"}"#).unwrap();
+        let p_claim = principal::claim(&Principal::new("alice"), &RandomSource::Os).unwrap();
+        assert_eq!(p_claim.len(), principal::CLAIM_LEN);
+        for (payload, with_aud, with_p) in payloads(&identity, &p_claim) {
+            let head = payload.windows(5).position(|w| w == b"\"s\":\"").unwrap() + 4;
+            let at_state = |payload| {
+                let mut c = Cursor::new(payload);
+                assert!(c.literal(&payload[..head]));
+                c
+            };
+            if at_state(&payload).plain_string().is_none() {
+                continue; // escaped states take the general string path
+            }
+            let mut c = at_state(&payload);
+            let end = payload.len() - 1 - tail_len(with_aud.then_some("svc"), with_p);
+            assert_eq!(
+                c.plain_string_ending_at(end).map(<[u8]>::len),
+                Some(end - head - 1)
+            );
+        }
     }
 
     /// The layout shortcut must agree with the general check on every input:

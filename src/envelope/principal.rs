@@ -14,6 +14,8 @@ use crate::random::RandomSource;
 pub const PRINCIPAL_LABEL: &[u8] = b"mcp/request-state/principal:";
 const SALT_LEN: usize = 8;
 const TAG_LEN: usize = 16;
+/// Length of a `p` claim: the unpadded base64url of salt and tag.
+pub(crate) const CLAIM_LEN: usize = ((SALT_LEN + TAG_LEN) * 4).div_ceil(3);
 
 /// Who a state is bound to: an opaque string, compared only as a salted hash.
 ///

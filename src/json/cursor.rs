@@ -69,6 +69,25 @@ impl<'a> Cursor<'a> {
         Some(body)
     }
 
+    /// [`Cursor::plain_string`] when the caller knows the string's closing
+    /// quote is at `end`: one pass over the body instead of a search for the
+    /// quote and a pass over the body. `None` (position unchanged) when the
+    /// string does not end there or is not plain.
+    pub(crate) fn plain_string_ending_at(&mut self, end: usize) -> Option<&'a [u8]> {
+        let s = self.p.s;
+        let start = self.p.i + 1;
+        if s.get(self.p.i) != Some(&b'"') || s.get(end) != Some(&b'"') || end < start {
+            return None;
+        }
+        // A plain body holds no quote, so the one at `end` is the first after `start`.
+        let body = &s[start..end];
+        if !is_plain_ascii(body) {
+            return None;
+        }
+        self.p.i = end + 1;
+        Some(body)
+    }
+
     /// Any JSON string: its value as UTF-8 (WTF-8 where an escape made a lone
     /// surrogate), borrowed when it has no escapes. `None` for invalid JSON or
     /// raw bytes that are not UTF-8.

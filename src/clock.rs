@@ -13,18 +13,23 @@ pub trait Clock: Send + Sync + Debug {
     fn now(&self) -> f64;
 }
 
-/// The system's wall clock, read at the kernel tick's resolution.
+/// The system's wall clock, read at the kernel tick's resolution, in whole milliseconds.
 ///
 /// On Linux this is `CLOCK_REALTIME_COARSE`: the wall time as of the last
 /// timer tick (1-4 ms behind, by `CONFIG_HZ`), read from the vDSO without
-/// touching the hardware clock. Token times are compared at the scale of the
-/// state TTL (minutes) and the fleet's clock skew S (seconds), a thousand
-/// times coarser than a tick, and the precise clock costs about 30 ns a read on
-/// a VM, twice per boundary round. Elsewhere it is [`SystemTime::now`].
+/// touching the hardware clock, which costs about 30 ns a read on a VM, twice
+/// per boundary round. Elsewhere it is [`SystemTime::now`]. Either way the
+/// time is cut to whole milliseconds: below the tick there is no information,
+/// and a time in milliseconds is written and read back as a short decimal
+/// (`1782345600.123`) instead of through the general float algorithms.
+/// Token times are compared at the scale of the state TTL (minutes) and the
+/// fleet's clock skew S (seconds), a thousand times coarser.
 ///
 /// ```
 /// use stateseal::{Clock, SystemClock};
-/// assert!(SystemClock.now() > 1.7e9);
+/// let now = SystemClock.now();
+/// assert!(now > 1.7e9);
+/// assert_eq!((now * 1000.0).round() / 1000.0, now);
 /// ```
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SystemClock;
@@ -51,13 +56,18 @@ fn wall_seconds() -> f64 {
     )
 }
 
-/// Seconds since the epoch as `Duration::as_secs_f64` computes them; a clock
-/// before 1970 is broken, and 0 makes every state expire (fail closed).
+/// Seconds since the epoch in whole milliseconds, as the double nearest to
+/// `ms / 1000`; a clock before 1970 is broken, and 0 makes every state expire
+/// (fail closed).
 fn seconds(secs: Option<u64>, nanos: i64) -> f64 {
-    match secs {
-        Some(secs) => secs as f64 + nanos as f64 / 1e9,
-        None => 0.0,
-    }
+    let Some(secs) = secs else {
+        return 0.0;
+    };
+    let millis = u64::try_from(nanos / 1_000_000).unwrap_or(0);
+    // One division of an exact integer: the nearest double, never a neighbour of it.
+    secs.checked_mul(1000)
+        .and_then(|ms| ms.checked_add(millis))
+        .map_or(secs as f64, |ms| ms as f64 / 1000.0)
 }
 
 /// A clock that only moves when told to.
@@ -117,14 +127,23 @@ mod tests {
     }
 
     #[test]
-    fn seconds_as_duration_computes_them() {
+    fn seconds_are_whole_milliseconds() {
         assert_eq!(seconds(Some(1_782_345_600), 500_000_000), 1_782_345_600.5);
-        let d = std::time::Duration::new(1_782_345_600, 123_456_789);
-        assert_eq!(seconds(Some(d.as_secs()), 123_456_789), d.as_secs_f64());
+        assert_eq!(seconds(Some(1_782_345_600), 123_999_999), 1_782_345_600.123);
+        assert_eq!(seconds(Some(1_782_345_600), 0), 1_782_345_600.0);
         assert_eq!(
             seconds(None, 999),
             0.0,
             "a clock before 1970 expires everything"
         );
+        // The nearest double to ms / 1000: what a time written as `1782345600.123` reads back as.
+        for ms in 1_782_345_600_000u64..1_782_345_602_000 {
+            let f = seconds(
+                Some(ms / 1000),
+                i64::try_from(ms % 1000).unwrap() * 1_000_000,
+            );
+            let text = format!("{}.{:03}", ms / 1000, ms % 1000);
+            assert_eq!(f, text.parse::<f64>().unwrap(), "{text}");
+        }
     }
 }

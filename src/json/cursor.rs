@@ -9,6 +9,7 @@
 
 use std::borrow::Cow;
 
+use super::decimal::read_short_decimal;
 use super::parse::{Duplicates, Parser, Scalar};
 use super::swar::is_plain_ascii;
 
@@ -47,6 +48,11 @@ impl<'a> Cursor<'a> {
     /// A JSON number (integer or float, JSON grammar exactly), as the general
     /// parser hands it over ([`Scalar::Int`] or [`Scalar::Float`]).
     pub(crate) fn number(&mut self) -> Option<Scalar<'a>> {
+        // The times both SDKs mint read faster, and to the same double, this way.
+        if let Some((f, len)) = read_short_decimal(&self.p.s[self.p.i..]) {
+            self.p.i += len;
+            return Some(Scalar::Float(f));
+        }
         self.p.number_lexeme().ok().map(Scalar::from)
     }
 

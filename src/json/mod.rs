@@ -14,6 +14,7 @@
 )]
 
 mod cursor;
+mod decimal;
 mod parse;
 mod py_json;
 mod swar;

@@ -1,6 +1,7 @@
 //! Compact JSON output exactly as Python's `json.dumps(..., separators=(",", ":"))`
 //! with the defaults `ensure_ascii=True` and `allow_nan=True`.
 
+use super::decimal::push_millis_repr;
 use super::swar::{PLAIN, is_plain_ascii, plain_ascii_run};
 use super::text::{Text, decode_at};
 use super::value::Value;
@@ -24,6 +25,13 @@ pub fn float_repr(f: f64) -> String {
 }
 
 fn push_float_repr(f: f64, out: &mut Vec<u8>) {
+    if !push_millis_repr(f, out) {
+        push_shortest_repr(f, out);
+    }
+}
+
+/// `repr(f)` from the shortest round-trip digits, for any finite `f`.
+pub(super) fn push_shortest_repr(f: f64, out: &mut Vec<u8>) {
     // zmij prints the shortest round-trip digits, as Python's repr does; only the
     // layout differs. (It replaced ryu: same digits, about 40% faster here.)
     let mut buf = zmij::Buffer::new();

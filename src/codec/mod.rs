@@ -15,6 +15,7 @@
 
 mod base64url;
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use aws_lc_rs::aead::{Aad, Nonce};
@@ -99,6 +100,31 @@ pub trait StateCodec: Send + Sync {
     /// [`Error::Rejected`] with a log-only reason for a malformed, unauthentic
     /// or unknown-key token.
     fn unseal(&self, token: &str) -> Result<Vec<u8>, Error>;
+
+    /// [`StateCodec::unseal`] that may leave the payload inside a larger
+    /// buffer: returns the buffer and the payload's range in it.
+    ///
+    /// The envelope verifies through this method, so the built-in codec
+    /// decrypts in place and the payload is moved once, not twice. The default
+    /// calls [`StateCodec::unseal`] (the whole buffer is the payload).
+    ///
+    /// ```
+    /// use stateseal::{AesGcmCodec, KeyRing, RingHandle, Secret, StateCodec};
+    /// use std::sync::Arc;
+    /// let ring = Arc::new(RingHandle::new(KeyRing::from_secrets(&[Secret::new(vec![9; 32])?])?));
+    /// let codec = AesGcmCodec::new(ring);
+    /// let (buffer, payload) = codec.unseal_in_place(&codec.seal(b"payload")?)?;
+    /// assert_eq!(&buffer[payload], b"payload");
+    /// # Ok::<(), stateseal::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`StateCodec::unseal`].
+    fn unseal_in_place(&self, token: &str) -> Result<(Vec<u8>, Range<usize>), Error> {
+        let payload = self.unseal(token)?;
+        let len = payload.len();
+        Ok((payload, 0..len))
+    }
 }
 
 /// The built-in codec: `v1.` ‖ base64url(kid ‖ nonce ‖ AES-256-GCM(payload) ‖ tag).
@@ -199,6 +225,14 @@ impl StateCodec for AesGcmCodec {
     }
 
     fn unseal(&self, token: &str) -> Result<Vec<u8>, Error> {
+        let (mut raw, payload) = self.unseal_in_place(token)?;
+        let len = payload.len();
+        raw.copy_within(payload, 0);
+        raw.truncate(len);
+        Ok(raw)
+    }
+
+    fn unseal_in_place(&self, token: &str) -> Result<(Vec<u8>, Range<usize>), Error> {
         let body = token
             .strip_prefix(TOKEN_PREFIX)
             .ok_or(reject(RejectReason::Malformed))?;
@@ -209,26 +243,25 @@ impl StateCodec for AesGcmCodec {
         let mut kid = [0u8; KID_LEN];
         kid.copy_from_slice(&raw[..KID_LEN]);
         let mut nonce = [0u8; NONCE_LEN];
-        nonce.copy_from_slice(&raw[KID_LEN..KID_LEN + NONCE_LEN]);
+        nonce.copy_from_slice(&raw[KID_LEN..SEAL_HEADROOM]);
         let guard = self.ring.load();
         let Some(key) = guard.as_ref().and_then(|ring| ring.get(&KeyId(kid))) else {
             // A key we do not know yet may have just been rotated in: ask for an early refresh.
             self.ring.report_miss();
             return Err(reject(RejectReason::UnknownKey));
         };
-        // ring checks the tag in constant time and leaves no plaintext behind on failure.
+        // aws-lc checks the tag in constant time and leaves no plaintext behind on failure;
+        // decrypting where the ciphertext is saves moving the payload to the front.
         let plain_len = key
             .cipher()
-            .open_within(
+            .open_in_place(
                 Nonce::assume_unique_for_key(nonce),
                 Aad::from(aad(&kid)),
-                &mut raw,
-                KID_LEN + NONCE_LEN..,
+                &mut raw[SEAL_HEADROOM..],
             )
             .map_err(|_| reject(RejectReason::Seal))?
             .len();
-        raw.truncate(plain_len);
-        Ok(raw)
+        Ok((raw, SEAL_HEADROOM..SEAL_HEADROOM + plain_len))
     }
 }
 
@@ -294,6 +327,25 @@ mod tests {
         let mut buffer = vec![b'#'; SEAL_HEADROOM];
         buffer.extend_from_slice(b"abc");
         assert_eq!(Echo.seal_with_headroom(buffer).unwrap(), "abc");
+        // Unsealing in place: the built-in codec's payload sits after its header.
+        let (raw, at) = c.unseal_in_place(&token).unwrap();
+        assert_eq!(
+            (&raw[at.clone()], at.start),
+            (&b"payload"[..], SEAL_HEADROOM)
+        );
+        struct Plain;
+        impl StateCodec for Plain {
+            fn seal(&self, payload: &[u8]) -> Result<String, Error> {
+                Ok(String::from_utf8_lossy(payload).into_owned())
+            }
+            fn unseal(&self, token: &str) -> Result<Vec<u8>, Error> {
+                Ok(token.as_bytes().to_vec())
+            }
+        }
+        assert_eq!(
+            Plain.unseal_in_place("abc").unwrap(),
+            (b"abc".to_vec(), 0..3)
+        );
         assert!(Echo.seal_with_headroom(Vec::new()).is_err());
     }
 

@@ -89,24 +89,29 @@ fn str_eq(v: Option<&Scalar<'_>>, expected: &[u8]) -> bool {
 }
 
 /// Checks a decrypted payload against the request and returns the inner state.
+/// `buffer[at]` is the payload.
 pub(crate) fn check(
-    mut payload: Vec<u8>,
+    mut buffer: Vec<u8>,
+    at: Range<usize>,
     identity: &RequestIdentity,
     audience: Option<&str>,
     principal: Option<&Principal>,
     now: f64,
     max_skew: f64,
 ) -> Result<Text, Error> {
-    match check_minted_layout(&payload, identity, audience, principal, now, max_skew) {
+    let payload = buffer
+        .get(at.clone())
+        .ok_or(reject(RejectReason::CodecError))?;
+    match check_minted_layout(payload, identity, audience, principal, now, max_skew) {
         Some(StateAt::Range(state)) => {
             // Reuse the decrypted buffer for the state instead of allocating a copy.
             let len = state.len();
-            payload.copy_within(state, 0);
-            payload.truncate(len);
-            Ok(Text::from_wtf8_unchecked(payload))
+            buffer.copy_within(at.start + state.start..at.start + state.end, 0);
+            buffer.truncate(len);
+            Ok(Text::from_wtf8_unchecked(buffer))
         }
         Some(StateAt::Owned(state)) => Ok(Text::from_wtf8_unchecked(state)),
-        None => check_any_layout(&payload, identity, audience, principal, now, max_skew),
+        None => check_any_layout(payload, identity, audience, principal, now, max_skew),
     }
 }
 
@@ -326,6 +331,27 @@ mod tests {
         out
     }
 
+    /// A custom codec naming a payload outside its buffer fails closed.
+    #[test]
+    fn payload_range_outside_the_buffer_rejects() {
+        let identity = RequestIdentity::from_json("tools/call", b"{}").unwrap();
+        #[allow(clippy::reversed_empty_ranges)]
+        for at in [2..9, 4..3] {
+            assert_eq!(
+                check(
+                    vec![b'{'; 4],
+                    at,
+                    &identity,
+                    None,
+                    None,
+                    0.0,
+                    FUTURE_SKEW_SECS
+                ),
+                Err(reject(RejectReason::CodecError))
+            );
+        }
+    }
+
     /// The state's closing quote is where `tail_len` says, for every layout minted.
     #[test]
     fn tail_len_measures_what_write_payload_writes() {
@@ -405,7 +431,22 @@ mod tests {
                     ] {
                         let general =
                             check_any_layout(&v, &identity, aud, p, now, FUTURE_SKEW_SECS);
-                        let fast = check(v.clone(), &identity, aud, p, now, FUTURE_SKEW_SECS);
+                        // Also with the payload inside a larger buffer, as the codec hands it over.
+                        let mut framed = vec![b'"'; 5];
+                        framed.extend_from_slice(&v);
+                        framed.push(b'}');
+                        let at = 5..5 + v.len();
+                        let fast = check(
+                            v.clone(),
+                            0..v.len(),
+                            &identity,
+                            aud,
+                            p,
+                            now,
+                            FUTURE_SKEW_SECS,
+                        );
+                        let in_place = check(framed, at, &identity, aud, p, now, FUTURE_SKEW_SECS);
+                        assert_eq!(in_place, fast);
                         assert_eq!(fast, general, "{}", String::from_utf8_lossy(&v));
                         shortcut += usize::from(
                             check_minted_layout(&v, &identity, aud, p, now, FUTURE_SKEW_SECS)

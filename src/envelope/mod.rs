@@ -209,15 +209,16 @@ impl Envelope {
         let result = if token.len() > self.max_token_len {
             Err(Error::Rejected(RejectReason::Malformed))
         } else {
-            self.codec.unseal(token)
+            self.codec.unseal_in_place(token)
         };
         let result = result.map_err(|e| match e {
             Error::Rejected(r) => Error::Rejected(r),
             // A custom codec failing in another way still fails closed.
             _ => Error::Rejected(RejectReason::CodecError),
         });
-        let result = result.and_then(|payload| {
+        let result = result.and_then(|(buffer, payload)| {
             claims::check(
+                buffer,
                 payload,
                 identity,
                 self.audience.as_deref(),

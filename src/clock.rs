@@ -18,7 +18,7 @@ pub trait Clock: Send + Sync + Debug {
 /// On Linux this is `CLOCK_REALTIME_COARSE`: the wall time as of the last
 /// timer tick (1-4 ms behind, by `CONFIG_HZ`), read from the vDSO without
 /// touching the hardware clock, which costs about 30 ns a read on a VM, twice
-/// per boundary round. Elsewhere it is [`SystemTime::now`]. Either way the
+/// per boundary round. Elsewhere it is [`std::time::SystemTime::now`]. Either way the
 /// time is cut to whole milliseconds: below the tick there is no information,
 /// and a time in milliseconds is written and read back as a short decimal
 /// (`1782345600.123`) instead of through the general float algorithms.

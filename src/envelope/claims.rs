@@ -174,12 +174,9 @@ fn check_minted_layout(
     let state_end = payload
         .len()
         .checked_sub(1 + tail_len(audience, principal.is_some()));
-    let state = match state_end.and_then(|end| c.plain_string_ending_at(end)) {
-        Some(_) => StateAt::Range(state_at + 1..c.position() - 1),
-        None => match c.string()? {
-            Cow::Borrowed(_) => StateAt::Range(state_at + 1..c.position() - 1),
-            Cow::Owned(decoded) => StateAt::Owned(decoded),
-        },
+    let state = match c.string(state_end)? {
+        Cow::Borrowed(_) => StateAt::Range(state_at + 1..c.position() - 1),
+        Cow::Owned(decoded) => StateAt::Owned(decoded),
     };
     if let Some(expected) = audience
         && !plain_eq(&mut c, b",\"aud\":", expected.as_bytes())

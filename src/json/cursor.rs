@@ -57,22 +57,17 @@ impl<'a> Cursor<'a> {
     }
 
     /// A string of printable ASCII without escapes, quotes excluded: its raw
-    /// bytes are its value. `None` (position unspecified) for anything else.
+    /// bytes are its value. `None` (position unchanged) for anything else.
     pub(crate) fn plain_string(&mut self) -> Option<&'a [u8]> {
-        let s = self.p.s;
-        if s.get(self.p.i) != Some(&b'"') {
+        // Not a string at all: no search for a quote that may be far away.
+        if self.p.s.get(self.p.i) != Some(&b'"') {
             return None;
         }
         let start = self.p.i + 1;
         // The first quote ends a plain string; anything before it that is not
         // plain (an escape included) makes it not plain.
-        let end = start + memchr::memchr(b'"', s.get(start..)?)?;
-        let body = &s[start..end];
-        if !is_plain_ascii(body) {
-            return None;
-        }
-        self.p.i = end + 1;
-        Some(body)
+        let end = start + memchr::memchr(b'"', self.p.s.get(start..)?)?;
+        self.plain_string_ending_at(end)
     }
 
     /// [`Cursor::plain_string`] when the caller knows the string's closing
@@ -96,11 +91,13 @@ impl<'a> Cursor<'a> {
 
     /// Any JSON string: its value as UTF-8 (WTF-8 where an escape made a lone
     /// surrogate), borrowed when it has no escapes. `None` for invalid JSON or
-    /// raw bytes that are not UTF-8.
-    pub(crate) fn string(&mut self) -> Option<Cow<'a, [u8]>> {
+    /// raw bytes that are not UTF-8. `closing_quote_at`, when the caller knows
+    /// where a plain string would end, saves the search for its closing quote.
+    pub(crate) fn string(&mut self, closing_quote_at: Option<usize>) -> Option<Cow<'a, [u8]>> {
         let s = self.p.s;
         let at = self.p.i;
-        if let Some(plain) = self.plain_string() {
+        let plain = closing_quote_at.and_then(|end| self.plain_string_ending_at(end));
+        if let Some(plain) = plain.or_else(|| self.plain_string()) {
             return Some(Cow::Borrowed(plain));
         }
         self.p.i = at;
@@ -128,7 +125,7 @@ mod tests {
         assert!(c.literal(br#","f":"#));
         assert_eq!(c.number(), Some(Scalar::Float(1500.0)));
         assert!(c.literal(br#","s":"#));
-        assert_eq!(c.string().as_deref(), Some("aé\"".as_bytes()));
+        assert_eq!(c.string(None).as_deref(), Some("aé\"".as_bytes()));
         assert!(!c.literal(b",\"x\""));
         assert!(c.literal(br#","p":"#));
         assert_eq!(c.plain_string(), Some(&b"plain"[..]));
@@ -156,7 +153,11 @@ mod tests {
                 plain_ok,
                 "{doc:?}"
             );
-            assert_eq!(Cursor::new(doc).string().is_some(), string_ok, "{doc:?}");
+            assert_eq!(
+                Cursor::new(doc).string(None).is_some(),
+                string_ok,
+                "{doc:?}"
+            );
         }
         for bad in [&b"01"[..], b"-", b"1.", b".5", b"+1", b"NaN", b"Infinity"] {
             let mut c = Cursor::new(bad);

@@ -148,9 +148,9 @@ fn check_minted_layout(
     max_skew: f64,
 ) -> Option<StateAt> {
     let mut c = Cursor::new(payload);
-    let plain_eq = |c: &mut Cursor<'_>, lit: &[u8], expected: &[u8]| {
-        c.literal(lit) && c.plain_string() == Some(expected)
-    };
+    fn plain_eq<const N: usize>(c: &mut Cursor<'_>, lit: &[u8; N], expected: &[u8]) -> bool {
+        c.literal(lit) && c.plain_string_eq(expected)
+    }
     if !c.literal(b"{\"v\":1,\"iat\":") {
         return None;
     }
@@ -357,19 +357,15 @@ mod tests {
         assert_eq!(p_claim.len(), principal::CLAIM_LEN);
         for (payload, with_aud, with_p) in payloads(&identity, &p_claim) {
             let head = payload.windows(5).position(|w| w == b"\"s\":\"").unwrap() + 4;
-            let at_state = |payload| {
-                let mut c = Cursor::new(payload);
-                assert!(c.literal(&payload[..head]));
-                c
-            };
-            if at_state(&payload).plain_string().is_none() {
+            // A cursor at the state's opening quote (offsets relative to it).
+            let at_state = || Cursor::new(&payload[head..]);
+            if at_state().plain_string().is_none() {
                 continue; // escaped states take the general string path
             }
-            let mut c = at_state(&payload);
-            let end = payload.len() - 1 - tail_len(with_aud.then_some("svc"), with_p);
+            let end = payload.len() - 1 - tail_len(with_aud.then_some("svc"), with_p) - head;
             assert_eq!(
-                c.plain_string_ending_at(end).map(<[u8]>::len),
-                Some(end - head - 1)
+                at_state().plain_string_ending_at(end).map(<[u8]>::len),
+                Some(end - 1)
             );
         }
     }

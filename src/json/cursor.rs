@@ -31,8 +31,19 @@ impl<'a> Cursor<'a> {
     }
 
     /// Consumes `lit` if the input continues with exactly these bytes.
-    pub(crate) fn literal(&mut self, lit: &[u8]) -> bool {
-        self.p.eat(lit)
+    pub(crate) fn literal<const N: usize>(&mut self, lit: &[u8; N]) -> bool {
+        // A fixed-size comparison: a few loads inline, not a call to memcmp.
+        let i = self.p.i;
+        let matches = self
+            .p
+            .s
+            .get(i..i + N)
+            .and_then(|head| <&[u8; N]>::try_from(head).ok())
+            .is_some_and(|head| head == lit);
+        if matches {
+            self.p.i = i + N;
+        }
+        matches
     }
 
     /// The byte offset of the read position.
@@ -68,6 +79,25 @@ impl<'a> Cursor<'a> {
         // plain (an escape included) makes it not plain.
         let end = start + memchr::memchr(b'"', self.p.s.get(start..)?)?;
         self.plain_string_ending_at(end)
+    }
+
+    /// Consumes the string literal of `expected` if `expected` is plain (see
+    /// [`Cursor::plain_string`]) and the input continues with it: the same
+    /// answer as `plain_string() == Some(expected)`, without searching for
+    /// the closing quote. Position unchanged when it returns `false`.
+    pub(crate) fn plain_string_eq(&mut self, expected: &[u8]) -> bool {
+        let s = self.p.s;
+        let start = self.p.i + 1;
+        let end = start + expected.len();
+        // A plain `expected` holds no quote, so the one at `end` closes the string.
+        let matches = s.get(self.p.i) == Some(&b'"')
+            && s.get(end) == Some(&b'"')
+            && s.get(start..end) == Some(expected)
+            && is_plain_ascii(expected);
+        if matches {
+            self.p.i = end + 1;
+        }
+        matches
     }
 
     /// [`Cursor::plain_string`] when the caller knows the string's closing
@@ -134,6 +164,40 @@ mod tests {
         assert!(!c.at_end());
         assert!(c.literal(b"}"));
         assert!(c.at_end());
+    }
+
+    #[test]
+    fn plain_string_eq_is_plain_string_compared() {
+        let docs: [&[u8]; 9] = [
+            br#""abc","#,
+            br#""abc"#,
+            br#""ab"c""#,
+            br#""a\"bc""#,
+            b"\"caf\xc3\xa9\"",
+            br#""""#,
+            br#"abc"#,
+            br#""abcd""#,
+            br#""ab\c""#,
+        ];
+        let expected: [&[u8]; 7] = [
+            b"abc",
+            b"",
+            b"ab",
+            br#"a\"bc"#,
+            b"caf\xc3\xa9",
+            br#"ab\c"#,
+            b"abcd",
+        ];
+        for doc in docs {
+            for want in expected {
+                let mut fast = Cursor::new(doc);
+                let mut slow = Cursor::new(doc);
+                let agreed = slow.plain_string() == Some(want);
+                assert_eq!(fast.plain_string_eq(want), agreed, "{doc:?} {want:?}");
+                let unchanged = if agreed { slow.position() } else { 0 };
+                assert_eq!(fast.position(), unchanged, "{doc:?} {want:?}");
+            }
+        }
     }
 
     #[test]

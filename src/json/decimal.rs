@@ -3,7 +3,9 @@
 //! Every `iat` and `exp` a stateseal server mints is a time in whole
 //! milliseconds ([`crate::SystemClock`] reads at that resolution), so its
 //! `repr` is its integer part, a point and at most three digits, and reading
-//! it back is one exact division. Both shortcuts decide exactly when they
+//! it back is one exact division. Many argument floats (`0.25`, `19.99`) are
+//! such short decimals too, and the request identity writes them the same
+//! way. Both shortcuts decide exactly when they
 //! apply and otherwise leave the number to the general code (shortest
 //! round-trip digits to write, `str::parse` to read), so their output is the
 //! general code's, byte for byte and bit for bit; the tests compare the two.
@@ -14,22 +16,27 @@ const POW10: [f64; 16] = [
 ];
 
 /// Writes Python's `repr(f)` when `f` is the double nearest to a decimal with
-/// at most three fractional digits, `1 <= f < 1e10`; returns whether it did.
+/// at most three fractional digits, `1e-3 <= |f| < 1e10`; returns whether it did.
 ///
 /// Why the digits are right: below 1e10 a double's spacing is under 2^-18, so
 /// the only decimal of at most three fractional digits within a spacing of `f`
 /// is `m / 1000` itself, and every other decimal that rounds to `f` needs four
 /// or more fractional digits: `m / 1000` (trailing zeros trimmed, `.0` for an
-/// integer) is the shortest round-trip spelling, which is what `repr` writes.
-pub(crate) fn push_millis_repr(f: f64, out: &mut Vec<u8>) -> bool {
-    if !(1.0..1e10).contains(&f) {
+/// integer) is the shortest round-trip spelling, which is what `repr` writes
+/// (in fixed notation: Python switches to exponents only below 1e-4).
+pub(crate) fn push_short_repr(f: f64, out: &mut Vec<u8>) -> bool {
+    let magnitude = f.abs();
+    if !(1e-3..1e10).contains(&magnitude) {
         return false;
     }
     // Within 0.004 of the integer m when f is nearest to m / 1000 (see above).
-    let m = (f * 1000.0).round();
+    let m = (magnitude * 1000.0).round();
     // Exact: m < 2^53 and one correctly rounded division, so this is "f is nearest to m / 1000".
-    if m / 1000.0 != f {
+    if m / 1000.0 != magnitude {
         return false;
+    }
+    if f < 0.0 {
+        out.push(b'-');
     }
     let m = m as u64;
     let (int, frac) = (m / 1000, m % 1000);
@@ -117,10 +124,14 @@ mod tests {
     }
 
     #[test]
-    fn millis_repr_is_the_shortest_repr() {
+    fn short_repr_is_the_shortest_repr() {
         let mut next = rng(0x5eed);
         let mut taken = 0;
         let edges = [
+            1e-3,
+            -1e-3,
+            0.25,
+            -0.999,
             1.0,
             1.5,
             9_999_999_999.999,
@@ -128,25 +139,41 @@ mod tests {
             1_782_345_600.001,
             1_782_345_600.12,
         ];
-        let randoms = (0..300_000).map(|n| match n % 3 {
-            // Milliseconds in the whole range, and times around now.
-            0 => (next() % 10_000_000_000_000).max(1000) as f64 / 1000.0,
+        let randoms = (0..400_000).map(|n| match n % 4 {
+            // Milliseconds in the whole range (either sign), and times around now.
+            0 => {
+                (next() % 10_000_000_000_000).max(1) as f64
+                    / if n % 8 == 0 { -1000.0 } else { 1000.0 }
+            }
             1 => (1_700_000_000_000 + next() % 200_000_000_000) as f64 / 1000.0 + 600.0,
+            // Short fractions below 1, where the spacing is finest.
+            2 => (next() % 1000) as f64 / 1000.0,
             // Arbitrary doubles in and around the range: the shortcut must decline or agree.
-            _ => f64::from_bits(0x3ff0_0000_0000_0000 + next() % 0x0230_0000_0000_0000),
+            _ => f64::from_bits(0x3f30_0000_0000_0000 + next() % 0x02f0_0000_0000_0000),
         });
         for f in edges.into_iter().chain(randoms) {
             let mut out = Vec::new();
-            if push_millis_repr(f, &mut out) {
+            if push_short_repr(f, &mut out) {
                 taken += 1;
                 assert_eq!(String::from_utf8(out).unwrap(), general_repr(f), "{f:e}");
             }
             assert_eq!(float_repr(f), general_repr(f), "{f:e}");
         }
-        assert!(taken > 200_000, "{taken}");
+        assert!(taken > 250_000, "{taken}");
         let mut out = Vec::new();
-        for f in [0.5, 1e10, 1_782_345_600.000_1, f64::NAN, -1.5] {
-            assert!(!push_millis_repr(f, &mut out), "{f}");
+        for f in [
+            0.0,
+            -0.0,
+            9e-4,
+            1e-4,
+            0.0015,
+            1e10,
+            -1e10,
+            1_782_345_600.000_1,
+            f64::NAN,
+            f64::INFINITY,
+        ] {
+            assert!(!push_short_repr(f, &mut out), "{f}");
         }
         assert!(out.is_empty());
     }

@@ -111,12 +111,21 @@ pub(crate) fn write_sorted_map(
         item.write_sorted(out);
     };
     out.push(b'{');
-    // serde_json's map iterates sorted unless a crate enabled `preserve_order`.
-    if map.keys().is_sorted_by(|a, b| a.as_bytes() < b.as_bytes()) {
-        for (n, (k, item)) in map.iter().enumerate() {
-            write_member(n, k, item, out);
+    let start = out.len();
+    // serde_json's map iterates sorted unless a crate enabled `preserve_order`:
+    // write in its order, and only if a key turns out of order start over sorted.
+    let mut previous: Option<&[u8]> = None;
+    let mut sorted = true;
+    for (n, (k, item)) in map.iter().enumerate() {
+        if previous.is_some_and(|p| p >= k.as_bytes()) {
+            sorted = false;
+            break;
         }
-    } else {
+        previous = Some(k.as_bytes());
+        write_member(n, k, item, out);
+    }
+    if !sorted {
+        out.truncate(start);
         let mut members: Vec<(&String, &serde_json::Value)> = map.iter().collect();
         members.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
         for (n, (k, item)) in members.into_iter().enumerate() {

@@ -1,7 +1,7 @@
 //! Compact JSON output exactly as Python's `json.dumps(..., separators=(",", ":"))`
 //! with the defaults `ensure_ascii=True` and `allow_nan=True`.
 
-use super::decimal::push_millis_repr;
+use super::decimal::push_short_repr;
 use super::swar::{PLAIN, is_plain_ascii, plain_ascii_run};
 use super::text::{Text, decode_at};
 use super::value::Value;
@@ -25,7 +25,7 @@ pub fn float_repr(f: f64) -> String {
 }
 
 fn push_float_repr(f: f64, out: &mut Vec<u8>) {
-    if !push_millis_repr(f, out) {
+    if !push_short_repr(f, out) {
         push_shortest_repr(f, out);
     }
 }

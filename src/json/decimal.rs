@@ -30,15 +30,16 @@ pub(crate) fn push_short_repr(f: f64, out: &mut Vec<u8>) -> bool {
         return false;
     }
     // Within 0.004 of the integer m when f is nearest to m / 1000 (see above).
-    let m = (magnitude * 1000.0).round();
+    // Rounded by adding a half and truncating (`f64::round` is a libm call
+    // without SSE4.1); below 1e13 the sum is exact, and the check decides anyway.
+    let m = (magnitude * 1000.0 + 0.5) as u64;
     // Exact: m < 2^53 and one correctly rounded division, so this is "f is nearest to m / 1000".
-    if m / 1000.0 != magnitude {
+    if m as f64 / 1000.0 != magnitude {
         return false;
     }
     if f < 0.0 {
         out.push(b'-');
     }
-    let m = m as u64;
     let (int, frac) = (m / 1000, m % 1000);
     out.extend_from_slice(itoa::Buffer::new().format(int).as_bytes());
     out.push(b'.');

@@ -35,7 +35,7 @@ pub(crate) fn write_payload(c: &MintClaims<'_>, headroom: usize, tailroom: usize
     // Literals, two floats and quotes fit in 128 bytes; escaping may still grow it.
     let strings = c.identity.method().len()
         + c.identity.target().len()
-        + c.identity.args_digest().len()
+        + c.identity.args_digest_bytes().len()
         + c.state.len()
         + c.audience.map_or(0, str::len)
         + c.principal_claim.map_or(0, str::len);
@@ -50,7 +50,7 @@ pub(crate) fn write_payload(c: &MintClaims<'_>, headroom: usize, tailroom: usize
     out.extend_from_slice(b",\"t\":");
     push_text(c.identity.target(), &mut out);
     out.extend_from_slice(b",\"a\":\"");
-    out.extend_from_slice(c.identity.args_digest().as_bytes());
+    out.extend_from_slice(c.identity.args_digest_bytes());
     out.extend_from_slice(b"\",\"s\":");
     push_wtf8(c.state, &mut out);
     if let Some(aud) = c.audience {
@@ -163,7 +163,7 @@ fn check_minted_layout(
         || !exp_ok(exp, now)
         || !plain_eq(&mut c, b",\"m\":", identity.method().as_bytes())
         || !plain_eq(&mut c, b",\"t\":", identity.target().as_bytes())
-        || !plain_eq(&mut c, b",\"a\":", identity.args_digest().as_bytes())
+        || !plain_eq(&mut c, b",\"a\":", identity.args_digest_bytes())
         || !c.literal(b",\"s\":")
     {
         return None;
@@ -264,7 +264,7 @@ fn check_any_layout(
     }
     if !str_eq(m, identity.method().as_bytes())
         || !str_eq(t, identity.target().as_bytes())
-        || !str_eq(a, identity.args_digest().as_bytes())
+        || !str_eq(a, identity.args_digest_bytes())
     {
         return Err(reject(RejectReason::RequestBinding));
     }

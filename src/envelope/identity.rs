@@ -126,6 +126,11 @@ impl RequestIdentity {
         &self.target
     }
 
+    /// [`Self::args_digest`] as the bytes they are, without a UTF-8 check per use.
+    pub(crate) fn args_digest_bytes(&self) -> &[u8; 22] {
+        &self.args_digest
+    }
+
     /// The bound arguments digest (22 base64url characters).
     pub fn args_digest(&self) -> &str {
         // Base64url characters are ASCII, so this never falls back.

@@ -102,6 +102,17 @@ pub(crate) fn write_sorted_map(
     map: &serde_json::Map<String, serde_json::Value>,
     out: &mut Vec<u8>,
 ) {
+    write_sorted_members(map.iter(), out);
+}
+
+/// The object of `members` with its keys in code-point order. serde_json's map
+/// iterates sorted unless a crate enabled `preserve_order`: the members are
+/// written in their order, and only if a key turns out of order does it start
+/// over sorted.
+fn write_sorted_members<'m>(
+    members: impl Iterator<Item = (&'m String, &'m serde_json::Value)> + Clone,
+    out: &mut Vec<u8>,
+) {
     let write_member = |n: usize, k: &String, item: &serde_json::Value, out: &mut Vec<u8>| {
         if n > 0 {
             out.push(b',');
@@ -112,11 +123,9 @@ pub(crate) fn write_sorted_map(
     };
     out.push(b'{');
     let start = out.len();
-    // serde_json's map iterates sorted unless a crate enabled `preserve_order`:
-    // write in its order, and only if a key turns out of order start over sorted.
     let mut previous: Option<&[u8]> = None;
     let mut sorted = true;
-    for (n, (k, item)) in map.iter().enumerate() {
+    for (n, (k, item)) in members.clone().enumerate() {
         if previous.is_some_and(|p| p >= k.as_bytes()) {
             sorted = false;
             break;
@@ -126,7 +135,7 @@ pub(crate) fn write_sorted_map(
     }
     if !sorted {
         out.truncate(start);
-        let mut members: Vec<(&String, &serde_json::Value)> = map.iter().collect();
+        let mut members: Vec<_> = members.collect();
         members.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
         for (n, (k, item)) in members.into_iter().enumerate() {
             write_member(n, k, item, out);
@@ -138,6 +147,31 @@ pub(crate) fn write_sorted_map(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Members in insertion order (as with serde_json's `preserve_order`) are written sorted.
+    #[test]
+    fn unsorted_members_are_written_sorted() {
+        let (z, a, mid) = (String::from("z"), String::from("a"), String::from("\u{e9}"));
+        let (one, two, three) = (
+            serde_json::json!(1),
+            serde_json::json!([true]),
+            serde_json::json!({"y": 0.5, "b": null}),
+        );
+        for order in [
+            vec![(&z, &one), (&a, &two), (&mid, &three)],
+            vec![(&a, &two), (&z, &one), (&mid, &three)],
+            vec![(&a, &two), (&z, &one)],
+        ] {
+            let mut out = b"prefix".to_vec();
+            write_sorted_members(order.iter().copied(), &mut out);
+            let want: &[u8] = if order.len() == 3 {
+                br#"prefix{"a":[true],"z":1,"\u00e9":{"b":null,"y":0.5}}"#
+            } else {
+                br#"prefix{"a":[true],"z":1}"#
+            };
+            assert_eq!(out, want, "{:?}", String::from_utf8_lossy(&out));
+        }
+    }
 
     #[test]
     fn serde_and_own_value_agree() {

@@ -32,18 +32,7 @@ impl<'a> Cursor<'a> {
 
     /// Consumes `lit` if the input continues with exactly these bytes.
     pub(crate) fn literal<const N: usize>(&mut self, lit: &[u8; N]) -> bool {
-        // A fixed-size comparison: a few loads inline, not a call to memcmp.
-        let i = self.p.i;
-        let matches = self
-            .p
-            .s
-            .get(i..i + N)
-            .and_then(|head| <&[u8; N]>::try_from(head).ok())
-            .is_some_and(|head| head == lit);
-        if matches {
-            self.p.i = i + N;
-        }
-        matches
+        self.p.eat(lit)
     }
 
     /// The byte offset of the read position.
@@ -86,16 +75,11 @@ impl<'a> Cursor<'a> {
     /// answer as `plain_string() == Some(expected)`, without searching for
     /// the closing quote. Position unchanged when it returns `false`.
     pub(crate) fn plain_string_eq(&mut self, expected: &[u8]) -> bool {
-        let s = self.p.s;
-        let start = self.p.i + 1;
-        let end = start + expected.len();
-        // A plain `expected` holds no quote, so the one at `end` closes the string.
-        let matches = s.get(self.p.i) == Some(&b'"')
-            && s.get(end) == Some(&b'"')
-            && s.get(start..end) == Some(expected)
-            && is_plain_ascii(expected);
-        if matches {
-            self.p.i = end + 1;
+        let at = self.p.i;
+        // A plain `expected` holds no quote, so its string's closing quote is right after it.
+        let matches = self.plain_string_ending_at(at + 1 + expected.len()) == Some(expected);
+        if !matches {
+            self.p.i = at;
         }
         matches
     }

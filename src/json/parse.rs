@@ -181,13 +181,18 @@ impl<'a> Parser<'a> {
         }
     }
 
-    pub(super) fn eat(&mut self, lit: &[u8]) -> bool {
-        if self.s[self.i..].starts_with(lit) {
-            self.i += lit.len();
-            true
-        } else {
-            false
+    /// Consumes `lit` if the input continues with exactly these bytes.
+    pub(super) fn eat<const N: usize>(&mut self, lit: &[u8; N]) -> bool {
+        // A fixed-size comparison: a few loads inline, not a call to memcmp.
+        let matches = self
+            .s
+            .get(self.i..self.i + N)
+            .and_then(|head| <&[u8; N]>::try_from(head).ok())
+            .is_some_and(|head| head == lit);
+        if matches {
+            self.i += N;
         }
+        matches
     }
 
     fn value(&mut self, depth: usize) -> Result<Value, Error> {

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aws_lc_rs::aead::{AES_256_GCM, Aad, LessSafeKey, Nonce, UnboundKey};
-use base64_simd::URL_SAFE_NO_PAD;
+use base64_turbo::URL_SAFE_NO_PAD;
 use clap::Args;
 use stateseal::{AesGcmCodec, Envelope, KeyRing, RequestIdentity, RingHandle, Secret};
 
@@ -125,7 +125,7 @@ pub(crate) fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError>
         let state = "x".repeat(size);
         let token = envelope.mint(&id, &state, None).map_err(fail)?;
         let payload_len = URL_SAFE_NO_PAD
-            .decode_to_vec(&token[3..])
+            .decode(&token[3..])
             .map(|b| b.len() - 32)
             .unwrap_or(size);
         let mut identity = || {
@@ -144,7 +144,7 @@ pub(crate) fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError>
         cipher
             .seal_in_place_append_tag(nonce(), Aad::from(b"v1.kid!"), &mut sealed)
             .map_err(|_| CliError::Failed("aead".into()))?;
-        let sealed_b64 = URL_SAFE_NO_PAD.encode_to_string(&sealed);
+        let sealed_b64 = URL_SAFE_NO_PAD.encode(&sealed);
         let mut raw_seal = || {
             // A real seal needs a fresh nonce: the floor includes drawing one from the OS.
             let mut fresh = [0u8; 12];
@@ -159,11 +159,11 @@ pub(crate) fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError>
                     )
                     .is_ok()
             {
-                black_box(URL_SAFE_NO_PAD.encode_to_string(&buf));
+                black_box(URL_SAFE_NO_PAD.encode(&buf));
             }
         };
         let mut raw_open = || {
-            if let Ok(mut buf) = URL_SAFE_NO_PAD.decode_to_vec(black_box(&sealed_b64)) {
+            if let Ok(mut buf) = URL_SAFE_NO_PAD.decode(black_box(&sealed_b64)) {
                 black_box(
                     cipher
                         .open_in_place(nonce(), Aad::from(b"v1.kid!"), &mut buf)

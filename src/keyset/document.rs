@@ -151,7 +151,7 @@ pub fn parse_rfc3339(text: &str) -> Result<f64, String> {
 }
 
 fn b64_decode(text: &str) -> Option<Vec<u8>> {
-    base64_simd::STANDARD.decode_to_vec(text).ok()
+    base64_turbo::STANDARD.decode(text).ok()
 }
 
 impl Keyset {
@@ -288,7 +288,7 @@ impl Keyset {
                     entry: e.entry.clone(),
                     kid: e.kid.map(KeyId::to_hex),
                     kek: e.kek.clone(),
-                    wrapped: base64_simd::STANDARD.encode_to_string(&e.wrapped),
+                    wrapped: base64_turbo::STANDARD.encode(&e.wrapped),
                     created_at: format_rfc3339(e.created_at),
                     activate_at: format_rfc3339(e.activate_at),
                     retire_at: e.retire_at.map(format_rfc3339),
@@ -335,6 +335,25 @@ pub(crate) fn random_id(prefix: &str) -> Result<String, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wrapped_keys_are_canonical_padded_base64() {
+        assert_eq!(b64_decode("AQID").as_deref(), Some(&[1u8, 2, 3][..]));
+        assert_eq!(b64_decode("QQ==").as_deref(), Some(&b"A"[..]));
+        assert_eq!(b64_decode("+/8=").as_deref(), Some(&[0xfb, 0xff][..]));
+        for bad in [
+            "QQ", "QR==", "QQ=", "Q===", "-_8=", "QQ==QQ==", "AQ ID", "AQID\n",
+        ] {
+            assert_eq!(b64_decode(bad), None, "{bad:?}");
+        }
+        // Long enough for the vector kernels, with a non-canonical last character.
+        let long = base64_turbo::STANDARD.encode([7u8; 64]);
+        assert_eq!(b64_decode(&long).as_deref(), Some(&[7u8; 64][..]));
+        let mut bent = long.into_bytes();
+        let last = bent.len() - 3; // 64 bytes end in "Bw==": set one of the 4 unused bits of the "w"
+        bent[last] = b'x';
+        assert_eq!(b64_decode(std::str::from_utf8(&bent).unwrap()), None);
+    }
 
     fn doc() -> Keyset {
         Keyset {

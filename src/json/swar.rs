@@ -1,4 +1,8 @@
 //! Eight-bytes-at-a-time scans for the JSON string fast paths (no `unsafe`, no SIMD intrinsics).
+//!
+//! Long scans are compiled a second time for the widest vector unit the CPU
+//! reports at run time ([`with_widest_vectors`]); the code is the same plain
+//! Rust, LLVM vectorizes it for that unit.
 
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGHS: u64 = 0x8080_8080_8080_8080;
@@ -56,6 +60,21 @@ pub(crate) fn is_plain_ascii(bytes: &[u8]) -> bool {
     if bytes.len() < 32 {
         return bytes.iter().all(|&b| PLAIN[usize::from(b)]);
     }
+    if bytes.len() >= WIDE_FROM {
+        return with_widest_vectors(|| all_plain(bytes));
+    }
+    all_plain(bytes)
+}
+
+/// From this length on, a scan is worth switching to wider vectors: below it
+/// the switch costs more than it saves (64 B: 5 ns in SSE2, 8 ns with
+/// AVX-512; 1 KiB: 36 ns against 15 ns; 16 KiB: 550 ns against 185 ns).
+const WIDE_FROM: usize = 256;
+
+/// The branch-free pass of [`is_plain_ascii`]; always inlined, so that it is
+/// compiled anew inside [`with_widest_vectors`].
+#[inline(always)]
+fn all_plain(bytes: &[u8]) -> bool {
     let (min, max, special) = bytes.iter().fold((u8::MAX, 0u8, 0u8), |(mn, mx, q), &b| {
         (
             mn.min(b),
@@ -64,6 +83,25 @@ pub(crate) fn is_plain_ascii(bytes: &[u8]) -> bool {
         )
     });
     min >= 0x20 && max <= 0x7e && special == 0
+}
+
+/// Runs `scan` compiled for AVX-512 or AVX2 when the CPU has them (detected
+/// once per process by `fearless_simd`, whose tokens exist only after that
+/// check), for the baseline (SSE2) otherwise.
+#[inline(always)]
+fn with_widest_vectors<R>(scan: impl FnOnce() -> R) -> R {
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    {
+        use fearless_simd::{Level, Simd};
+        let level = Level::new();
+        if let Some(avx512) = level.as_avx512() {
+            return avx512.vectorize(scan);
+        }
+        if let Some(avx2) = level.as_avx2() {
+            return avx2.vectorize(scan);
+        }
+    }
+    scan()
 }
 
 /// Bytes `json.dumps(ensure_ascii=True)` copies verbatim: printable ASCII but `"` and `\\`.
@@ -157,6 +195,35 @@ mod tests {
                 );
                 let unescaped = b >= 0x20 && b != b'"' && b != b'\\';
                 assert_eq!(unescaped_run(&w, 0) == 8, unescaped, "byte {b:#x}");
+            }
+        }
+    }
+
+    /// The wide path (from `WIDE_FROM` bytes) gives the table's answer for
+    /// every byte value, at the first, a middle and the last position, and
+    /// at lengths just around the switch and far past it.
+    #[test]
+    fn wide_scans_agree_with_the_table() {
+        for len in [
+            WIDE_FROM - 1,
+            WIDE_FROM,
+            WIDE_FROM + 1,
+            WIDE_FROM + 63,
+            1024,
+            16_411,
+        ] {
+            let base = vec![b'~'; len];
+            assert!(is_plain_ascii(&base), "{len}");
+            for b in 0u8..=255 {
+                for pos in [0, len / 2 + 1, len - 1] {
+                    let mut v = base.clone();
+                    v[pos] = b;
+                    assert_eq!(
+                        is_plain_ascii(&v),
+                        PLAIN[usize::from(b)],
+                        "byte {b:#x} at {pos} of {len}"
+                    );
+                }
             }
         }
     }

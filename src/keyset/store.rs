@@ -61,6 +61,31 @@ pub fn check_next_generation(uri: &str, expected: Option<u64>, doc: &Keyset) -> 
 /// Mode of a keyset file this store creates (an existing file keeps its own).
 const NEW_FILE_MODE: u32 = 0o600;
 
+/// The writers' lock on `<document>.lock`, released by an explicit unlock when
+/// dropped. Closing the descriptor alone would not release it while another
+/// copy of the descriptor is open: a child forked during a write (pre-fork
+/// servers) inherits one, and would then wait on the lock forever.
+struct WriterLock(File);
+
+impl WriterLock {
+    fn acquire(path: &Path) -> Result<Self, (&'static str, std::io::Error)> {
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)
+            .map_err(|e| ("open lock file", e))?;
+        file.lock().map_err(|e| ("lock", e))?;
+        Ok(Self(file))
+    }
+}
+
+impl Drop for WriterLock {
+    fn drop(&mut self) {
+        let _ = self.0.unlock();
+    }
+}
+
 /// A keyset in a local file (`file://<path>`): the embedded default.
 ///
 /// Writes take an exclusive lock on `<path>.lock` (held across processes),
@@ -189,13 +214,8 @@ impl FileStore {
         };
         let mut lock_path = self.path.clone().into_os_string();
         lock_path.push(".lock");
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| self.io("open lock file", &e))?;
-        lock.lock().map_err(|e| self.io("lock", &e))?;
+        let lock =
+            WriterLock::acquire(Path::new(&lock_path)).map_err(|(what, e)| self.io(what, &e))?;
         let found = self.read()?.map(|d| d.generation);
         if found != expected {
             return Err(Error::Conflict { expected, found });
@@ -225,7 +245,7 @@ impl FileStore {
         if result.is_err() {
             let _ = fs::remove_file(&tmp);
         }
-        drop(lock); // releases the lock
+        drop(lock);
         result.map_err(|e| self.io("write", &e))
     }
 }
@@ -268,6 +288,22 @@ impl KeysetStore for FileStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A copy of the lock's descriptor (what a child forked mid-write holds)
+    /// must not keep the lock once the writer is done.
+    #[test]
+    fn the_writers_lock_is_released_while_a_copy_of_its_descriptor_lives() {
+        let dir = std::env::temp_dir().join(format!("stateseal-lock-{}", random_id("t").unwrap()));
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("keyset.json.lock");
+        let lock = WriterLock::acquire(&path).unwrap();
+        let inherited = lock.0.try_clone().unwrap();
+        drop(lock);
+        let other = OpenOptions::new().write(true).open(&path).unwrap();
+        assert!(other.try_lock().is_ok(), "the lock outlived its writer");
+        drop((inherited, other));
+        fs::remove_dir_all(&dir).unwrap();
+    }
     use crate::keyset::KeyEntry;
 
     fn doc(generation: u64) -> Keyset {

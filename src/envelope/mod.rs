@@ -131,7 +131,9 @@ impl Envelope {
     /// [`Envelope::mint`] at an explicit time (`state` is UTF-8 or WTF-8 bytes).
     ///
     /// # Errors
-    /// As [`Envelope::mint`], plus [`Error::Seal`] when `state` is not WTF-8.
+    /// As [`Envelope::mint`], plus [`Error::Seal`] when `state` is not WTF-8
+    /// (a lone surrogate is allowed; a pair of surrogates must be written as
+    /// the one code point it stands for, or verify could not give it back).
     pub fn mint_at(
         &self,
         identity: &RequestIdentity,
@@ -140,7 +142,7 @@ impl Envelope {
         now: f64,
     ) -> Result<String, Error> {
         if !is_wtf8(state) {
-            return Err(Error::Seal("state is not UTF-8"));
+            return Err(Error::Seal("state is neither UTF-8 nor WTF-8"));
         }
         self.mint_wtf8(identity, state, principal, now)
     }
@@ -300,19 +302,30 @@ impl EnvelopeBuilder {
     }
 }
 
-/// Whether `bytes` is WTF-8 (UTF-8 that may also encode lone surrogates).
+/// Whether `bytes` is WTF-8: UTF-8 that may also encode lone surrogates.
+///
+/// A high surrogate directly followed by a low one is not WTF-8 (that pair is
+/// one supplementary code point, written in four bytes): minted, it would come
+/// back from verify as that code point, not as the bytes given.
 fn is_wtf8(bytes: &[u8]) -> bool {
     if std::str::from_utf8(bytes).is_ok() {
         return true;
     }
+    let surrogate = |i: usize| -> Option<u8> {
+        match bytes.get(i..i + 3) {
+            Some(&[0xed, second @ 0xa0..=0xbf, 0x80..=0xbf]) => Some(second),
+            _ => None,
+        }
+    };
     // Re-encode surrogate code points (ED A0..BF xx) as a placeholder and re-check.
     let mut probe = bytes.to_vec();
     let mut i = 0;
     while i + 2 < probe.len() {
-        if probe[i] == 0xed
-            && (0xa0..=0xbf).contains(&probe[i + 1])
-            && (0x80..=0xbf).contains(&probe[i + 2])
-        {
+        if let Some(second) = surrogate(i) {
+            let high = second <= 0xaf;
+            if high && surrogate(i + 3).is_some_and(|next| next >= 0xb0) {
+                return false;
+            }
             probe[i..i + 3].copy_from_slice("\u{fffd}".as_bytes());
             i += 3;
         } else {

@@ -98,3 +98,41 @@ fn the_future_iat_allowance_follows_max_skew() {
         assert!(err.to_string().contains("max_skew"), "{bad}: {err}");
     }
 }
+
+#[test]
+fn mint_takes_wtf8_states_only_and_gives_back_exactly_what_it_took() {
+    let env = Envelope::builder(codec(), Some("svc"))
+        .build()
+        .expect("env");
+    let (high, low) = (b"\xed\xa4\x85".as_slice(), b"\xed\xb4\x85".as_slice());
+    let accepted: [Vec<u8>; 5] = [
+        [b"a", high, b"b"].concat(),
+        [low, b"a"].concat(),
+        [low, high].concat(),
+        [high, high, b"\t"].concat(),
+        [b"\xf0\x91\x94\x85", high].concat(),
+    ];
+    for state in &accepted {
+        let token = env
+            .mint_at(&id(), state, None, NOW)
+            .expect("a WTF-8 state mints");
+        let back = env.verify_at(&id(), &token, None, NOW).expect("verifies");
+        assert_eq!(back.as_bytes(), state.as_slice());
+    }
+    // Not WTF-8: stray bytes, a cut sequence, and a surrogate pair written as two
+    // surrogates (it would come back as the one code point U+51505, so it is refused).
+    let refused: [Vec<u8>; 4] = [
+        b"\xff".to_vec(),
+        b"a\xe2\x82".to_vec(),
+        [high, low].concat(),
+        [b"\t\t", high, b"\t\0", high, low].concat(),
+    ];
+    for state in &refused {
+        let err = env.mint_at(&id(), state, None, NOW).unwrap_err();
+        assert!(matches!(err, Error::Seal(_)), "{err:?}");
+        assert_eq!(
+            err.to_string(),
+            "sealing requestState failed: state is neither UTF-8 nor WTF-8"
+        );
+    }
+}

@@ -205,11 +205,10 @@ impl Boundary {
         let verdict = match principal {
             Err(PrincipalError) => Err(RejectReason::PrincipalBindingError),
             Ok(p) => match self.envelope.verify(round, token, p.as_ref()) {
-                Ok(text) => match text.as_str() {
-                    Some(s) => Ok(s.to_owned()),
-                    // Python can mint a lone surrogate; a Rust handler cannot receive one.
-                    None => Err(RejectReason::UnrepresentableState),
-                },
+                // Python can mint a lone surrogate; a Rust handler cannot receive one.
+                Ok(text) => text
+                    .into_string()
+                    .map_err(|_| RejectReason::UnrepresentableState),
                 Err(e) => Err(e.reject_reason().unwrap_or(RejectReason::CodecError)),
             },
         };

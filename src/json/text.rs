@@ -56,6 +56,20 @@ impl Text {
         self.0
     }
 
+    /// The text as a `String` without copying it, or the text back when it
+    /// holds a lone surrogate (which a Rust `String` cannot).
+    ///
+    /// ```
+    /// use stateseal::json::Text;
+    /// assert_eq!(Text::from("state").into_string().ok().as_deref(), Some("state"));
+    /// ```
+    ///
+    /// # Errors
+    /// The unchanged text when it is not UTF-8.
+    pub fn into_string(self) -> Result<String, Self> {
+        String::from_utf8(self.0).map_err(|e| Self(e.into_bytes()))
+    }
+
     /// Text from bytes the caller has checked to be WTF-8.
     pub(crate) fn from_wtf8_unchecked(bytes: Vec<u8>) -> Self {
         Self(bytes)
@@ -123,8 +137,10 @@ mod tests {
         assert_eq!(t.as_bytes(), &[0x74, 0xed, 0xa0, 0x80]);
         assert!(t.as_str().is_none());
         assert_eq!(decode_at(t.as_bytes(), 1), (0xd800, 3));
+        assert_eq!(t.clone().into_string(), Err(t.clone()));
         let mut u = Text::default();
         u.push_code_point(0x1f600);
+        assert_eq!(u.clone().into_string().as_deref(), Ok("😀"));
         assert_eq!(u.as_str(), Some("😀"));
         assert_eq!(format!("{u:?}"), "Text(<4 bytes>)");
     }

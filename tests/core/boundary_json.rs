@@ -172,3 +172,39 @@ fn python_verify_vectors_through_open_params() {
         ["surrogate_args_same", "surrogate_principal_mismatch"]
     );
 }
+
+#[test]
+fn a_state_a_rust_handler_cannot_hold_is_rejected_and_any_other_comes_through_whole() {
+    let b = boundary(FailureMode::Reject);
+    let round =
+        stateseal::RequestIdentity::from_json("tools/call", br#"{"name":"t"}"#).expect("round");
+    let env = b.envelope();
+    // A lone surrogate, as Python's SDK may mint it: valid, but not a Rust `String`.
+    let lone = stateseal::json::parse(br#""a\ud800b""#, stateseal::json::Duplicates::Reject)
+        .expect("json");
+    let stateseal::json::Value::Str(lone) = lone else {
+        panic!("a string")
+    };
+    let token = env.mint_text(&round, &lone, None).expect("mint");
+    assert_eq!(
+        b.open(&round, Some(&token), &Ok(None)).unwrap_err(),
+        WireError::invalid_state()
+    );
+    // Same key, the other failure mode: the echo is dropped as if absent.
+    assert_eq!(
+        boundary(FailureMode::TreatAsAbsent).open(&round, Some(&token), &Ok(None)),
+        Ok(None)
+    );
+    for state in [
+        "",
+        "plain",
+        "Zürich \u{1f600} \"quoted\"\n",
+        &"x".repeat(20_000),
+    ] {
+        let token = env.mint(&round, state, None).expect("mint");
+        assert_eq!(
+            b.open(&round, Some(&token), &Ok(None)),
+            Ok(Some(state.to_owned()))
+        );
+    }
+}

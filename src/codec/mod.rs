@@ -14,6 +14,7 @@
 //! token to its request, audience, principal and expiry.
 
 mod base64url;
+mod scratch;
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -29,6 +30,7 @@ use crate::ring::RingHandle;
 pub(crate) use base64url::{
     decode as b64u_decode, encode as b64u_encode, encode_16 as b64u_encode_16,
 };
+pub(crate) use scratch::payload_buffer;
 
 /// The format prefix of v1 tokens (also bound as associated data).
 pub const TOKEN_PREFIX: &str = "v1.";
@@ -189,7 +191,8 @@ fn reject(reason: RejectReason) -> Error {
 
 impl StateCodec for AesGcmCodec {
     fn seal(&self, payload: &[u8]) -> Result<String, Error> {
-        let mut buffer = Vec::with_capacity(MIN_BODY + payload.len());
+        let mut buffer = scratch::payload_buffer();
+        buffer.reserve(MIN_BODY + payload.len());
         buffer.resize(SEAL_HEADROOM, 0);
         buffer.extend_from_slice(payload);
         self.seal_with_headroom(buffer)
@@ -221,6 +224,8 @@ impl StateCodec for AesGcmCodec {
         let mut token = String::with_capacity(TOKEN_PREFIX.len() + body.len().div_ceil(3) * 4);
         token.push_str(TOKEN_PREFIX);
         base64url::encode_into(&body, &mut token);
+        // Encrypted in place above: the buffer holds no plaintext now.
+        scratch::keep_sealed(body);
         Ok(token)
     }
 

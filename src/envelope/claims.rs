@@ -30,8 +30,13 @@ pub(crate) struct MintClaims<'a> {
 /// `{"v":1,"iat":..,"exp":..,"m":..,"t":..,"a":..,"s":..[,"aud":..][,"p":..]}` in the
 /// Python SDK's key order and encoding, after `headroom` zero bytes (room for the
 /// codec's header), with capacity for `tailroom` more bytes (its tag), so that
-/// sealing in place never reallocates.
-pub(crate) fn write_payload(c: &MintClaims<'_>, headroom: usize, tailroom: usize) -> Vec<u8> {
+/// sealing in place never reallocates. Written into `out` (empty; its capacity is reused).
+pub(crate) fn write_payload(
+    c: &MintClaims<'_>,
+    headroom: usize,
+    tailroom: usize,
+    mut out: Vec<u8>,
+) -> Vec<u8> {
     // Literals, two floats and quotes fit in 128 bytes; escaping may still grow it.
     let strings = c.identity.method().len()
         + c.identity.target().len()
@@ -39,7 +44,8 @@ pub(crate) fn write_payload(c: &MintClaims<'_>, headroom: usize, tailroom: usize
         + c.state.len()
         + c.audience.map_or(0, str::len)
         + c.principal_claim.map_or(0, str::len);
-    let mut out = Vec::with_capacity(headroom + 128 + strings + tailroom);
+    out.clear();
+    out.reserve(headroom + 128 + strings + tailroom);
     out.resize(headroom, 0);
     out.extend_from_slice(b"{\"v\":1,\"iat\":");
     push_json_float(c.iat, &mut out);
@@ -316,6 +322,7 @@ mod tests {
                     },
                     0,
                     16,
+                    Vec::new(),
                 );
                 // Room for the codec's tag: sealing in place must not reallocate.
                 assert!(

@@ -171,6 +171,8 @@ impl Envelope {
             },
             SEAL_HEADROOM,
             TAG_LEN,
+            // The built-in codec's buffer from this thread's last seal, if it kept one.
+            crate::codec::payload_buffer(),
         );
         let token = self.codec.seal_with_headroom(payload)?;
         if token.len() > self.max_token_len {

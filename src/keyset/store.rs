@@ -288,6 +288,7 @@ impl KeysetStore for FileStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::keyset::KeyEntry;
 
     /// A copy of the lock's descriptor (what a child forked mid-write holds)
     /// must not keep the lock once the writer is done.
@@ -304,7 +305,6 @@ mod tests {
         drop((inherited, other));
         fs::remove_dir_all(&dir).unwrap();
     }
-    use crate::keyset::KeyEntry;
 
     fn doc(generation: u64) -> Keyset {
         Keyset {

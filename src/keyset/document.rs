@@ -1,8 +1,11 @@
-//! The keyset document (`stateseal.keyset/v1`): wrapped data keys and their timeline.
+//! The keyset's content: wrapped data keys and their timeline.
 //!
 //! It holds only wrapped keys, so it is safe to store anywhere (a file, Vault
-//! KV, S3). Parsing is strict: unknown fields, duplicate entries, bad
-//! timestamps and bad base64 are errors that name the field.
+//! KV, S3). It is written as the MAC-covered payload of a
+//! `stateseal.keyset/v2` document (see `sealed`), or, before authentication,
+//! as a whole `stateseal.keyset/v1` document. Parsing is strict: unknown
+//! fields, duplicate entries, bad timestamps and bad base64 are errors that
+//! name the field.
 
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
@@ -12,8 +15,16 @@ use super::timing::Timing;
 use crate::error::Error;
 use crate::key::KeyId;
 
-/// The document's format tag.
+/// The unauthenticated document's format tag (read for migration only, unless configured).
 pub const KEYSET_FORMAT: &str = "stateseal.keyset/v1";
+
+/// The one data-key algorithm keyset entries hold today: the v1 token format's
+/// AES-256-GCM. A v2 payload names it in every entry, and a reader refuses any
+/// other value, so an entry's algorithm can never change under it.
+pub const ALG_V1_AES_256_GCM: &str = "v1-aes-256-gcm";
+
+/// Most entries a document may hold (steady state holds one or two).
+pub const MAX_ENTRIES: usize = 64;
 
 /// One wrapped data key and when it seals and unseals.
 #[derive(Clone, PartialEq)]
@@ -70,9 +81,12 @@ pub struct Keyset {
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawKeyset {
-    format: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    format: Option<String>,
     id: String,
     generation: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    expires_at: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     timing: Option<RawTiming>,
     keys: Vec<RawEntry>,
@@ -93,6 +107,8 @@ struct RawEntry {
     entry: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     kid: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    alg: Option<String>,
     kek: String,
     wrapped: String,
     created_at: String,
@@ -150,22 +166,81 @@ pub fn parse_rfc3339(text: &str) -> Result<f64, String> {
     Ok(t.unix_timestamp() as f64 + f64::from(t.nanosecond()) / 1e9)
 }
 
-fn b64_decode(text: &str) -> Option<Vec<u8>> {
+pub(crate) fn b64_decode(text: &str) -> Option<Vec<u8>> {
     base64_turbo::STANDARD.decode(text).ok()
 }
 
 impl Keyset {
-    /// Parses and validates a document.
+    /// Parses and validates an unauthenticated `stateseal.keyset/v1` document.
     ///
     /// # Errors
     /// [`Error::Keyset`] naming the first invalid field.
     pub fn from_json(bytes: &[u8]) -> Result<Self, Error> {
         let raw: RawKeyset = serde_json::from_slice(bytes)
             .map_err(|e| bad("document", format!("not a keyset document: {e}")))?;
-        if raw.format != KEYSET_FORMAT {
+        if raw.format.as_deref() != Some(KEYSET_FORMAT) {
             return Err(bad(
                 "format",
                 format!("expected {KEYSET_FORMAT:?}, found {:?}", raw.format),
+            ));
+        }
+        if raw.expires_at.is_some() || raw.keys.iter().any(|e| e.alg.is_some()) {
+            return Err(bad(
+                "document",
+                "expires_at and alg belong in an authenticated (v2) payload",
+            ));
+        }
+        Self::from_raw(raw)
+    }
+
+    /// Parses and validates the payload of a `stateseal.keyset/v2` document,
+    /// whose tag the caller has verified; returns it and its `expires_at`.
+    ///
+    /// # Errors
+    /// [`Error::Keyset`] naming the first invalid field.
+    pub(crate) fn from_payload(bytes: &[u8]) -> Result<(Self, f64), Error> {
+        let raw: RawKeyset = serde_json::from_slice(bytes)
+            .map_err(|e| bad("payload", format!("not a keyset payload: {e}")))?;
+        if raw.format.is_some() {
+            return Err(bad("payload.format", "belongs in the envelope"));
+        }
+        let expires_at = raw
+            .expires_at
+            .as_deref()
+            .ok_or_else(|| bad("payload.expires_at", "is missing"))
+            .and_then(|t| parse_rfc3339(t).map_err(|p| bad("payload.expires_at", p)))?;
+        for (i, e) in raw.keys.iter().enumerate() {
+            match e.alg.as_deref() {
+                Some(ALG_V1_AES_256_GCM) => {}
+                Some(other) => {
+                    return Err(bad(
+                        format!("keys[{i}].alg"),
+                        format!(
+                            "{other:?} is not an algorithm this release knows ({ALG_V1_AES_256_GCM:?})"
+                        ),
+                    ));
+                }
+                None => return Err(bad(format!("keys[{i}].alg"), "is missing")),
+            }
+            if e.kid.is_none() {
+                return Err(bad(format!("keys[{i}].kid"), "is missing"));
+            }
+        }
+        let doc = Self::from_raw(raw)?;
+        if !is_representable(expires_at) {
+            return Err(bad("payload.expires_at", "must be between 1970 and 9999"));
+        }
+        Ok((doc, expires_at))
+    }
+
+    fn from_raw(raw: RawKeyset) -> Result<Self, Error> {
+        if raw.keys.len() > MAX_ENTRIES {
+            return Err(bad(
+                "keys",
+                format!(
+                    "{} entries, more than the {MAX_ENTRIES} a keyset may hold",
+                    raw.keys.len()
+                ),
             ));
         }
         let mut keys = Vec::with_capacity(raw.keys.len());
@@ -269,12 +344,25 @@ impl Keyset {
         Ok(())
     }
 
-    /// The canonical JSON form (pretty-printed, stable field order).
+    /// The unauthenticated `stateseal.keyset/v1` form (pretty-printed, stable
+    /// field order): what releases before authentication wrote.
     pub fn to_json(&self) -> Vec<u8> {
+        self.render(Some(KEYSET_FORMAT), None)
+    }
+
+    /// The payload of a `stateseal.keyset/v2` document: every entry with its
+    /// algorithm, and the time after which the document counts as stale.
+    /// Every entry must have its key id recorded.
+    pub(crate) fn payload_json(&self, expires_at: f64) -> Vec<u8> {
+        self.render(None, Some(expires_at))
+    }
+
+    fn render(&self, format: Option<&str>, expires_at: Option<f64>) -> Vec<u8> {
         let raw = RawKeyset {
-            format: KEYSET_FORMAT.to_owned(),
+            format: format.map(str::to_owned),
             id: self.id.clone(),
             generation: self.generation,
+            expires_at: expires_at.map(format_rfc3339),
             timing: self.timing.map(|t| RawTiming {
                 refresh_interval: t.refresh_interval,
                 max_skew: t.max_skew,
@@ -287,6 +375,7 @@ impl Keyset {
                 .map(|e| RawEntry {
                     entry: e.entry.clone(),
                     kid: e.kid.map(KeyId::to_hex),
+                    alg: expires_at.map(|_| ALG_V1_AES_256_GCM.to_owned()),
                     kek: e.kek.clone(),
                     wrapped: base64_turbo::STANDARD.encode(&e.wrapped),
                     created_at: format_rfc3339(e.created_at),

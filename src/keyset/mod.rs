@@ -1,15 +1,29 @@
 //! Keyset documents and the stores that hold them.
+//!
+//! The authenticated form, `stateseal.keyset/v2` ([`StoredKeyset`]), carries
+//! the document as exact payload bytes under an HMAC-SHA256 tag whose key only
+//! KEK holders can unwrap; `rotation::KeysetTrust` checks it in the design's
+//! order (caps, envelope, pins, bound MAC-key unwrap, tag, payload, KEKs,
+//! freshness).
 
 mod document;
+mod mac;
+mod pins;
+mod sealed;
 mod store;
 mod timing;
 
-pub use document::{KEYSET_FORMAT, KeyEntry, Keyset, MAX_TIME, is_representable};
+pub use document::{
+    ALG_V1_AES_256_GCM, KEYSET_FORMAT, KeyEntry, Keyset, MAX_ENTRIES, MAX_TIME, is_representable,
+};
 pub(crate) use document::{document_time, random_id};
 /// The document's RFC 3339 time format: exposed for tests and fuzzing only
 /// (feature `internals`, no stability promise).
 #[cfg(feature = "internals")]
 pub use document::{format_rfc3339 as format_time, parse_rfc3339 as parse_time};
+pub use mac::{MAC_PURPOSE, MacKey};
+pub use pins::KeysetPins;
+pub use sealed::{KEYSET_FORMAT_V2, MAX_DOCUMENT_BYTES, MacKeyRef, StoredKeyset};
 pub use store::check_next_generation;
 pub use store::{FileStore, KeysetStore};
 pub use timing::Timing;

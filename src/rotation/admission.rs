@@ -1,14 +1,19 @@
-//! Which keyset documents an instance adopts.
+//! Which verified keyset documents an instance adopts.
 //!
 //! A store can hand back a document the fleet has already moved past: a
-//! lagging replica, a restored object version, a careless copy. Adopting it
-//! would bring back keys an emergency rotation retired, so each instance keeps
-//! the document it last adopted and refuses anything older or foreign. The
-//! watermark lives in memory: a restarted instance adopts whatever the store
-//! holds first (the operations docs say so).
+//! lagging replica, a restored object version, a careless copy, or an old
+//! authentic document republished on purpose. Adopting it would bring back
+//! keys an emergency rotation retired, so each instance keeps the document it
+//! last adopted and refuses anything older or foreign, and every entry may
+//! only move the way legitimate writes move it: ids, key ids and algorithms
+//! never change, activations and retirements only come earlier, reservations
+//! only grow, pruned entries never return. A restarted instance has no
+//! watermark; `min_generation` and the document's `expires_at` cover it.
+
+use std::collections::BTreeSet;
 
 use crate::error::Error;
-use crate::keyset::Keyset;
+use crate::keyset::{KeyEntry, Keyset, Timing};
 
 /// Why a document was not adopted; also the `reason` label of
 /// `stateseal_keyset_rejected_total`.
@@ -27,6 +32,28 @@ pub(crate) enum Refusal {
     /// The document's timing profile allows shorter-lived states than this
     /// instance seals: its rotations would retire keys under live states.
     Timing,
+    /// An unauthenticated (`stateseal.keyset/v1`) document, not accepted by configuration.
+    Unauthenticated,
+    /// The MAC tag does not verify, or the MAC key does not unwrap for this keyset.
+    Mac,
+    /// A KEK (a data key's or the MAC key's) the configuration does not pin.
+    UnpinnedKek,
+    /// A generation below the configured `min_generation`.
+    BelowMinimum,
+    /// Past the document's `expires_at`.
+    Expired,
+    /// An entry's key id changed.
+    KeyChanged,
+    /// An entry activates later than the adopted document said.
+    ActivationDelayed,
+    /// An entry activates further ahead than any legitimate rotation schedules.
+    ActivationTooFar,
+    /// An entry retires later than the adopted document said (or no longer retires).
+    RetirementDelayed,
+    /// An entry's seal reservations went down.
+    ReservationsDecreased,
+    /// An entry this instance saw pruned is back.
+    PrunedReturned,
 }
 
 impl Refusal {
@@ -38,6 +65,17 @@ impl Refusal {
             Self::Rewritten => "rewritten",
             Self::OtherKeyset => "other_keyset",
             Self::Timing => "timing",
+            Self::Unauthenticated => "unauthenticated",
+            Self::Mac => "mac",
+            Self::UnpinnedKek => "unpinned_kek",
+            Self::BelowMinimum => "below_min_generation",
+            Self::Expired => "expired",
+            Self::KeyChanged => "key_changed",
+            Self::ActivationDelayed => "activation_delayed",
+            Self::ActivationTooFar => "activation_too_far",
+            Self::RetirementDelayed => "retirement_delayed",
+            Self::ReservationsDecreased => "reservations_decreased",
+            Self::PrunedReturned => "pruned_returned",
         }
     }
 
@@ -54,12 +92,17 @@ impl Refusal {
 }
 
 /// Whether `candidate` may replace `adopted` (the last document this instance
-/// adopted), for an instance whose states live `ttl` seconds.
+/// adopted) at `now`, for an instance configured with `configured` timing
+/// (its states live `configured.ttl` seconds) which has seen the entries
+/// `pruned` leave the document.
 pub(crate) fn admit(
     adopted: Option<&Keyset>,
     candidate: &Keyset,
-    ttl: f64,
+    configured: &Timing,
+    now: f64,
+    pruned: &BTreeSet<String>,
 ) -> Result<(), (Refusal, String)> {
+    let ttl = configured.ttl;
     if let Some(t) = candidate.timing
         && ttl > t.ttl
     {
@@ -70,6 +113,30 @@ pub(crate) fn admit(
                 candidate.id, t.ttl
             ),
         ));
+    }
+    // A scheduled rotation activates its key P after writing it, on a clock up to S ahead
+    // (documents without a profile rotate on the writer's configured timing).
+    let profile = candidate.timing.unwrap_or_default();
+    let delay =
+        profile.propagation.max(configured.propagation) + profile.max_skew.max(configured.max_skew);
+    let latest = now + delay;
+    for e in &candidate.keys {
+        if pruned.contains(&e.entry) {
+            return Err((
+                Refusal::PrunedReturned,
+                format!("entry {} was pruned and is back", e.entry),
+            ));
+        }
+        if e.activate_at > latest {
+            return Err((
+                Refusal::ActivationTooFar,
+                format!(
+                    "entry {} activates {:.0}s from now, later than any rotation schedules (P + S = {delay:.0}s)",
+                    e.entry,
+                    e.activate_at - now,
+                ),
+            ));
+        }
     }
     let Some(adopted) = adopted else {
         return Ok(());
@@ -101,6 +168,52 @@ pub(crate) fn admit(
             ),
         ));
     }
+    for e in &candidate.keys {
+        if let Some(was) = adopted.entry(&e.entry) {
+            entry_moves(was, e)?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether entry `was` may become `now_is` in a later generation.
+fn entry_moves(was: &KeyEntry, now_is: &KeyEntry) -> Result<(), (Refusal, String)> {
+    let id = &was.entry;
+    if was.kid.is_some() && now_is.kid != was.kid {
+        return Err((
+            Refusal::KeyChanged,
+            format!("entry {id} changed its key id"),
+        ));
+    }
+    if now_is.activate_at > was.activate_at {
+        return Err((
+            Refusal::ActivationDelayed,
+            format!(
+                "entry {id} would activate {:.3}s later than before; activations only come earlier",
+                now_is.activate_at - was.activate_at
+            ),
+        ));
+    }
+    let later = match (was.retire_at, now_is.retire_at) {
+        (_, None) => was.retire_at.is_some(),
+        (None, Some(_)) => false,
+        (Some(a), Some(b)) => b > a,
+    };
+    if later {
+        return Err((
+            Refusal::RetirementDelayed,
+            format!("entry {id} would retire later than before; retirements only come earlier"),
+        ));
+    }
+    if now_is.seals_reserved < was.seals_reserved {
+        return Err((
+            Refusal::ReservationsDecreased,
+            format!(
+                "entry {id}: seals reserved went down from {} to {}",
+                was.seals_reserved, now_is.seals_reserved
+            ),
+        ));
+    }
     Ok(())
 }
 
@@ -127,21 +240,130 @@ mod tests {
         }
     }
 
+    fn cfg(ttl: f64) -> Timing {
+        Timing::new(30.0, 60.0, ttl)
+    }
+
+    fn none() -> BTreeSet<String> {
+        BTreeSet::new()
+    }
+
+    #[test]
+    fn entries_only_move_the_way_legitimate_writes_move_them() {
+        let now = 1000.0;
+        let mut adopted = doc("ks_a", 5, 900.0);
+        adopted.keys[0].kid = crate::key::KeyId::from_hex("0a0b0c0d");
+        adopted.keys[0].retire_at = Some(5000.0);
+        adopted.keys[0].seals_reserved = 10;
+        let next = |f: &dyn Fn(&mut KeyEntry)| {
+            let mut d = adopted.clone();
+            d.generation = 6;
+            f(&mut d.keys[0]);
+            d
+        };
+        let reason = |d: Keyset, pruned: &BTreeSet<String>| {
+            admit(Some(&adopted), &d, &cfg(600.0), now, pruned)
+                .err()
+                .map(|(r, _)| r)
+        };
+        // Legitimate: earlier activation (a --now rotation), earlier retirement, more reservations, a re-wrap.
+        assert_eq!(
+            reason(next(&|e| e.activate_at = 950.0 - 100.0), &none()),
+            None
+        );
+        assert_eq!(reason(next(&|e| e.retire_at = Some(4000.0)), &none()), None);
+        assert_eq!(reason(next(&|e| e.seals_reserved = 11), &none()), None);
+        assert_eq!(reason(next(&|e| e.wrapped = vec![9, 9]), &none()), None);
+        // (c) freeze rotation, every way a store writer could try it.
+        assert_eq!(
+            reason(next(&|e| e.activate_at = 901.0), &none()),
+            Some(Refusal::ActivationDelayed)
+        );
+        assert_eq!(
+            reason(next(&|e| e.retire_at = None), &none()),
+            Some(Refusal::RetirementDelayed)
+        );
+        assert_eq!(
+            reason(next(&|e| e.retire_at = Some(5001.0)), &none()),
+            Some(Refusal::RetirementDelayed)
+        );
+        assert_eq!(
+            reason(next(&|e| e.seals_reserved = 9), &none()),
+            Some(Refusal::ReservationsDecreased)
+        );
+        assert_eq!(
+            reason(
+                next(&|e| e.kid = crate::key::KeyId::from_hex("0a0b0c0e")),
+                &none()
+            ),
+            Some(Refusal::KeyChanged)
+        );
+        let mut far = adopted.clone();
+        far.generation = 6;
+        let mut e = far.keys[0].clone();
+        e.entry = "k_2".into();
+        e.activate_at = crate::keyset::MAX_TIME;
+        e.retire_at = None;
+        far.keys.push(e);
+        assert_eq!(
+            reason(far.clone(), &none()),
+            Some(Refusal::ActivationTooFar)
+        );
+        // Also for an instance that adopts it first.
+        assert_eq!(
+            admit(None, &far, &cfg(600.0), now, &none()).unwrap_err().0,
+            Refusal::ActivationTooFar
+        );
+        // P + S ahead is a legitimate scheduled rotation seen on a clock S behind.
+        far.keys[1].activate_at = now + 120.0 + 60.0;
+        assert_eq!(reason(far.clone(), &none()), None);
+        far.keys[1].activate_at = now + 120.0 + 60.0 + 1.0;
+        assert_eq!(reason(far, &none()), Some(Refusal::ActivationTooFar));
+        let pruned: BTreeSet<String> = ["k_1".to_owned()].into();
+        assert_eq!(
+            reason(next(&|_| {}), &pruned),
+            Some(Refusal::PrunedReturned)
+        );
+    }
+
     #[test]
     fn refuses_older_foreign_and_rewritten_documents() {
         let adopted = doc("ks_a", 5, 1.0);
-        assert!(admit(None, &doc("ks_b", 1, 1.0), 600.0).is_ok());
-        assert!(admit(Some(&adopted), &doc("ks_a", 5, 1.0), 600.0).is_ok());
-        assert!(admit(Some(&adopted), &doc("ks_a", 6, 9.0), 600.0).is_ok());
-        let reason = |d: Keyset| admit(Some(&adopted), &d, 600.0).unwrap_err().0;
+        assert!(admit(None, &doc("ks_b", 1, 1.0), &cfg(600.0), 1.0, &none()).is_ok());
+        assert!(
+            admit(
+                Some(&adopted),
+                &doc("ks_a", 5, 1.0),
+                &cfg(600.0),
+                1.0,
+                &none()
+            )
+            .is_ok()
+        );
+        assert!(
+            admit(
+                Some(&adopted),
+                &doc("ks_a", 6, 0.5),
+                &cfg(600.0),
+                1.0,
+                &none()
+            )
+            .is_ok()
+        );
+        let reason = |d: Keyset| {
+            admit(Some(&adopted), &d, &cfg(600.0), 1.0, &none())
+                .unwrap_err()
+                .0
+        };
         assert_eq!(reason(doc("ks_a", 4, 1.0)), Refusal::Rollback);
-        assert_eq!(reason(doc("ks_a", 5, 2.0)), Refusal::Rewritten);
+        assert_eq!(reason(doc("ks_a", 5, 0.5)), Refusal::Rewritten);
         assert_eq!(reason(doc("ks_b", 9, 1.0)), Refusal::OtherKeyset);
     }
 
     #[test]
     fn refuses_a_profile_shorter_than_the_configured_ttl() {
-        let (refusal, detail) = admit(None, &doc("ks_a", 1, 1.0), 900.0).unwrap_err();
+        let (refusal, detail) =
+            admit(None, &doc("ks_a", 1, 1.0), &cfg(900.0), 1.0, &none()).unwrap_err();
         assert_eq!(refusal, Refusal::Timing);
         assert!(
             detail.contains("900s") && detail.contains("600s"),
@@ -150,7 +372,7 @@ mod tests {
         let mut old = doc("ks_a", 1, 1.0);
         old.timing = None;
         assert!(
-            admit(None, &old, 900.0).is_ok(),
+            admit(None, &old, &cfg(900.0), 1.0, &none()).is_ok(),
             "documents without a profile keep today's rules"
         );
     }

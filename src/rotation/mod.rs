@@ -9,6 +9,7 @@ mod proof;
 mod reservations;
 mod scheduler;
 mod timeline;
+mod trust;
 
 pub use config::{SchedulerConfig, SchedulerConfigBuilder};
 pub use inspect::{
@@ -26,3 +27,6 @@ pub use timeline::{Phase, RotateMode, Timing};
 /// tests and fuzzing only (feature `internals`, no stability promise).
 #[cfg(feature = "internals")]
 pub use timeline::{RingPlan, in_flight, next_change_after, ring_at, rotated, unseals_at};
+pub use trust::{
+    DEFAULT_KEYSET_VALIDITY, KeysetTrust, TrustPolicy, VerifiedKeyset, seal_with_new_mac_key,
+};

@@ -88,6 +88,14 @@ pub(crate) async fn rotate(a: RotateArgs, out: &mut dyn Write) -> Result<(), Cli
                 )));
             }
         }
+        // Servers refuse a key that activates later than the profile's P + S.
+        let latest = profile.propagation + profile.max_skew;
+        if timing.propagation > latest {
+            return Err(CliError::Usage(format!(
+                "--propagation {} would activate the new key later than the keyset's profile allows (P + S = {latest}s), and servers would refuse the document; re-create the keyset with the longer profile",
+                timing.propagation
+            )));
+        }
     }
     let now = a.clock.now(timing.max_skew)?;
     if a.max_live_keys < 2 {

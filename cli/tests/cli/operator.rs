@@ -268,6 +268,13 @@ fn bad_times_are_refused_before_anything_is_written() {
         2,
         "shorter than the keyset's profile",
     );
+    // ... and no further than the servers admit (P + S of the profile: 120 + 60 s).
+    ks.refused(
+        &["rotate", "--propagation", "181"],
+        100.0,
+        2,
+        "later than the keyset's profile allows (P + S = 180s)",
+    );
     // A refused init on an existing keyset changes nothing.
     let again = cli()
         .args(["init", "--kek", &ks.kek, "--store", &ks.store])

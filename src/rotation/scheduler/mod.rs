@@ -9,6 +9,8 @@ use tokio::sync::Notify;
 mod refresh_loop;
 mod rotations;
 
+use std::collections::BTreeSet;
+
 use super::admission::{Refusal, admit};
 use super::cache::{KeyCache, Outcome};
 use super::config::SchedulerConfig;
@@ -53,6 +55,8 @@ struct Inner {
     /// The last document adopted: the ring is recomputed from it on every tick,
     /// and it is the watermark that older or foreign documents are refused against.
     adopted: Mutex<Option<Keyset>>,
+    /// Entries this instance saw leave the document: they never come back.
+    pruned: Mutex<BTreeSet<String>>,
     /// Entry id of the primary key of the ring installed last.
     primary_entry: Mutex<Option<String>>,
     reservations: Reservations,
@@ -107,6 +111,7 @@ impl RotationScheduler {
             config,
             refresh_lock: tokio::sync::Mutex::new(()),
             adopted: Mutex::new(None),
+            pruned: Mutex::new(BTreeSet::new()),
             primary_entry: Mutex::new(None),
             reservations: Reservations::default(),
             status: Mutex::new(SchedulerStatus {
@@ -228,12 +233,7 @@ impl RotationScheduler {
         let _guard = inner.refresh_lock.lock().await;
         let uri = inner.store.uri();
         let candidate = match load_existing(inner.store.as_ref()).await {
-            Ok(doc) => {
-                let adopted = lock(&inner.adopted).clone();
-                admit(adopted.as_ref(), &doc, inner.config.timing.ttl)
-                    .map(|()| doc)
-                    .map_err(|(refusal, detail)| refusal.record(uri, detail))
-            }
+            Ok(doc) => self.vet(&doc, now).map(|()| doc),
             Err(Error::Keyset { field, problem }) => {
                 Err(Refusal::Invalid.record(uri, format!("{field}: {problem}")))
             }
@@ -249,7 +249,7 @@ impl RotationScheduler {
                     ),
                 ),
                 result => {
-                    *lock(&inner.adopted) = Some(doc.clone());
+                    self.adopt(&doc);
                     lock(&inner.status).last_store_read = Some(now);
                     result?;
                     self.reserve_seals(&doc).await;
@@ -277,6 +277,30 @@ impl RotationScheduler {
         // KeysUnavailable here is already in effect (ring cleared); the store problem is the news.
         let _ = self.install(&adopted, now).await;
         Err(problem)
+    }
+
+    /// Admission of `doc` against the document adopted last (see `admission`).
+    pub(super) fn vet(&self, doc: &Keyset, now: f64) -> Result<(), Error> {
+        let inner = &self.inner;
+        let adopted = lock(&inner.adopted).clone();
+        let pruned = lock(&inner.pruned).clone();
+        admit(adopted.as_ref(), doc, &inner.config.timing, now, &pruned)
+            .map_err(|(refusal, detail)| refusal.record(inner.store.uri(), detail))
+    }
+
+    /// Makes `doc` the watermark; entries it dropped are remembered as pruned.
+    fn adopt(&self, doc: &Keyset) {
+        let inner = &self.inner;
+        let mut adopted = lock(&inner.adopted);
+        if let Some(previous) = adopted.as_ref() {
+            let mut pruned = lock(&inner.pruned);
+            for e in &previous.keys {
+                if doc.entry(&e.entry).is_none() {
+                    pruned.insert(e.entry.clone());
+                }
+            }
+        }
+        *adopted = Some(doc.clone());
     }
 
     /// Reserves a block of seals under the primary key in the keyset when this

@@ -1,10 +1,9 @@
 //! Rotations a scheduler writes: on demand, or when the primary is due by age
 //! or by the fleet's seal count.
 
-use super::{RotationScheduler, lock};
+use super::RotationScheduler;
 use crate::error::Error;
 use crate::keyset::Keyset;
-use crate::rotation::admission::admit;
 use crate::rotation::operations::{Rotation, rotate_vetted};
 use crate::rotation::timeline::{Phase, RotateMode, ring_at};
 
@@ -59,12 +58,8 @@ impl RotationScheduler {
     /// [`Error::RotationInFlight`], [`Error::Conflict`] (another writer won), provider errors.
     pub async fn rotate_at(&self, now: f64, mode: RotateMode) -> Result<Keyset, Error> {
         let inner = &self.inner;
-        let adopted = lock(&inner.adopted).clone();
         // Never rotate on top of a document this instance would refuse to serve.
-        let vet = |doc: &Keyset| {
-            admit(adopted.as_ref(), doc, inner.config.timing.ttl)
-                .map_err(|(refusal, detail)| refusal.record(inner.store.uri(), detail))
-        };
+        let vet = |doc: &Keyset| self.vet(doc, now);
         let rotation = Rotation {
             fallback: inner.config.timing,
             timing: None,

@@ -87,6 +87,8 @@ for name in overlays:
     scheme, identity = IDENTITY[name]
     check(config["store"].startswith(scheme), f"{name}: the keyset store is {scheme}…")
     check(identity(docs), f"{name}: the workload identity is configured")
+    check(str(config.get("keyset_id", "")).startswith("ks_") and len(config.get("keyset_keks", [])) > 0,
+          f"{name}: the keyset id and KEKs are pinned")
 
 r = subprocess.run([tools / "hadolint", str(ROOT / "deploy/docker/Dockerfile")], capture_output=True, text=True)
 check(r.returncode == 0, "hadolint deploy/docker/Dockerfile" + ("" if r.returncode == 0 else f": {r.stdout}"))

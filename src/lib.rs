@@ -71,7 +71,7 @@ pub use json::Text;
 pub use key::derived_key;
 pub use key::{KDF_INFO, KID_INFO, KID_LEN, KeyId, RingKey};
 #[cfg(feature = "keys")]
-pub use keyset::{FileStore, KeyEntry, Keyset, KeysetStore};
+pub use keyset::{FileStore, KeyEntry, Keyset, KeysetStore, StoredKeyset};
 #[cfg(feature = "keys")]
 pub use provider::{KeyProvider, LocalProvider, ProviderRegistry};
 pub use random::RandomSource;

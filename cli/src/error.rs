@@ -41,6 +41,9 @@ impl From<stateseal::Error> for CliError {
         {
             return Self::Failed(kms_summary(provider, *class, detail));
         }
+        if matches!(e, stateseal::Error::KeysetRefused { .. }) {
+            return Self::Rejected(e.to_string());
+        }
         match e.reject_reason() {
             Some(r) => Self::Rejected(r.to_string()),
             None => Self::Failed(e.to_string()),

@@ -102,6 +102,12 @@ fn main() {
             Command::Status(args) => keyset::status(args, &mut stdout).await,
             Command::Check(args) => keyset::check(args, &mut stdout).await,
             Command::Keyset(keyset::KeysetCmd::Show(args)) => keyset::show(args, &mut stdout).await,
+            Command::Keyset(keyset::KeysetCmd::Upgrade(args)) => {
+                keyset::upgrade(args, &mut stdout).await
+            }
+            Command::Keyset(keyset::KeysetCmd::Renew(args)) => {
+                keyset::renew(args, &mut stdout).await
+            }
             Command::Bench(args) => bench::run(&args, &mut stdout),
             Command::Demo(args) => demo::run(args, &mut stdout).await,
             Command::Completions { shell } => {

@@ -4,7 +4,7 @@ use std::io::{Read, Write};
 use std::sync::Arc;
 
 use clap::{Args, Subcommand};
-use stateseal::rotation::{Role, keyset_ring, keyset_status};
+use stateseal::rotation::{KeysetTrust, Role, VerifiedKeyset, keyset_ring, keyset_status};
 use stateseal::{
     AesGcmCodec, Clock, Envelope, KeyRing, Principal, RequestIdentity, RingHandle, StateCodec,
     SystemClock, token_key_id,
@@ -12,7 +12,7 @@ use stateseal::{
 
 use crate::error::CliError;
 use crate::key_spec::ring_from_specs;
-use crate::keyset::{load, read_now, registry};
+use crate::keyset::{TrustArgs, load_verified, read_now, registry};
 use crate::output::{line, object};
 
 /// Token tools.
@@ -64,6 +64,8 @@ pub(crate) struct InspectArgs {
     /// Also say whether the ring a server holds at --now (from this keyset store) has the key.
     #[arg(long, value_name = "STORE_URI")]
     keyset: Option<String>,
+    #[command(flatten)]
+    trust: TrustArgs,
     /// Unix time in seconds (fraction allowed); default: now.
     #[arg(long, value_parser = parse_seconds, value_name = "SECS")]
     now: Option<f64>,
@@ -73,14 +75,21 @@ pub(crate) struct InspectArgs {
 }
 
 #[derive(Debug, Args)]
-#[group(required = true, multiple = false)]
+#[group(skip)]
 pub(crate) struct KeyArgs {
     /// Ring key: `hex:<hex>`, `b64:<base64>`, `text:<text>`, `file:<path>` or `env:<VAR>`. The first seals, all unseal.
-    #[arg(long = "key", value_name = "SPEC")]
+    #[arg(
+        long = "key",
+        value_name = "SPEC",
+        conflicts_with = "keyset",
+        required_unless_present = "keyset"
+    )]
     keys: Vec<String>,
     /// Take the ring from a keyset store instead (what a server holds at --now).
     #[arg(long, value_name = "STORE_URI")]
     keyset: Option<String>,
+    #[command(flatten)]
+    trust: TrustArgs,
 }
 
 #[derive(Debug, Args)]
@@ -182,21 +191,31 @@ fn params_arg(params: &str) -> Result<String, CliError> {
     }
 }
 
-/// The ring a server holds at `now` for the keyset in `uri`.
-async fn ring_from_store(uri: &str, now: f64) -> Result<KeyRing, CliError> {
+/// The verified document in the keyset store `uri` at `now`.
+async fn verified_from_store(
+    uri: &str,
+    trust: &TrustArgs,
+    now: f64,
+) -> Result<VerifiedKeyset, CliError> {
     let registry = registry();
     let store = registry
         .open_store(uri)
         .map_err(|e| CliError::Usage(format!("--keyset: {e}")))?;
-    let doc = load(store.as_ref()).await?;
-    keyset_ring(&doc, &registry, now)
+    let trust = KeysetTrust::new(trust.policy(store.uri())?);
+    load_verified(store.as_ref(), &registry, &trust, Some(now)).await
+}
+
+/// The ring a server holds at `now` for the keyset in `uri`.
+async fn ring_from_store(uri: &str, trust: &TrustArgs, now: f64) -> Result<KeyRing, CliError> {
+    let v = verified_from_store(uri, trust, now).await?;
+    keyset_ring(&v.doc, &registry(), now)
         .await
         .map_err(|e| CliError::Failed(format!("--keyset: {e}")))
 }
 
 async fn codec(keys: &KeyArgs, now: f64) -> Result<Arc<AesGcmCodec>, CliError> {
     let ring = match &keys.keyset {
-        Some(uri) => ring_from_store(uri, now).await?,
+        Some(uri) => ring_from_store(uri, &keys.trust, now).await?,
         None => ring_from_specs(&keys.keys)?,
     };
     Ok(Arc::new(AesGcmCodec::new(Arc::new(RingHandle::new(ring)))))
@@ -304,11 +323,8 @@ async fn inspect(a: InspectArgs, out: &mut dyn Write) -> Result<(), CliError> {
     // Where the key stands in the keyset at --now: its role, or absent.
     let mut holder = None;
     if let Some(uri) = &a.keyset {
-        let store = registry()
-            .open_store(uri)
-            .map_err(|e| CliError::Usage(format!("--keyset: {e}")))?;
-        let doc = load(store.as_ref()).await?;
-        let st = keyset_status(&doc, &registry(), now).await;
+        let v = verified_from_store(uri, &a.trust, now).await?;
+        let st = keyset_status(&v.doc, &registry(), now).await;
         holder = Some(st.entries.into_iter().find(|e| e.kid == Some(kid)));
     }
     let in_ring = holder

@@ -28,6 +28,8 @@ pub(crate) struct FleetEnv {
     pub(crate) vault_addr: String,
     pub(crate) vault_token: String,
     pub(crate) logs: PathBuf,
+    /// `STATESEAL_KEYSET_ID` and `STATESEAL_KEYSET_KEKS`, as `init` printed them.
+    pub(crate) pins: Vec<(&'static str, String)>,
 }
 
 pub(crate) fn free_port() -> u16 {
@@ -190,6 +192,7 @@ pub(crate) fn cli(bin: &Path, env: &FleetEnv, args: &[&str]) -> std::process::Ou
         .args(args)
         .env("VAULT_ADDR", &env.vault_addr)
         .env("VAULT_TOKEN", &env.vault_token)
+        .envs(env.pins.iter().map(|(k, v)| (*k, v)))
         .output()
         .unwrap_or_else(|e| panic!("run {}: {e}", bin.display()))
 }

@@ -97,15 +97,16 @@ fn run(args: &Args) -> Result<bool, String> {
         ),
     )
     .map_err(|e| e.to_string())?;
-    let env = FleetEnv {
+    let mut env = FleetEnv {
         server_bin: args.server.clone(),
         config,
         vault_addr: bao.addr.clone(),
         vault_token: token,
         logs: dir.clone(),
+        pins: Vec::new(),
     };
     // The fleet's timing profile goes into the keyset; rotations then use it.
-    let mut init_argv = vec!["init", "--kek", KEK, "--store", STORE];
+    let mut init_argv = vec!["init", "--kek", KEK, "--store", STORE, "--json"];
     init_argv.extend_from_slice(&TIMING);
     let init = cli(&args.cli, &env, &init_argv);
     if !init.status.success() {
@@ -114,6 +115,25 @@ fn run(args: &Args) -> Result<bool, String> {
             String::from_utf8_lossy(&init.stderr)
         ));
     }
+    // The pins init printed: into every server's configuration and every CLI call.
+    let created: serde_json::Value =
+        serde_json::from_slice(&init.stdout).map_err(|e| format!("init --json: {e}"))?;
+    let keyset_id = created["keyset"].as_str().ok_or("init: no keyset id")?;
+    let keks: Vec<String> = created["keyset_keks"]
+        .as_array()
+        .ok_or("init: no keyset_keks")?
+        .iter()
+        .filter_map(|k| k.as_str().map(str::to_owned))
+        .collect();
+    let mut text = std::fs::read_to_string(&env.config).map_err(|e| e.to_string())?;
+    text.push_str(&format!(
+        "keyset_id = {keyset_id:?}\nkeyset_keks = {keks:?}\n"
+    ));
+    std::fs::write(&env.config, text).map_err(|e| e.to_string())?;
+    env.pins = vec![
+        ("STATESEAL_KEYSET_ID", keyset_id.to_owned()),
+        ("STATESEAL_KEYSET_KEKS", keks.join(",")),
+    ];
     // Generation 1, to be put back later as a careless restore would.
     let first_document = dir.join("generation-1.json");
     faults::save_document(&bao, &first_document);

@@ -24,6 +24,6 @@ pub use document::{format_rfc3339 as format_time, parse_rfc3339 as parse_time};
 pub use mac::{MAC_PURPOSE, MacKey};
 pub use pins::KeysetPins;
 pub use sealed::{KEYSET_FORMAT_V2, MAX_DOCUMENT_BYTES, MacKeyRef, StoredKeyset};
-pub use store::check_next_generation;
 pub use store::{FileStore, KeysetStore};
+pub use store::{check_next_generation, read_bounded};
 pub use timing::Timing;

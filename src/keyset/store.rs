@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 
-use super::document::{Keyset, random_id};
+use super::document::random_id;
+use super::sealed::{MAX_DOCUMENT_BYTES, StoredKeyset};
 use crate::error::Error;
 use crate::future::BoxFuture;
 
@@ -21,41 +22,62 @@ pub trait KeysetStore: Send + Sync + fmt::Debug {
     /// The store's URI (for messages and `status`).
     fn uri(&self) -> &str;
 
-    /// The current document, or `None` when the store holds none yet.
-    fn load(&self) -> BoxFuture<'_, Result<Option<Keyset>, Error>>;
+    /// The current document as stored, not yet trusted (`rotation::KeysetTrust`
+    /// verifies it), or `None` when the store holds none yet. A document larger
+    /// than [`MAX_DOCUMENT_BYTES`] is refused after one bounded read.
+    fn load(&self) -> BoxFuture<'_, Result<Option<StoredKeyset>, Error>>;
 
     /// Writes `doc` if the stored generation is still `expected` (`None`: the
-    /// store must be empty). `doc.generation` must be `expected + 1` (or 1).
+    /// store must be empty). `doc`'s generation must be above `expected`.
     fn compare_and_swap<'a>(
         &'a self,
         expected: Option<u64>,
-        doc: &'a Keyset,
+        doc: &'a StoredKeyset,
     ) -> BoxFuture<'a, Result<(), Error>>;
 }
 
-/// Checks a write before a store performs it (every store calls this): the
-/// document is valid, and its generation follows the one it was based on. An
-/// invalid document is never written, whoever built it.
+/// Checks a write before a store performs it (every store calls this): its
+/// generation is above the one it was based on (servers write the next one;
+/// operators may jump to a clock-derived floor, see `rotation::rotate_keyset`).
 ///
 /// # Errors
-/// [`Error::Keyset`] naming an invalid field; [`Error::Store`] when
-/// `doc.generation` is not `expected + 1` (or 1).
-pub fn check_next_generation(uri: &str, expected: Option<u64>, doc: &Keyset) -> Result<(), Error> {
-    doc.validate()?;
-    let want = expected.map_or(Some(1), |g| g.checked_add(1));
-    if want != Some(doc.generation) {
-        return Err(Error::Store {
+/// [`Error::Store`] when `doc`'s generation is not above `expected` (or is 0).
+pub fn check_next_generation(
+    uri: &str,
+    expected: Option<u64>,
+    doc: &StoredKeyset,
+) -> Result<(), Error> {
+    let least = expected.map_or(Some(1), |g| g.checked_add(1));
+    match least {
+        Some(least) if doc.generation() >= least => Ok(()),
+        Some(least) => Err(Error::Store {
             uri: uri.to_owned(),
-            problem: match want {
-                Some(want) => format!(
-                    "a write based on generation {expected:?} must carry generation {want}, not {}",
-                    doc.generation
-                ),
-                None => "the generation is at its maximum; start a new keyset".to_owned(),
-            },
-        });
+            problem: format!(
+                "a write based on generation {expected:?} must carry generation {least} or above, not {}",
+                doc.generation()
+            ),
+        }),
+        None => Err(Error::Store {
+            uri: uri.to_owned(),
+            problem: "the generation is at its maximum; start a new keyset".to_owned(),
+        }),
     }
-    Ok(())
+}
+
+/// Reads at most [`MAX_DOCUMENT_BYTES`] + 1 bytes from `reader` and parses the
+/// envelope: a pathological document costs one bounded read.
+///
+/// # Errors
+/// [`Error::Keyset`] for an oversized or malformed document; I/O errors as `io`.
+pub fn read_bounded(
+    reader: impl std::io::Read,
+) -> Result<Result<StoredKeyset, Error>, std::io::Error> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    reader
+        .take(MAX_DOCUMENT_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)?;
+    Ok(StoredKeyset::from_bytes(&bytes))
 }
 
 /// Mode of a keyset file this store creates (an existing file keeps its own).
@@ -165,9 +187,9 @@ impl FileStore {
         }
     }
 
-    fn read(&self) -> Result<Option<Keyset>, Error> {
-        match fs::read(&self.path) {
-            Ok(bytes) => Keyset::from_json(&bytes).map(Some),
+    fn read(&self) -> Result<Option<StoredKeyset>, Error> {
+        match File::open(&self.path).and_then(read_bounded) {
+            Ok(parsed) => parsed.map(Some),
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
             Err(e) => Err(self.io("read", &e)),
         }
@@ -205,9 +227,8 @@ impl FileStore {
         }
     }
 
-    fn cas_blocking(&self, expected: Option<u64>, doc: &Keyset) -> Result<(), Error> {
+    fn cas_blocking(&self, expected: Option<u64>, doc: &StoredKeyset) -> Result<(), Error> {
         check_next_generation(&self.uri, expected, doc)?;
-        doc.validate()?;
         let dir = match self.path.parent() {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
             _ => PathBuf::from("."),
@@ -216,7 +237,7 @@ impl FileStore {
         lock_path.push(".lock");
         let lock =
             WriterLock::acquire(Path::new(&lock_path)).map_err(|(what, e)| self.io(what, &e))?;
-        let found = self.read()?.map(|d| d.generation);
+        let found = self.read()?.map(|d| d.generation());
         if found != expected {
             return Err(Error::Conflict { expected, found });
         }
@@ -237,7 +258,7 @@ impl FileStore {
                 .open(&tmp)?;
             // An existing document keeps the mode its operator gave it.
             f.set_permissions(fs::Permissions::from_mode(mode))?;
-            f.write_all(&doc.to_json())?;
+            f.write_all(doc.bytes())?;
             f.sync_all()?;
             fs::rename(&tmp, &self.path)?;
             File::open(&dir)?.sync_all()
@@ -255,7 +276,7 @@ impl KeysetStore for FileStore {
         &self.uri
     }
 
-    fn load(&self) -> BoxFuture<'_, Result<Option<Keyset>, Error>> {
+    fn load(&self) -> BoxFuture<'_, Result<Option<StoredKeyset>, Error>> {
         let this = self.clone();
         Box::pin(async move {
             tokio::task::spawn_blocking(move || this.read())
@@ -270,7 +291,7 @@ impl KeysetStore for FileStore {
     fn compare_and_swap<'a>(
         &'a self,
         expected: Option<u64>,
-        doc: &'a Keyset,
+        doc: &'a StoredKeyset,
     ) -> BoxFuture<'a, Result<(), Error>> {
         let this = self.clone();
         let doc = doc.clone();
@@ -288,7 +309,7 @@ impl KeysetStore for FileStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::keyset::KeyEntry;
+    use crate::keyset::{KeyEntry, Keyset};
 
     /// A copy of the lock's descriptor (what a child forked mid-write holds)
     /// must not keep the lock once the writer is done.
@@ -306,8 +327,8 @@ mod tests {
         fs::remove_dir_all(&dir).unwrap();
     }
 
-    fn doc(generation: u64) -> Keyset {
-        Keyset {
+    fn doc(generation: u64) -> StoredKeyset {
+        StoredKeyset::unauthenticated(&Keyset {
             id: "ks_t".into(),
             generation,
             timing: None,
@@ -321,7 +342,8 @@ mod tests {
                 retire_at: None,
                 seals_reserved: 0,
             }],
-        }
+        })
+        .unwrap()
     }
 
     /// A fresh directory for one test (named by the line that asks).
@@ -355,12 +377,14 @@ mod tests {
                 .sum()
         });
         assert_eq!(wins, 1);
-        assert_eq!(store.read().unwrap().unwrap().generation, 2);
+        assert_eq!(store.read().unwrap().unwrap().generation(), 2);
         assert!(
-            store.cas_blocking(Some(2), &doc(9)).is_err(),
-            "generation must be expected + 1"
+            store.cas_blocking(Some(2), &doc(2)).is_err(),
+            "generation must be above expected"
         );
-        let e = check_next_generation("file:///k", Some(u64::MAX), &doc(0)).unwrap_err();
+        store.cas_blocking(Some(2), &doc(9)).unwrap();
+        assert_eq!(store.read().unwrap().unwrap().generation(), 9);
+        let e = check_next_generation("file:///k", Some(u64::MAX), &doc(1)).unwrap_err();
         assert!(e.to_string().contains("maximum"), "{e}");
         let leftovers: Vec<_> = fs::read_dir(&dir)
             .unwrap()
@@ -388,7 +412,7 @@ mod tests {
         assert_eq!(mode(store.path()), 0o640, "an operator's mode is kept");
         assert!(!stale.exists(), "stale temporary removed");
         assert!(unrelated.exists(), "another file's temporary left alone");
-        assert_eq!(store.read().unwrap().unwrap().generation, 2);
+        assert_eq!(store.read().unwrap().unwrap().generation(), 2);
         fs::remove_dir_all(dir).unwrap();
     }
 

@@ -127,7 +127,10 @@ pub(crate) fn admit(
                 format!("entry {} was pruned and is back", e.entry),
             ));
         }
-        if e.activate_at > latest {
+        // An entry already adopted was judged when it arrived (it may only
+        // move earlier since); a clock that went back must not refuse it again.
+        let known = adopted.is_some_and(|a| a.entry(&e.entry).is_some());
+        if !known && e.activate_at > latest {
             return Err((
                 Refusal::ActivationTooFar,
                 format!(

@@ -86,8 +86,20 @@ impl KeyCache {
         };
         metrics::counter!("stateseal_kms_calls_total", "provider" => provider.scheme(), "op" => "unwrap", "outcome" => outcome)
             .increment(1);
-        let secret = result?;
-        Ok(Arc::new(RingKey::new(&secret)))
+        let key = RingKey::new(&result?);
+        // A re-wrap is only the same entry if it holds the same key.
+        if let Some(recorded) = e.kid
+            && recorded != key.kid()
+        {
+            return Err(Error::Keyset {
+                field: format!("entry {}", e.entry),
+                problem: format!(
+                    "unwraps to key id {}, but the document records {recorded}; not using it",
+                    key.kid()
+                ),
+            });
+        }
+        Ok(Arc::new(key))
     }
 
     /// The prepared key for `e` at `now`, unwrapping when needed.

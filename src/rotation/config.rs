@@ -1,6 +1,7 @@
 //! Scheduler configuration with validated defaults.
 
 use super::timeline::Timing;
+use super::trust::{DEFAULT_KEYSET_VALIDITY, TrustPolicy};
 use crate::error::Error;
 
 /// How the rotation scheduler behaves. All durations are seconds. Built with
@@ -44,6 +45,16 @@ pub struct SchedulerConfig {
     pub early_refresh_min_interval: f64,
     /// Refresh interval jitter as a fraction (default 0.1 = ±10%).
     pub jitter: f64,
+    /// Which keyset documents this instance believes: pins, minimum
+    /// generation, unauthenticated documents (default: nothing pinned, which
+    /// only a `file://` store allows).
+    pub trust: TrustPolicy,
+    /// How long a document this instance writes stays fresh (default 7 days).
+    pub keyset_validity: f64,
+    /// Renew the document (a write with the KEK) when less than half its
+    /// validity is left (default true; read-only servers set false and leave
+    /// it to the rotator).
+    pub renew_keyset: bool,
 }
 
 impl Default for SchedulerConfig {
@@ -58,6 +69,9 @@ impl Default for SchedulerConfig {
             seal_reservation_block: Some(1 << 20),
             early_refresh_min_interval: 1.0,
             jitter: 0.1,
+            trust: TrustPolicy::default(),
+            keyset_validity: DEFAULT_KEYSET_VALIDITY,
+            renew_keyset: true,
         }
     }
 }
@@ -129,6 +143,12 @@ impl SchedulerConfig {
         if !(0.0..0.5).contains(&self.jitter) {
             return Err(Error::Config("jitter must be in [0, 0.5)".into()));
         }
+        let least = 4.0 * (self.timing.propagation + self.timing.max_skew);
+        if !(self.keyset_validity.is_finite() && self.keyset_validity >= least) {
+            return Err(Error::Config(format!(
+                "keyset_validity must be at least 4(P + S) = {least}s, so that a renewal lands long before the document goes stale"
+            )));
+        }
         Ok(())
     }
 }
@@ -178,6 +198,24 @@ impl SchedulerConfigBuilder {
     /// Sets `seal_reservation_block` (`None` turns reservations off).
     pub fn seal_reservation_block(mut self, seals: Option<u64>) -> Self {
         self.0.seal_reservation_block = seals;
+        self
+    }
+
+    /// Sets what documents this instance believes.
+    pub fn trust(mut self, trust: TrustPolicy) -> Self {
+        self.0.trust = trust;
+        self
+    }
+
+    /// Sets `keyset_validity`.
+    pub fn keyset_validity(mut self, secs: f64) -> Self {
+        self.0.keyset_validity = secs;
+        self
+    }
+
+    /// Sets `renew_keyset`.
+    pub fn renew_keyset(mut self, renew: bool) -> Self {
+        self.0.renew_keyset = renew;
         self
     }
 

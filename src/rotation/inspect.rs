@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::proof::unwrap_entry;
 use super::timeline::{Phase, next_change_after, ring_at};
+use super::trust::KeysetTrust;
 use crate::codec::{AesGcmCodec, StateCodec};
 use crate::error::Error;
 use crate::key::{KeyId, RingKey};
@@ -223,13 +224,15 @@ impl CheckReport {
 /// Fraction of the seal budget past which `check` notes that a rotation is due.
 const SEAL_BUDGET_NOTE: f64 = 0.75;
 
-/// Reads `store` and checks what a fleet needs to serve at `now`: the document
-/// is valid, a key seals, every live key unwraps, seals and unseals, this
+/// Reads `store` and checks what a fleet needs to serve at `now`: `trust`
+/// accepts the document (tag, pins, freshness: a refusal is a problem naming
+/// its reason), a key seals, every live key unwraps, seals and unseals, this
 /// clock is not behind the writers' by more than the keyset's S, and the
 /// primary key's seal budget (`max_seals_per_key`) is not nearly spent.
 pub async fn check_keyset(
     store: &dyn KeysetStore,
     registry: &ProviderRegistry,
+    trust: &KeysetTrust,
     now: f64,
     max_seals_per_key: u64,
 ) -> CheckReport {
@@ -238,8 +241,8 @@ pub async fn check_keyset(
         problems: Vec::new(),
         notes: Vec::new(),
     };
-    let doc = match store.load().await {
-        Ok(Some(doc)) => doc,
+    let stored = match store.load().await {
+        Ok(Some(stored)) => stored,
         Ok(None) => {
             report.problems.push(format!(
                 "{} holds no keyset; create one with `stateseal init`",
@@ -252,6 +255,21 @@ pub async fn check_keyset(
             return report;
         }
     };
+    let verified = match trust.open(registry, store.uri(), &stored, now).await {
+        Ok(verified) => verified,
+        Err(e) => {
+            report
+                .problems
+                .push(format!("the keyset is not trusted: {e}"));
+            return report;
+        }
+    };
+    if !verified.is_authenticated() {
+        report.notes.push(
+            "the keyset is unauthenticated (stateseal.keyset/v1), accepted by configuration: anyone who can write the store can change its keys; convert it with `stateseal keyset upgrade`".into(),
+        );
+    }
+    let doc = verified.doc;
     let status = keyset_status(&doc, registry, now).await;
     if status.primary().is_none() {
         report

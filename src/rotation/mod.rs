@@ -7,6 +7,7 @@ mod inspect;
 mod operations;
 mod proof;
 mod reservations;
+mod rewrite;
 mod scheduler;
 mod timeline;
 mod trust;
@@ -17,10 +18,11 @@ pub use inspect::{
     keyset_ring, keyset_status,
 };
 pub use operations::{
-    DEFAULT_MAX_LIVE_KEYS, RotationPlan, init_keyset, load_existing, plan_rotation, rotate_keyset,
-    rotate_store_at,
+    DEFAULT_MAX_LIVE_KEYS, RotationPlan, init_keyset, load_existing, load_verified,
+    operator_generation, plan_rotation, rotate_keyset, rotate_store_at,
 };
 pub use proof::unwrap_entry;
+pub use rewrite::{renew_keyset, upgrade_keyset};
 pub use scheduler::{RotationScheduler, SchedulerStatus};
 pub use timeline::{Phase, RotateMode, Timing};
 /// The timeline as pure functions of (document, time): exposed for property

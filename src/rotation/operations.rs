@@ -6,10 +6,11 @@
 use super::config::SchedulerConfig;
 use super::proof::{prove_live_keys, prove_new_key};
 use super::timeline::{RotateMode, ring_at, rotated};
+use super::trust::{DEFAULT_KEYSET_VALIDITY, KeysetTrust, VerifiedKeyset, seal_with_new_mac_key};
 use crate::error::Error;
 use crate::key::KeyId;
 use crate::keyset::{
-    KeyEntry, Keyset, KeysetStore, Timing, document_time, is_representable, random_id,
+    KeyEntry, Keyset, KeysetStore, StoredKeyset, Timing, document_time, is_representable, random_id,
 };
 use crate::provider::{ProviderRegistry, WrapContext};
 
@@ -18,8 +19,9 @@ use crate::provider::{ProviderRegistry, WrapContext};
 /// a row four. Each live key is a KMS unwrap on every instance.
 pub const DEFAULT_MAX_LIVE_KEYS: usize = 4;
 
-/// Writes a new keyset with one key, active from `now`, carrying the fleet's
-/// timing profile (`stateseal init`).
+/// Writes a new authenticated keyset with one key, active from `now`, carrying
+/// the fleet's timing profile (`stateseal init`): its MAC key is generated
+/// under `kek` too, bound to (keyset id, `keyset-mac`).
 ///
 /// The new key's wrap is round-tripped through the KMS before anything is written.
 ///
@@ -59,7 +61,7 @@ pub async fn init_keyset(
     if let Some(existing) = store.load().await? {
         return Err(Error::Conflict {
             expected: None,
-            found: Some(existing.generation),
+            found: Some(existing.generation()),
         });
     }
     let id = random_id("ks_")?;
@@ -70,15 +72,18 @@ pub async fn init_keyset(
         keys: vec![new],
         timing: Some(timing),
     };
-    store.compare_and_swap(None, &doc).await?;
+    let (stored, _) =
+        seal_with_new_mac_key(registry, &doc, kek, now + DEFAULT_KEYSET_VALIDITY).await?;
+    store.compare_and_swap(None, &stored).await?;
     Ok(doc)
 }
 
 /// A rotation worked out and proven against the KMS, not yet written.
 #[derive(Debug, Clone)]
 pub struct RotationPlan {
-    /// The document the rotation builds on (its generation is the compare-and-swap's).
-    pub base: Keyset,
+    /// The verified document the rotation builds on (its generation is the
+    /// compare-and-swap's; its MAC key tags the next one).
+    pub base: VerifiedKeyset,
     /// The document the rotation writes.
     pub next: Keyset,
     /// The new entry's id.
@@ -89,6 +94,8 @@ pub struct RotationPlan {
     pub timing: Timing,
     /// Entries the rotation drops from the document (retired on every instance's clock).
     pub pruned: Vec<String>,
+    /// When the written document goes stale (default: `now` + 7 days).
+    pub expires_at: f64,
 }
 
 impl RotationPlan {
@@ -107,13 +114,22 @@ impl RotationPlan {
             .reduce(f64::max)
     }
 
+    /// The next document, tagged under the base's MAC key.
+    ///
+    /// # Errors
+    /// [`Error::Config`] when the base was unauthenticated (upgrade it first).
+    pub fn sealed(&self) -> Result<StoredKeyset, Error> {
+        self.base.seal_next(&self.next, self.expires_at)
+    }
+
     /// Writes the plan with one compare-and-swap on the base generation.
     ///
     /// # Errors
-    /// [`Error::Conflict`] when the store moved on since the plan; store errors.
+    /// [`Error::Conflict`] when the store moved on since the plan; store errors;
+    /// [`Error::Config`] for an unauthenticated base.
     pub async fn apply(&self, store: &dyn KeysetStore) -> Result<(), Error> {
         store
-            .compare_and_swap(Some(self.base.generation), &self.next)
+            .compare_and_swap(Some(self.base.doc.generation), &self.sealed()?)
             .await
     }
 }
@@ -132,13 +148,19 @@ impl RotationPlan {
 /// [`Error::RotationInFlight`] (scheduled mode); [`Error::RotationRefused`];
 /// [`Error::Config`] for an invalid timing or time; provider errors.
 pub async fn plan_rotation(
-    doc: &Keyset,
+    base: &VerifiedKeyset,
     registry: &ProviderRegistry,
     timing: Option<Timing>,
     now: f64,
     mode: RotateMode,
     max_live_keys: usize,
 ) -> Result<RotationPlan, Error> {
+    let doc = &base.doc;
+    if !base.is_authenticated() {
+        return Err(Error::Config(
+            "the keyset is unauthenticated (stateseal.keyset/v1): convert it with `stateseal keyset upgrade` before rotating".into(),
+        ));
+    }
     let timing = timing.or(doc.timing).unwrap_or_default();
     timing.validate()?;
     check_time(now)?;
@@ -173,17 +195,19 @@ pub async fn plan_rotation(
         .map(|e| e.entry.clone())
         .collect();
     Ok(RotationPlan {
-        base: doc.clone(),
+        base: base.clone(),
         next,
         entry,
         kid,
         timing,
         pruned,
+        expires_at: now + DEFAULT_KEYSET_VALIDITY,
     })
 }
 
-/// One rotation against a store with the scheduler's settings: load,
-/// [`plan_rotation`] (the document's timing profile, else `config.timing`), apply.
+/// One rotation against a store with the scheduler's settings: load and
+/// verify under `config.trust`, [`plan_rotation`] (the document's timing
+/// profile, else `config.timing`), apply.
 ///
 /// # Errors
 /// As [`rotate_keyset`].
@@ -198,22 +222,32 @@ pub async fn rotate_store_at(
         fallback: config.timing,
         timing: None,
         max_live_keys: usize::MAX,
+        validity: config.keyset_validity,
+        generation_floor: false,
     };
-    let plan = rotate_vetted(store, registry, &rotation, now, mode, &|_| Ok(())).await?;
+    let trust = KeysetTrust::new(config.trust.clone());
+    let plan = rotate_vetted(store, registry, &trust, &rotation, now, mode, &|_| Ok(())).await?;
     Ok(plan.next)
 }
 
 /// One rotation against a store, as an operator asks for it (`stateseal
-/// rotate`): load, [`plan_rotation`] with `timing` (default: the document's
+/// rotate`): load and verify under `trust` (a stale document is refused:
+/// renew it first), [`plan_rotation`] with `timing` (default: the document's
 /// profile), apply with compare-and-swap; a write that lost only to a server's
 /// seal reservation is planned again on the new document.
 ///
+/// The written generation is the next one or the Unix time in seconds,
+/// whichever is higher: after a backup is restored, the rotation still
+/// carries a generation above any written before it (servers write at most
+/// one generation per refresh), so the fleet does not take it for a rollback.
+///
 /// # Errors
-/// As [`plan_rotation`]; [`Error::Conflict`] when another rotation landed
-/// first; store errors.
+/// As [`plan_rotation`]; [`Error::KeysetRefused`] for a document `trust`
+/// refuses; [`Error::Conflict`] when another rotation landed first; store errors.
 pub async fn rotate_keyset(
     store: &dyn KeysetStore,
     registry: &ProviderRegistry,
+    trust: &KeysetTrust,
     timing: Option<Timing>,
     now: f64,
     mode: RotateMode,
@@ -223,8 +257,22 @@ pub async fn rotate_keyset(
         fallback: Timing::default(),
         timing,
         max_live_keys,
+        validity: DEFAULT_KEYSET_VALIDITY,
+        generation_floor: true,
     };
-    rotate_vetted(store, registry, &rotation, now, mode, &|_| Ok(())).await
+    rotate_vetted(store, registry, trust, &rotation, now, mode, &|_| Ok(())).await
+}
+
+/// The generation an operator's write carries: the next one, or the Unix time
+/// in seconds when that is higher (see [`rotate_keyset`]).
+///
+/// ```
+/// use stateseal::rotation::operator_generation;
+/// assert_eq!(operator_generation(7, 1_782_345_600.5), 1_782_345_600);
+/// assert_eq!(operator_generation(1_782_345_600, 1_782_345_600.5), 1_782_345_601);
+/// ```
+pub fn operator_generation(previous: u64, now: f64) -> u64 {
+    previous.saturating_add(1).max(now.max(0.0) as u64)
 }
 
 /// What a rotation is planned with.
@@ -234,6 +282,10 @@ pub(crate) struct Rotation {
     /// Timing that overrides the document's profile.
     pub(crate) timing: Option<Timing>,
     pub(crate) max_live_keys: usize,
+    /// How long the written document stays fresh.
+    pub(crate) validity: f64,
+    /// Whether the generation jumps to the clock-derived floor (operator writes).
+    pub(crate) generation_floor: bool,
 }
 
 /// [`rotate_store_at`], with `vet` run on every document it is about to build
@@ -246,18 +298,20 @@ pub(crate) struct Rotation {
 pub(crate) async fn rotate_vetted(
     store: &dyn KeysetStore,
     registry: &ProviderRegistry,
+    trust: &KeysetTrust,
     rotation: &Rotation,
     now: f64,
     mode: RotateMode,
     vet: &(dyn Fn(&Keyset) -> Result<(), Error> + Sync),
 ) -> Result<RotationPlan, Error> {
-    let mut doc = load_existing(store).await?;
-    vet(&doc)?;
+    let mut base = load_verified(store, registry, trust, now).await?;
+    vet(&base.doc)?;
     let mut retries = RESERVATION_RETRIES;
     loop {
+        let doc = &base.doc;
         let timing = rotation.timing.or(doc.timing).unwrap_or(rotation.fallback);
-        let plan = plan_rotation(
-            &doc,
+        let mut plan = plan_rotation(
+            &base,
             registry,
             Some(timing),
             now,
@@ -265,19 +319,23 @@ pub(crate) async fn rotate_vetted(
             rotation.max_live_keys,
         )
         .await?;
+        plan.expires_at = now + rotation.validity;
+        if rotation.generation_floor {
+            plan.next.generation = operator_generation(doc.generation, now);
+        }
         match plan.apply(store).await {
             Ok(()) => return Ok(plan),
             Err(Error::Conflict { .. }) if retries > 0 => {
                 retries -= 1;
-                let stored = load_existing(store).await?;
-                if !same_entries(&stored, &doc) {
+                let stored = load_verified(store, registry, trust, now).await?;
+                if !same_entries(&stored.doc, doc) {
                     return Err(Error::Conflict {
                         expected: Some(doc.generation),
-                        found: Some(stored.generation),
+                        found: Some(stored.doc.generation),
                     });
                 }
-                vet(&stored)?;
-                doc = stored;
+                vet(&stored.doc)?;
+                base = stored;
             }
             Err(e) => return Err(e),
         }
@@ -293,15 +351,32 @@ fn same_entries(a: &Keyset, b: &Keyset) -> bool {
 /// How often a rotation retries after losing to a seal reservation.
 const RESERVATION_RETRIES: usize = 4;
 
-/// The store's document, or an error that says how to create one.
+/// The store's document as stored (not yet verified), or an error that says
+/// how to create one.
 ///
 /// # Errors
 /// [`Error::Store`] when the store holds no document; store errors.
-pub async fn load_existing(store: &dyn KeysetStore) -> Result<Keyset, Error> {
+pub async fn load_existing(store: &dyn KeysetStore) -> Result<StoredKeyset, Error> {
     store.load().await?.ok_or_else(|| Error::Store {
         uri: store.uri().to_owned(),
         problem: "no keyset document; create one with `stateseal init`".into(),
     })
+}
+
+/// The store's document, verified under `trust` at `now`: what every reader
+/// and writer starts from.
+///
+/// # Errors
+/// As [`load_existing`]; [`Error::KeysetRefused`] naming the reason; provider
+/// errors from the MAC key's unwrap.
+pub async fn load_verified(
+    store: &dyn KeysetStore,
+    registry: &ProviderRegistry,
+    trust: &KeysetTrust,
+    now: f64,
+) -> Result<VerifiedKeyset, Error> {
+    let stored = load_existing(store).await?;
+    trust.open(registry, store.uri(), &stored, now).await
 }
 
 fn check_time(now: f64) -> Result<(), Error> {

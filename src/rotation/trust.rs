@@ -31,6 +31,22 @@ pub struct TrustPolicy {
     pub min_generation: u64,
 }
 
+impl TrustPolicy {
+    /// Checks the policy fits the store: a store other than `file://` needs
+    /// pins, since whoever writes it could otherwise pick the keys.
+    ///
+    /// # Errors
+    /// [`Error::Config`] naming the missing settings.
+    pub fn check_for_store(&self, store_uri: &str) -> Result<(), Error> {
+        if self.pins.is_none() && !store_uri.starts_with("file:") {
+            return Err(Error::Config(format!(
+                "a keyset in {store_uri} needs pins: set keyset_id and keyset_keks (what `stateseal init` printed), so that writing the store is never enough to choose the fleet's keys"
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// A document that passed every check, with what a writer needs to write the next one.
 #[derive(Debug, Clone)]
 pub struct VerifiedKeyset {
@@ -45,6 +61,11 @@ impl VerifiedKeyset {
     /// Whether the document was authenticated (v2) rather than accepted unauthenticated.
     pub fn is_authenticated(&self) -> bool {
         self.mac.is_some()
+    }
+
+    /// The KEK the MAC key is wrapped under (authenticated documents).
+    pub fn mac_kek(&self) -> Option<&str> {
+        self.mac.as_ref().map(|(r, _)| r.kek.as_str())
     }
 
     /// `next` as a document under the same MAC key, fresh until `expires_at`.
@@ -154,6 +175,30 @@ impl KeysetTrust {
         stored: &StoredKeyset,
         now: f64,
     ) -> Result<VerifiedKeyset, Error> {
+        self.open_inner(registry, uri, stored, Some(now)).await
+    }
+
+    /// [`KeysetTrust::open`] without the freshness check: for an operator who
+    /// renews or inspects a stale document. Every other check holds.
+    ///
+    /// # Errors
+    /// As [`KeysetTrust::open`], but never refused as `expired`.
+    pub async fn open_ignoring_expiry(
+        &self,
+        registry: &ProviderRegistry,
+        uri: &str,
+        stored: &StoredKeyset,
+    ) -> Result<VerifiedKeyset, Error> {
+        self.open_inner(registry, uri, stored, None).await
+    }
+
+    async fn open_inner(
+        &self,
+        registry: &ProviderRegistry,
+        uri: &str,
+        stored: &StoredKeyset,
+        now: Option<f64>,
+    ) -> Result<VerifiedKeyset, Error> {
         if let Some(pins) = &self.policy.pins
             && stored.id() != pins.keyset_id()
         {
@@ -186,6 +231,7 @@ impl KeysetTrust {
             self.check_kek(uri, &format!("keys[{i}] ({})", e.entry), e)?;
         }
         if let Some(expires_at) = verified.expires_at
+            && let Some(now) = now
             && now >= expires_at
         {
             return Err(refuse(

@@ -56,6 +56,16 @@ impl ConfigBuilder {
         seal_reservation_block: u64,
         /// How long start-up waits for the first key ring, seconds.
         ready_timeout: f64,
+        /// The keyset id this server accepts.
+        keyset_id: Option<String>,
+        /// The KEKs the keyset may use (full URIs or `/`-terminated prefixes).
+        keyset_keks: Vec<String>,
+        /// Refuse keyset documents below this generation.
+        min_generation: u64,
+        /// Adopt unauthenticated `stateseal.keyset/v1` documents (migration only).
+        accept_unauthenticated_keyset: bool,
+        /// Renew the keyset before it goes stale (false: read-only server).
+        renew_keyset: bool,
     }
 
     /// The configuration, once every field is valid.

@@ -4,7 +4,8 @@ use serde::Deserialize;
 
 use crate::boundary::FailureMode;
 use crate::error::Error;
-use crate::rotation::{SchedulerConfig, Timing};
+use crate::keyset::KeysetPins;
+use crate::rotation::{SchedulerConfig, Timing, TrustPolicy};
 
 /// Everything a server needs to protect `requestState` with a shared keyset.
 ///
@@ -13,11 +14,15 @@ use crate::rotation::{SchedulerConfig, Timing};
 /// ```
 /// use stateseal::setup::Config;
 /// let config = Config::from_toml_str(r#"
-///     store = "file:///var/lib/stateseal/keyset.json"
+///     store = "s3://my-bucket/stateseal/keyset.json"
 ///     audience = "my-server"
 ///     ttl = 300
+///     keyset_id = "ks_4f3c2a1b0e9d8c7b"
+///     keyset_keks = ["aws-kms://arn:aws:kms:eu-west-1:111122223333:key/"]
 /// "#)?;
 /// assert_eq!(config.ttl, 300.0);
+/// // A shared store without pins is refused: writing the bucket must not choose the keys.
+/// assert!(Config::from_toml_str("store = 's3://b/k'\naudience = 'a'").is_err());
 /// assert!(Config::from_toml_str("store = 'file:///k.json'\naudience = 'a'\nttl = -1").is_err());
 /// # Ok::<(), stateseal::Error>(())
 /// ```
@@ -71,6 +76,26 @@ pub struct Config {
     /// How long start-up waits for the first key ring (default 10).
     #[serde(default = "defaults::ready_timeout")]
     pub ready_timeout: f64,
+    /// The keyset id this server accepts (`stateseal init` prints it); required,
+    /// with `keyset_keks`, for every store but `file://`.
+    #[serde(default)]
+    pub keyset_id: Option<String>,
+    /// The KEKs the keyset may use: full URIs, or prefixes ending in `/` that
+    /// match whole path segments (environment: comma-separated).
+    #[serde(default)]
+    pub keyset_keks: Vec<String>,
+    /// Refuse keyset documents below this generation (raise it after a
+    /// compromise, as `stateseal rotate --now` says; default 0).
+    #[serde(default)]
+    pub min_generation: u64,
+    /// Adopt unauthenticated `stateseal.keyset/v1` documents, with a warning at
+    /// every refresh: for the migration window only (default false).
+    #[serde(default)]
+    pub accept_unauthenticated_keyset: bool,
+    /// Renew the keyset (a write with the KEK) before it goes stale (default
+    /// true; false for read-only servers, leaving it to the rotator).
+    #[serde(default = "defaults::renew_keyset")]
+    pub renew_keyset: bool,
 }
 
 /// The failure mode as written in configuration.
@@ -126,10 +151,13 @@ mod defaults {
     pub(super) fn ready_timeout() -> f64 {
         10.0
     }
+    pub(super) fn renew_keyset() -> bool {
+        true
+    }
 }
 
 /// `STATESEAL_<FIELD>` for every field, upper-cased.
-const FIELDS: [&str; 17] = [
+const FIELDS: [&str; 22] = [
     "store",
     "audience",
     "kek",
@@ -146,6 +174,11 @@ const FIELDS: [&str; 17] = [
     "max_seals_per_key",
     "seal_reservation_block",
     "ready_timeout",
+    "keyset_id",
+    "keyset_keks",
+    "min_generation",
+    "accept_unauthenticated_keyset",
+    "renew_keyset",
     "config",
 ];
 
@@ -184,6 +217,11 @@ impl Config {
             max_seals_per_key: defaults::max_seals_per_key(),
             seal_reservation_block: defaults::seal_reservation_block(),
             ready_timeout: defaults::ready_timeout(),
+            keyset_id: None,
+            keyset_keks: Vec::new(),
+            min_generation: 0,
+            accept_unauthenticated_keyset: false,
+            renew_keyset: defaults::renew_keyset(),
         })
     }
 
@@ -229,17 +267,26 @@ impl Config {
             let name = format!("STATESEAL_{}", field.to_ascii_uppercase());
             let Some(raw) = var(&name) else { continue };
             let value = match *field {
-                "create_if_missing" => {
+                "create_if_missing" | "accept_unauthenticated_keyset" | "renew_keyset" => {
                     raw.parse::<bool>().map(toml::Value::Boolean).map_err(|_| {
                         Error::Config(format!("{name}: expected true or false, got {raw:?}"))
                     })?
                 }
-                "max_seals_per_key" | "seal_reservation_block" => {
+                "max_seals_per_key" | "seal_reservation_block" | "min_generation" => {
                     raw.parse::<i64>().map(toml::Value::Integer).map_err(|_| {
                         Error::Config(format!("{name}: expected a whole number, got {raw:?}"))
                     })?
                 }
-                "store" | "audience" | "kek" | "failure_mode" => toml::Value::String(raw),
+                "store" | "audience" | "kek" | "failure_mode" | "keyset_id" => {
+                    toml::Value::String(raw)
+                }
+                "keyset_keks" => toml::Value::Array(
+                    raw.split(',')
+                        .map(str::trim)
+                        .filter(|k| !k.is_empty())
+                        .map(|k| toml::Value::String(k.to_owned()))
+                        .collect(),
+                ),
                 _ => raw.parse::<f64>().map(toml::Value::Float).map_err(|_| {
                     Error::Config(format!(
                         "{name}: expected seconds such as 30 or 0.5, got {raw:?}"
@@ -271,8 +318,45 @@ impl Config {
             max_seals_per_key: self.max_seals_per_key,
             seal_reservation_block: (self.seal_reservation_block > 0)
                 .then_some(self.seal_reservation_block),
+            // Invalid pins fail `validate`; unvalidated, a shared store then refuses to start.
+            trust: self.trust_policy().unwrap_or_default(),
+            renew_keyset: self.renew_keyset,
             ..SchedulerConfig::default()
         }
+    }
+
+    /// What keyset documents these settings believe.
+    ///
+    /// # Errors
+    /// [`Error::Config`] naming `keyset_id` or `keyset_keks`.
+    pub fn trust_policy(&self) -> Result<TrustPolicy, Error> {
+        let pins = match (&self.keyset_id, self.keyset_keks.is_empty()) {
+            (None, true) => None,
+            (Some(id), false) => Some(
+                KeysetPins::new(id, &self.keyset_keks)
+                    .map_err(|e| Error::Config(format!("field `keyset_keks`: {e}")))?,
+            ),
+            (None, false) => {
+                return Err(Error::Config(
+                    "field `keyset_id`: is required with keyset_keks (what `stateseal init` printed)".into(),
+                ));
+            }
+            (Some(_), true) => {
+                return Err(Error::Config(
+                    "field `keyset_keks`: is required with keyset_id: the KEKs the keyset may use (what `stateseal init` printed)".into(),
+                ));
+            }
+        };
+        let policy = TrustPolicy {
+            pins,
+            accept_unauthenticated: self.accept_unauthenticated_keyset,
+            min_generation: self.min_generation,
+        };
+        policy.check_for_store(&self.store).map_err(|e| match e {
+            Error::Config(m) => Error::Config(format!("field `keyset_id`: {m}")),
+            other => other,
+        })?;
+        Ok(policy)
     }
 
     /// Checks every field; the message names the one to fix.
@@ -308,6 +392,7 @@ impl Config {
                 "must be zero (never) or a positive number of seconds",
             );
         }
+        self.trust_policy()?;
         // The scheduler's own checks name their fields too.
         self.scheduler_config().validate().map_err(|e| match e {
             Error::Config(m) => Error::Config(format!("field {m}")),

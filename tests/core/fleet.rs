@@ -2,6 +2,7 @@
 //! scheduler and skewed clock, sharing one file store, under continuous
 //! multi-round traffic through three full rotations. Time is simulated: no test sleeps.
 
+use stateseal_testkit::keysets;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -138,9 +139,10 @@ async fn fleet_rotates_three_times_with_zero_rejections() {
         .build()
         .expect("config");
     let t0 = 1_782_345_600.0;
+    let registry = local_registry();
     init_keyset(
         store.as_ref(),
-        &local_registry(),
+        &registry,
         &format!("local://{}", kek.display()),
         timing,
         t0,
@@ -187,7 +189,7 @@ async fn fleet_rotates_three_times_with_zero_rejections() {
             }
         }
         // An operator rotates whenever the previous rotation has completed.
-        let doc = store.load().await.expect("load").expect("doc");
+        let doc = keysets::content(&*store, &registry).await;
         let phase = ring_at(&doc, t).expect("plan").phase;
         phases_seen.insert(phase as u8);
         if phase == Phase::Three && rotations < 3 && t > t0 + 100.0 {
@@ -212,11 +214,8 @@ async fn fleet_rotates_three_times_with_zero_rejections() {
                 .mint_at(&id, b"old-key-state", None, now)
                 .expect("mint");
             // The key this rotation retires is the one with the latest retire time.
-            let retire = store
-                .load()
+            let retire = keysets::content(&*store, &registry)
                 .await
-                .expect("load")
-                .expect("doc")
                 .keys
                 .iter()
                 .filter_map(|k| k.retire_at)

@@ -4,6 +4,7 @@
 //! dead processes), and the fleet rotates once that count reaches the limit,
 //! although no single process ever comes close to it.
 
+use stateseal_testkit::keysets;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -66,7 +67,7 @@ impl Rng {
 }
 
 async fn kid_of(store: &Arc<dyn KeysetStore>, entry: &str) -> String {
-    let doc = store.load().await.expect("load").expect("doc");
+    let doc = keysets::content(&**store, &local_registry()).await;
     let e = doc.entry(entry).expect("entry");
     let secret = LocalProvider::new()
         .unwrap(
@@ -120,7 +121,7 @@ async fn the_seal_budget_survives_restarts_and_fleet_growth() {
             *by_one = (*by_one).max(ring.primary().seal_count());
         }
         // The keyset never counts fewer seals than were made.
-        let doc = store.load().await.expect("load").expect("doc");
+        let doc = keysets::content(&*store, &registry).await;
         for e in &doc.keys {
             if !kids.contains_key(&e.entry) {
                 kids.insert(e.entry.clone(), kid_of(&store, &e.entry).await);

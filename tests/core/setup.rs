@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use stateseal::setup::{Config, start};
-use stateseal::{Error, KeysetStore, LocalProvider, RequestIdentity};
+use stateseal::{Error, LocalProvider, RequestIdentity};
 
 use crate::fleet::{local_registry, temp_dir};
 
@@ -90,11 +90,11 @@ async fn start_creates_waits_and_protects() {
     let protection = start(&config, local_registry()).await.expect("start");
     assert!(protection.is_ready());
     // Created (generation 1), then a first block of seals reserved before any seal (generation 2).
-    let doc = stateseal::FileStore::new(dir.join("keyset.json"))
-        .load()
-        .await
-        .expect("load")
-        .expect("doc");
+    let doc = stateseal_testkit::keysets::content(
+        &stateseal::FileStore::new(dir.join("keyset.json")),
+        &local_registry(),
+    )
+    .await;
     assert_eq!(doc.generation, 2);
     assert_eq!(doc.keys[0].seals_reserved, 1 << 20);
     let boundary = protection.boundary();
@@ -154,7 +154,10 @@ async fn start_creates_waits_and_protects() {
         "{e}"
     );
     let unknown =
-        Config::from_toml_str("store = 's3://bucket/key'\naudience = 'svc'").expect("config");
+        Config::from_toml_str(
+            "store = 's3://bucket/key'\naudience = 'svc'\nkeyset_id = 'ks_a'\nkeyset_keks = ['aws-kms://arn:aws:kms:eu-west-1:111122223333:key/']",
+        )
+        .expect("config");
     let e = start(&unknown, local_registry())
         .await
         .expect_err("unknown scheme")

@@ -38,9 +38,10 @@ impl StoreUnderTest for File {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn file_store_meets_the_store_contract() {
     let dir = temp_dir("store-contract");
-    store_contract::run(&File {
+    let file = File {
         path: dir.join("keyset.json"),
-    })
-    .await;
+    };
+    store_contract::run(&file).await;
+    stateseal_testkit::integrity_contract::run(&file, &dir).await;
     let _ = std::fs::remove_dir_all(dir);
 }

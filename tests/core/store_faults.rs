@@ -7,11 +7,14 @@ use std::sync::Arc;
 
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use stateseal::provider::{BoxFuture, DataKey, ErrorClass, KeyProvider, WrapContext, kms_error};
-use stateseal::rotation::{RotateMode, SchedulerConfig, Timing, rotate_store_at, rotated};
+use stateseal::rotation::{
+    RotateMode, SchedulerConfig, Timing, rotate_store_at, rotated, seal_with_new_mac_key,
+};
 use stateseal::{
     Error, FileStore, KeyEntry, KeyRing, Keyset, KeysetStore, ManualClock, ProviderRegistry,
-    RingHandle, RotationScheduler, Secret,
+    RingHandle, RotationScheduler, Secret, StoredKeyset,
 };
+use stateseal_testkit::keysets;
 
 use crate::fleet::{local_keyset, local_registry, temp_dir};
 
@@ -222,9 +225,13 @@ async fn an_older_generation_or_another_keyset_is_refused() {
 
     // Another keyset altogether, at a higher generation.
     let (other_dir, other) = local_keyset("faults-other", &registry, config().timing, T0).await;
-    let mut foreign = other.load().await.expect("load").expect("doc");
+    let theirs = keysets::verified(&*other, &registry).await;
+    let mut foreign = theirs.doc.clone();
     foreign.generation = 9;
-    std::fs::write(&path, foreign.to_json()).expect("foreign");
+    let foreign = theirs
+        .seal_next(&foreign, keysets::FAR_FUTURE)
+        .expect("seal");
+    std::fs::write(&path, foreign.bytes()).expect("foreign");
     let err = a.sched.refresh_at(T0 + 5.0).await.unwrap_err();
     assert!(
         matches!(
@@ -261,8 +268,9 @@ async fn an_older_generation_or_another_keyset_is_refused() {
     let _ = std::fs::remove_dir_all(other_dir);
 }
 
-/// A "KMS" whose wrapped form is the key itself: lets a test put any key, or
-/// the same key twice, into a document. For tests only, obviously.
+/// A "KMS" whose wrapped form is the key itself, then any salt: lets a test
+/// put any key, the same key twice, or one key wrapped two ways into a
+/// document. For tests only, obviously.
 #[derive(Debug)]
 struct Transparent;
 
@@ -275,7 +283,11 @@ impl KeyProvider for Transparent {
         _kek: &'a str,
         _ctx: WrapContext<'a>,
     ) -> BoxFuture<'a, Result<DataKey, Error>> {
-        Box::pin(async { Err(kms_error("transparent", ErrorClass::Config, "read-only")) })
+        Box::pin(async {
+            let plaintext = Secret::generate()?;
+            let wrapped = plaintext.expose().to_vec();
+            Ok(DataKey { plaintext, wrapped })
+        })
     }
     fn unwrap<'a>(
         &'a self,
@@ -283,13 +295,22 @@ impl KeyProvider for Transparent {
         wrapped: &'a [u8],
         _ctx: WrapContext<'a>,
     ) -> BoxFuture<'a, Result<Secret, Error>> {
-        Box::pin(async move { Secret::new(wrapped.to_vec()) })
+        Box::pin(async move {
+            let key = wrapped
+                .get(..32)
+                .ok_or_else(|| kms_error("transparent", ErrorClass::Invalid, "short"))?;
+            Secret::new(key.to_vec())
+        })
     }
 }
 
 fn entry(id: &str, key: u8, activate_at: f64) -> KeyEntry {
     KeyEntry {
-        kid: None,
+        kid: Some(
+            KeyRing::from_bytes(vec![vec![key; 32]])
+                .expect("ring")
+                .kids()[0],
+        ),
         entry: id.into(),
         kek: "transparent://k".into(),
         wrapped: vec![key; 32],
@@ -320,26 +341,52 @@ async fn transparent_store(
         generation: 1,
         keys: vec![entry("k_a", 1, T0)],
     };
-    store.compare_and_swap(None, &doc).await.expect("create");
+    let (stored, _) =
+        seal_with_new_mac_key(&registry, &doc, "transparent://k", keysets::FAR_FUTURE)
+            .await
+            .expect("seal");
+    store.compare_and_swap(None, &stored).await.expect("create");
     (dir, store, registry)
 }
 
+/// Writes `keys` as the next generation, tagged as a KEK holder would.
+async fn write_keys(store: &dyn KeysetStore, registry: &ProviderRegistry, keys: Vec<KeyEntry>) {
+    keysets::resealed(store, registry, |d| d.keys = keys).await;
+}
+
 #[tokio::test]
-async fn a_rewrapped_entry_is_unwrapped_again() {
+async fn a_rewrapped_entry_is_unwrapped_again_only_to_the_same_key() {
     let (dir, store, registry) = transparent_store("faults-rewrap").await;
     let a = instance(store.clone(), &registry);
     a.sched.refresh_at(T0).await.expect("refresh");
     assert_eq!(a.primary(), Some(kid_of(1)));
-    // The same entry, wrapped differently (re-wrapped under a new KEK, or repaired).
-    let doc = Keyset {
-        timing: None,
-        id: "ks_transparent".into(),
-        generation: 2,
-        keys: vec![entry("k_a", 2, T0)],
-    };
-    store.compare_and_swap(Some(1), &doc).await.expect("write");
+    let calls = a.sched.kms_calls();
+    // The same entry and key, wrapped differently (re-wrapped under a new KEK, or repaired).
+    let mut rewrapped = entry("k_a", 1, T0);
+    rewrapped.wrapped.extend_from_slice(b"salt");
+    write_keys(&*store, &registry, vec![rewrapped]).await;
     a.sched.refresh_at(T0 + 1.0).await.expect("refresh");
-    assert_eq!(a.primary(), Some(kid_of(2)), "not the stale unwrap");
+    assert!(a.sched.kms_calls() > calls, "the new wrap was unwrapped");
+    assert_eq!(a.primary(), Some(kid_of(1)));
+    assert_eq!(a.sched.status().generation, Some(2));
+    // "Re-wrapped" to another key under the recorded key id: refused, nothing changes.
+    let mut swapped = entry("k_a", 1, T0);
+    swapped.wrapped = vec![2; 32];
+    write_keys(&*store, &registry, vec![swapped]).await;
+    let err = a.sched.refresh_at(T0 + 2.0).await.unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            Error::KeysetRefused {
+                reason: "key_changed",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(a.primary(), Some(kid_of(1)));
+    assert_eq!(a.sched.status().generation, Some(2));
+    assert!(a.sched.is_ready());
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -348,13 +395,12 @@ async fn a_document_with_a_duplicate_key_is_refused() {
     let (dir, store, registry) = transparent_store("faults-dup").await;
     let a = instance(store.clone(), &registry);
     a.sched.refresh_at(T0).await.expect("refresh");
-    let doc = Keyset {
-        timing: None,
-        id: "ks_transparent".into(),
-        generation: 2,
-        keys: vec![entry("k_a", 1, T0), entry("k_b", 1, T0 + 1.0)],
-    };
-    store.compare_and_swap(Some(1), &doc).await.expect("write");
+    write_keys(
+        &*store,
+        &registry,
+        vec![entry("k_a", 1, T0), entry("k_b", 1, T0 + 1.0)],
+    )
+    .await;
     let err = a.sched.refresh_at(T0 + 2.0).await.unwrap_err();
     assert!(
         matches!(
@@ -376,26 +422,26 @@ async fn a_document_with_a_duplicate_key_is_refused() {
 #[derive(Debug)]
 struct Interfering {
     inner: Arc<dyn KeysetStore>,
-    other: std::sync::Mutex<Option<Keyset>>,
+    other: std::sync::Mutex<Option<StoredKeyset>>,
 }
 
 impl KeysetStore for Interfering {
     fn uri(&self) -> &str {
         self.inner.uri()
     }
-    fn load(&self) -> BoxFuture<'_, Result<Option<Keyset>, Error>> {
+    fn load(&self) -> BoxFuture<'_, Result<Option<StoredKeyset>, Error>> {
         self.inner.load()
     }
     fn compare_and_swap<'a>(
         &'a self,
         expected: Option<u64>,
-        doc: &'a Keyset,
+        doc: &'a StoredKeyset,
     ) -> BoxFuture<'a, Result<(), Error>> {
         Box::pin(async move {
             let other = self.other.lock().expect("lock").take();
             if let Some(other) = other {
                 self.inner
-                    .compare_and_swap(Some(other.generation - 1), &other)
+                    .compare_and_swap(Some(other.generation() - 1), &other)
                     .await
                     .expect("the other writer");
             }
@@ -408,11 +454,14 @@ impl KeysetStore for Interfering {
 async fn a_rotation_retries_after_a_seal_reservation_but_not_after_a_rotation() {
     let registry = local_registry();
     let (dir, store) = local_keyset("faults-retry", &registry, config().timing, T0).await;
-    let base = store.load().await.expect("load").expect("doc");
+    let base = keysets::verified(&*store, &registry).await;
     // A server reserves seals while the operator's rotation is in flight.
-    let mut reservation = base.clone();
+    let mut reservation = base.doc.clone();
     reservation.generation += 1;
     reservation.keys[0].seals_reserved = 1 << 20;
+    let reservation = base
+        .seal_next(&reservation, keysets::FAR_FUTURE)
+        .expect("seal");
     let racing = Interfering {
         inner: store.clone(),
         other: std::sync::Mutex::new(Some(reservation)),
@@ -434,7 +483,8 @@ async fn a_rotation_retries_after_a_seal_reservation_but_not_after_a_rotation() 
         "the reservation is kept"
     );
     // Another operator's rotation gets in first: that conflict is the answer.
-    let current = store.load().await.expect("load").expect("doc");
+    let verified = keysets::verified(&*store, &registry).await;
+    let current = verified.doc.clone();
     let mut theirs_entry = current.keys[0].clone();
     theirs_entry.entry = "k_theirs".into();
     let theirs = rotated(
@@ -447,12 +497,16 @@ async fn a_rotation_retries_after_a_seal_reservation_but_not_after_a_rotation() 
     .expect("their rotation");
     let racing = Interfering {
         inner: store.clone(),
-        other: std::sync::Mutex::new(Some(theirs.clone())),
+        other: std::sync::Mutex::new(Some(
+            verified
+                .seal_next(&theirs, keysets::FAR_FUTURE)
+                .expect("seal"),
+        )),
     };
     let err = rotate_store_at(&racing, &registry, &config(), T0 + 2.0, RotateMode::Forced).await;
     assert!(matches!(err, Err(Error::Conflict { .. })), "{err:?}");
     assert_eq!(
-        store.load().await.expect("load").expect("doc"),
+        keysets::content(&*store, &registry).await,
         theirs,
         "only their rotation landed"
     );

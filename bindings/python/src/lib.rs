@@ -148,6 +148,8 @@ impl NativeCodec {
         d.set_item("last_store_read", st.last_store_read)?;
         d.set_item("last_error", st.last_error)?;
         d.set_item("kms_calls", st.kms_calls)?;
+        d.set_item("unauthenticated", st.unauthenticated)?;
+        d.set_item("expires_at", st.expires_at)?;
         d.set_item("ttl", running.ttl)?;
         d.set_item("pid", running.pid)?;
         Ok(d)

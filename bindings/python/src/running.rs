@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use stateseal::rotation::{KeysetTrust, load_verified};
 use stateseal::setup::{Config, Protection};
 use stateseal::{AesGcmCodec, Error, ProviderRegistry, StateCodec};
 
@@ -39,17 +40,23 @@ pub(crate) struct ExplicitTiming {
 impl Recipe {
     /// The configuration with the keyset's timing profile (R, S, T, P) in
     /// every field the caller left unset, as the fleet's Rust servers read it.
-    /// A store that cannot be read yet leaves the configuration as it is
-    /// (start-up then reports the store's error).
+    /// The profile is read only from a document the configuration's trust
+    /// accepts; a store that cannot be read yet, or a document it refuses,
+    /// leaves the configuration as it is (start-up then reports why).
     async fn config_for(&self, registry: &ProviderRegistry) -> Config {
         let mut config = self.config.clone();
         let Ok(store) = registry.open_store(&config.store) else {
             return config;
         };
-        let Ok(Some(doc)) = store.load().await else {
+        let Ok(trust) = config.trust_policy() else {
             return config;
         };
-        if let Some(t) = doc.timing {
+        let trust = KeysetTrust::new(trust);
+        let now = stateseal::Clock::now(&stateseal::SystemClock);
+        let Ok(verified) = load_verified(store.as_ref(), registry, &trust, now).await else {
+            return config;
+        };
+        if let Some(t) = verified.doc.timing {
             let e = self.explicit_timing;
             if !e.refresh_interval {
                 config.refresh_interval = t.refresh_interval;

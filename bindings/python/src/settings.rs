@@ -55,6 +55,17 @@ pub(crate) fn recipe(store: &str, settings: Option<&Bound<'_, PyDict>>) -> PyRes
                 "ready_timeout" => b.ready_timeout(float(&name, v)?),
                 "max_seals_per_key" => b.max_seals_per_key(v.extract::<u64>()?),
                 "seal_reservation_block" => b.seal_reservation_block(v.extract::<u64>()?),
+                "keyset_id" => b.keyset_id(Some(v.extract::<String>().map_err(|_| {
+                    PyValueError::new_err("keyset_id: expected a keyset id (a string, ks_…)")
+                })?)),
+                "keyset_keks" => b.keyset_keks(v.extract::<Vec<String>>().map_err(|_| {
+                    PyValueError::new_err("keyset_keks: expected a list of KEK URIs or prefixes")
+                })?),
+                "min_generation" => b.min_generation(v.extract::<u64>()?),
+                "accept_unauthenticated_keyset" => {
+                    b.accept_unauthenticated_keyset(v.extract::<bool>()?)
+                }
+                "renew_keyset" => b.renew_keyset(v.extract::<bool>()?),
                 other => {
                     return Err(PyValueError::new_err(format!("unknown setting {other:?}")));
                 }

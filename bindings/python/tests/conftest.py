@@ -4,6 +4,7 @@ started as subprocesses and stopped by PID."""
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import socket
@@ -95,15 +96,27 @@ class Keyset:
     kek: str
     env: dict[str, str]
     dir: pathlib.Path
+    keyset_id: str
+    keks: list[str]
+
+    def pins(self) -> dict[str, object]:
+        """The pins `stateseal init` printed, as `KeysetCodec.start` settings."""
+        return {"keyset_id": self.keyset_id, "keyset_keks": self.keks}
+
+
+def init(kek: str, store: str, tmp_path: pathlib.Path, env: dict[str, str] | None = None) -> Keyset:
+    """`stateseal init` with the short timing profile; the keyset, pinned as init says
+    (its CLI environment carries the pins too)."""
+    created = json.loads(cli("init", "--kek", kek, "--store", store, *TIMING_FLAGS, "--json", env=env).stdout)
+    keyset_id, keks = created["keyset"], created["keyset_keks"]
+    pinned = {**(env or {}), "STATESEAL_KEYSET_ID": keyset_id, "STATESEAL_KEYSET_KEKS": ",".join(keks)}
+    return Keyset(store, kek, pinned, tmp_path, keyset_id, keks)
 
 
 @pytest.fixture
 def local_keyset(tmp_path: pathlib.Path) -> Keyset:
     """A keyset in a file under a local KEK, with the short timing profile."""
-    store = f"file://{tmp_path / 'keyset.json'}"
-    kek = f"local://{tmp_path / 'kek.bin'}"
-    cli("init", "--kek", kek, "--store", store, *TIMING_FLAGS)
-    return Keyset(store, kek, {}, tmp_path)
+    return init(f"local://{tmp_path / 'kek.bin'}", f"file://{tmp_path / 'keyset.json'}", tmp_path)
 
 
 @pytest.fixture
@@ -134,14 +147,13 @@ def openbao(tmp_path: pathlib.Path) -> Iterator[Service]:
 def vault_keyset(openbao: Service, tmp_path: pathlib.Path) -> Keyset:
     """A keyset in OpenBao KV under a transit KEK, with the short timing profile."""
     env = openbao.env  # type: ignore[attr-defined]
-    store, kek = "vault-kv://secret/stateseal/keyset", "hcvault://transit/keys/stateseal"
-    cli("init", "--kek", kek, "--store", store, *TIMING_FLAGS, env=env)
-    return Keyset(store, kek, env, tmp_path)
+    return init("hcvault://transit/keys/stateseal", "vault-kv://secret/stateseal/keyset", tmp_path, env)
 
 
 def python_server(keyset: Keyset, log: pathlib.Path, **settings: object) -> Service:
     port = free_port()
     flags = [f"{k}={v}" for k, v in {**TIMING, **settings}.items()]
+    flags += [f"keyset_id={keyset.keyset_id}", f"keyset_keks={','.join(keyset.keks)}"]
     if keyset.kek.startswith("local://"):
         flags.append("allow_local_kek=true")
     return start_service(
@@ -154,6 +166,7 @@ def rust_server(keyset: Keyset, log: pathlib.Path) -> Service:
     config = keyset.dir / f"rust-{port}.toml"
     config.write_text(
         f'store = "{keyset.store}"\naudience = "stateseal-example"\n'
+        + f"keyset_id = {json.dumps(keyset.keyset_id)}\nkeyset_keks = {json.dumps(keyset.keks)}\n"
         + "".join(f"{k} = {v}\n" for k, v in TIMING.items())
     )
     args = [HTTP_SERVER, "--addr", f"127.0.0.1:{port}", "--config", str(config)]

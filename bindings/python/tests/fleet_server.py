@@ -49,6 +49,10 @@ def settings(args: list[str]) -> dict[str, object]:
         name, value = arg.split("=", 1)
         if value in ("true", "false"):
             out[name] = value == "true"
+        elif name == "keyset_id":
+            out[name] = value
+        elif name == "keyset_keks":
+            out[name] = value.split(",")
         elif name in ("max_seals_per_key", "seal_reservation_block"):
             out[name] = int(value)
         else:

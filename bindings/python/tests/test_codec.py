@@ -8,7 +8,7 @@ import logging
 from types import SimpleNamespace
 
 import pytest
-from conftest import TIMING, Keyset, cli, wait_for
+from conftest import TIMING, Keyset, cli, init, wait_for
 from mcp.server.request_state import (
     AESGCMRequestStateCodec,
     InvalidRequestState,
@@ -82,9 +82,7 @@ def test_round_trip_and_every_tampering_is_rejected(local_keyset: Keyset) -> Non
 
 
 def test_unknown_key_and_key_id_transplant_are_rejected(local_keyset: Keyset, tmp_path) -> None:
-    other = Keyset(f"file://{tmp_path / 'other.json'}", f"local://{tmp_path / 'other.bin'}", {}, tmp_path)
-    cli("init", "--kek", other.kek, "--store", other.store, "--refresh-interval", "1", "--max-skew", "1",
-        "--state-ttl", "6")
+    other = init(f"local://{tmp_path / 'other.bin'}", f"file://{tmp_path / 'other.json'}", tmp_path)
     with start(local_keyset) as ours, start(other) as theirs:
         foreign = mint(boundary(theirs))
         b = boundary(ours)

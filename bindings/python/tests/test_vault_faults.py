@@ -35,7 +35,9 @@ def test_an_openbao_outage_keeps_cached_keys_serving(
 ) -> None:
     for k, v in vault_keyset.env.items():
         monkeypatch.setenv(k, v)
-    codec = KeysetCodec.start(vault_keyset.store, max_key_age=2, outage_grace=600, **TIMING)  # type: ignore[arg-type]
+    codec = KeysetCodec.start(
+        vault_keyset.store, max_key_age=2, outage_grace=600, **vault_keyset.pins(), **TIMING  # type: ignore[arg-type]
+    )
     token = codec.seal(b"before")
     openbao.stop()
     # Refreshes fail (store and KMS are down), past max_key_age: the keys keep serving.
@@ -62,7 +64,8 @@ def test_revoked_decrypt_drops_the_key_after_max_key_age(
     monkeypatch.setenv("VAULT_ADDR", vault_keyset.env["VAULT_ADDR"])
     monkeypatch.setenv("VAULT_TOKEN", server_token)
     codec = KeysetCodec.start(
-        vault_keyset.store, max_key_age=2, outage_grace=600, seal_reservation_block=0, **TIMING  # type: ignore[arg-type]
+        vault_keyset.store, max_key_age=2, outage_grace=600, seal_reservation_block=0, **vault_keyset.pins(),
+        **TIMING,  # type: ignore[arg-type]
     )
     assert sealing(codec)
     (tmp_path / "policy.hcl").write_text(POLICY.replace('path "transit/decrypt/stateseal" { capabilities = ["update"] }', ""))

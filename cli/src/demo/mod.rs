@@ -20,13 +20,13 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use serde_json::json;
 use stateseal::rmcp_adapter::StateSealed;
 use stateseal::rotation::{
-    DEFAULT_MAX_LIVE_KEYS, Phase, RotateMode, describe_keyset, rotate_keyset,
+    DEFAULT_MAX_LIVE_KEYS, KeysetTrust, Phase, RotateMode, describe_keyset, rotate_keyset,
 };
 use stateseal::setup::{Config, Protection, start};
 use stateseal::{Clock, LocalProvider, SystemClock};
 
 use crate::error::CliError;
-use crate::keyset::registry;
+use crate::keyset::{load_verified, registry};
 use crate::token::parse_seconds;
 
 /// Options of `stateseal demo`.
@@ -204,6 +204,8 @@ pub(crate) async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<(), CliEr
     let store_handle = registry()
         .open_store(&store)
         .map_err(|e| CliError::Usage(format!("--store: {e}")))?;
+    let trust = KeysetTrust::new(config.trust_policy().map_err(CliError::from)?);
+    let registry = registry();
     let colour = std::io::stdout().is_terminal() && !args.json;
     let io = |e: std::io::Error| CliError::Failed(format!("writing output: {e}"));
     writeln!(
@@ -225,8 +227,8 @@ pub(crate) async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<(), CliEr
         let now = SystemClock.now();
         // Only phases after the demo's own rotation count: the keyset starts in phase 3.
         if rotated {
-            let doc = store_handle.load().await.map_err(CliError::from)?;
-            if let Some(phase) = doc.as_ref().and_then(|d| describe_keyset(d, now).phase) {
+            let v = load_verified(store_handle.as_ref(), &registry, &trust, Some(now)).await?;
+            if let Some(phase) = describe_keyset(&v.doc, now).phase {
                 phases.insert(phase as u8);
             }
         }
@@ -234,7 +236,8 @@ pub(crate) async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<(), CliEr
             // The demo's own scaled-down timeline, whatever profile the keyset was created with.
             rotate_keyset(
                 store_handle.as_ref(),
-                &registry(),
+                &registry,
+                &trust,
                 Some(config.scheduler_config().timing),
                 now,
                 RotateMode::Scheduled,
@@ -307,12 +310,11 @@ pub(crate) async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<(), CliEr
         }
         if last_report.elapsed() >= Duration::from_secs(1) {
             last_report = Instant::now();
-            let phase = store_handle
-                .load()
+            let now = SystemClock.now();
+            let phase = load_verified(store_handle.as_ref(), &registry, &trust, Some(now))
                 .await
                 .ok()
-                .flatten()
-                .and_then(|d| describe_keyset(&d, SystemClock.now()).phase)
+                .and_then(|v| describe_keyset(&v.doc, now).phase)
                 .map_or(0, |p| p as u8);
             let rings: Vec<String> = fleet
                 .protections

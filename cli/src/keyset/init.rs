@@ -59,6 +59,11 @@ pub(crate) fn timing_text(t: Option<Timing>) -> String {
     }
 }
 
+/// `s` as a TOML basic string (JSON's escapes are TOML's).
+fn toml_string(s: &str) -> String {
+    Value::String(s.to_owned()).to_string()
+}
+
 pub(crate) async fn init(a: InitArgs, out: &mut dyn Write) -> Result<(), CliError> {
     // Everything is checked before anything, KEK file included, is created.
     let timing = a.timing.over(Timing::default())?;
@@ -112,6 +117,7 @@ pub(crate) async fn init(a: InitArgs, out: &mut dyn Write) -> Result<(), CliErro
             object(
                 vec![
                     ("keyset", doc.id.clone().into()),
+                    ("keyset_keks", vec![a.kek.clone()].into()),
                     ("generation", doc.generation.into()),
                     ("store", store.uri().into()),
                     ("kid", kid_json(key.kid)),
@@ -125,12 +131,16 @@ pub(crate) async fn init(a: InitArgs, out: &mut dyn Write) -> Result<(), CliErro
     line(
         out,
         format!(
-            "created keyset {} (generation 1) in {}: key {} (entry {}) seals from now\ntiming: {}",
+            "created keyset {} (generation 1) in {}: key {} (entry {}) seals from now\ntiming: {}\n\
+             pin it in every server's configuration (and pass the same to this CLI as --keyset-id / --kek-pin):\n\
+             keyset_id = {}\nkeyset_keks = [{}]",
             doc.id,
             store.uri(),
             kid_text(key.kid),
             key.entry,
-            timing_text(doc.timing)
+            timing_text(doc.timing),
+            toml_string(&doc.id),
+            toml_string(&a.kek),
         ),
     )
 }

@@ -6,11 +6,12 @@ use clap::Args;
 use serde_json::Value;
 use stateseal::SchedulerConfig;
 use stateseal::rotation::{
-    Availability, KeysetStatus, Phase, Role, check_keyset, describe_keyset, keyset_status,
+    Availability, KeysetStatus, Phase, Role, VerifiedKeyset, check_keyset, describe_keyset,
+    keyset_status,
 };
 
 use super::init::{timing_json, timing_text};
-use super::{StoreArg, load, read_now, registry};
+use super::{StoreArg, read_now, registry};
 use crate::error::CliError;
 use crate::output::{human, kid_json, kid_text, line, object, rfc3339, when};
 use crate::token::parse_seconds;
@@ -80,7 +81,43 @@ fn availability_json(a: &Availability) -> (Value, Value) {
     }
 }
 
-fn status_json(st: &KeysetStatus, uri: &str) -> Value {
+/// The store's document, verified; for an inspection a document that cannot
+/// be verified (its MAC key does not unwrap) is an unhealthy answer (exit 1),
+/// not a failure to answer, since nothing in it can be shown as true.
+async fn verified(
+    store: &dyn stateseal::KeysetStore,
+    trust: &stateseal::rotation::KeysetTrust,
+    now: Option<f64>,
+) -> Result<VerifiedKeyset, CliError> {
+    let stored = super::load(store).await?;
+    let registry = registry();
+    let result = match now {
+        Some(now) => trust.open(&registry, store.uri(), &stored, now).await,
+        None => {
+            trust
+                .open_ignoring_expiry(&registry, store.uri(), &stored)
+                .await
+        }
+    };
+    result.map_err(|e| match e {
+        stateseal::Error::Kms { .. } => CliError::Rejected(format!(
+            "the keyset cannot be verified, so nothing in it is shown: its MAC key does not unwrap ({})",
+            CliError::from(e)
+        )),
+        other => CliError::from(other),
+    })
+}
+
+/// How the document was authenticated, for both outputs: (authenticated, expires_at).
+fn integrity(v: Option<&VerifiedKeyset>) -> (Value, Option<f64>) {
+    match v {
+        Some(v) => (v.is_authenticated().into(), v.expires_at),
+        None => (Value::Null, None),
+    }
+}
+
+fn status_json(st: &KeysetStatus, uri: &str, v: Option<&VerifiedKeyset>) -> Value {
+    let (authenticated, expires_at) = integrity(v);
     let ring: Vec<Value> = st
         .ring
         .iter()
@@ -123,12 +160,18 @@ fn status_json(st: &KeysetStatus, uri: &str) -> Value {
             ("keys", keys.into()),
             ("next_change", next),
             ("healthy", st.healthy().into()),
+            ("authenticated", authenticated),
         ],
-        &[("now", Some(st.now))],
+        &[("now", Some(st.now)), ("expires_at", expires_at)],
     )
 }
 
-fn status_text(st: &KeysetStatus, uri: &str, out: &mut dyn Write) -> Result<(), CliError> {
+fn status_text(
+    st: &KeysetStatus,
+    uri: &str,
+    v: &VerifiedKeyset,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
     let colour = std::io::stdout().is_terminal();
     let paint = |code: &str, s: &str| {
         if colour {
@@ -138,10 +181,21 @@ fn status_text(st: &KeysetStatus, uri: &str, out: &mut dyn Write) -> Result<(), 
         }
     };
     let now = st.now;
+    let integrity = match v.expires_at {
+        Some(at) if v.is_authenticated() => format!(
+            "authenticated (MAC key under {}); fresh until {}",
+            v.mac_kek().unwrap_or("?"),
+            when(at, now)
+        ),
+        _ => paint(
+            "31",
+            "UNAUTHENTICATED (stateseal.keyset/v1): anyone who can write the store can change its keys; run `stateseal keyset upgrade`",
+        ),
+    };
     line(
         out,
         format!(
-            "keyset {} (generation {}) in {uri}\ntiming: {}\n{}",
+            "keyset {} (generation {}) in {uri}\n{integrity}\ntiming: {}\n{}",
             st.keyset.id,
             st.keyset.generation,
             timing_text(st.keyset.timing),
@@ -200,13 +254,14 @@ fn status_text(st: &KeysetStatus, uri: &str, out: &mut dyn Write) -> Result<(), 
 /// `stateseal status`: the timeline, each live key unwrapped; exit 1 while one is unavailable.
 pub(crate) async fn status(a: StatusArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let now = read_now(a.view.now)?;
-    let store = a.view.store.open()?;
-    let doc = load(store.as_ref()).await?;
-    let st = keyset_status(&doc, &registry(), now).await;
+    let (store, trust) = a.view.store.open_trusted()?;
+    let registry = registry();
+    let v = verified(store.as_ref(), &trust, Some(now)).await?;
+    let st = keyset_status(&v.doc, &registry, now).await;
     if a.view.json {
-        line(out, status_json(&st, store.uri()))?;
+        line(out, status_json(&st, store.uri(), Some(&v)))?;
     } else {
-        status_text(&st, store.uri(), out)?;
+        status_text(&st, store.uri(), &v, out)?;
     }
     if !st.healthy() {
         return Err(CliError::Reported(1));
@@ -214,25 +269,28 @@ pub(crate) async fn status(a: StatusArgs, out: &mut dyn Write) -> Result<(), Cli
     Ok(())
 }
 
-/// `stateseal keyset show`: the document and its timeline, no KMS access.
+/// `stateseal keyset show`: the document and its timeline, verified (one KMS
+/// call, the MAC key's; a stale document is shown, with when it went stale),
+/// no data key unwrapped.
 pub(crate) async fn show(a: ShowArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let now = read_now(a.view.now)?;
-    let store = a.view.store.open()?;
-    let doc = load(store.as_ref()).await?;
-    let st = describe_keyset(&doc, now);
+    let (store, trust) = a.view.store.open_trusted()?;
+    let v = verified(store.as_ref(), &trust, None).await?;
+    let st = describe_keyset(&v.doc, now);
     if a.view.json {
-        return line(out, status_json(&st, store.uri()));
+        return line(out, status_json(&st, store.uri(), Some(&v)));
     }
-    status_text(&st, store.uri(), out)
+    status_text(&st, store.uri(), &v, out)
 }
 
 /// `stateseal check`: healthy (0) or not (1), with the reasons.
 pub(crate) async fn check(a: CheckArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let now = read_now(a.view.now)?;
-    let store = a.view.store.open()?;
+    let (store, trust) = a.view.store.open_trusted()?;
     let report = check_keyset(
         store.as_ref(),
         &registry(),
+        &trust,
         now,
         SchedulerConfig::default().max_seals_per_key,
     )
@@ -248,7 +306,7 @@ pub(crate) async fn check(a: CheckArgs, out: &mut dyn Write) -> Result<(), CliEr
             &[("now", Some(now))],
         );
         if let Some(st) = &report.status {
-            v["keyset"] = status_json(st, store.uri());
+            v["keyset"] = status_json(st, store.uri(), None);
         }
         line(out, v)?;
     } else {

@@ -4,29 +4,36 @@
 
 mod init;
 mod inspect;
+mod rewrite;
 mod rotate;
 
 use std::sync::Arc;
 
 use clap::{Args, Subcommand};
-use stateseal::rotation::Timing;
-use stateseal::{Clock, Keyset, KeysetStore, ProviderRegistry, SystemClock};
+use stateseal::keyset::KeysetPins;
+use stateseal::rotation::{KeysetTrust, Timing, TrustPolicy, VerifiedKeyset};
+use stateseal::{Clock, KeysetStore, ProviderRegistry, StoredKeyset, SystemClock};
 
 use crate::error::CliError;
 use crate::token::parse_seconds;
 
 pub(crate) use init::{InitArgs, init};
 pub(crate) use inspect::{CheckArgs, ShowArgs, StatusArgs, check, show, status};
+pub(crate) use rewrite::{RenewArgs, UpgradeArgs, renew, upgrade};
 pub(crate) use rotate::{RotateArgs, rotate};
 
 /// `stateseal keyset …`: the document itself.
 #[derive(Debug, Subcommand)]
 pub(crate) enum KeysetCmd {
-    /// Print the keyset document (ids, timing, entries, timeline) without any KMS access.
+    /// Print the keyset document (ids, timing, entries, timeline), verified, without unwrapping any data key.
     #[command(
         after_help = "Examples:\n  stateseal keyset show --store file:///var/lib/stateseal/keyset.json\n  STATESEAL_STORE=s3://bucket/keyset.json stateseal keyset show --json"
     )]
     Show(ShowArgs),
+    /// Convert an unauthenticated stateseal.keyset/v1 document to v2 (one way; every key proven).
+    Upgrade(UpgradeArgs),
+    /// Write the document again, fresh for another validity period, nothing else changed.
+    Renew(RenewArgs),
 }
 
 /// The registry the CLI resolves KEK and store URIs with: the embedded
@@ -40,7 +47,8 @@ pub(crate) fn registry() -> ProviderRegistry {
     registry
 }
 
-/// `--store`, with `STATESEAL_STORE` as its default.
+/// `--store`, with `STATESEAL_STORE` as its default, and what the CLI trusts
+/// in it (the servers' `keyset_id`, `keyset_keks`, `min_generation`).
 #[derive(Debug, Args, Clone)]
 pub(crate) struct StoreArg {
     /// Keyset store URI: file:///PATH, vault-kv://…, s3://BUCKET/KEY, gs://BUCKET/OBJECT.
@@ -51,6 +59,73 @@ pub(crate) struct StoreArg {
         value_name = "URI"
     )]
     pub(crate) store: String,
+    #[command(flatten)]
+    pub(crate) trust: TrustArgs,
+}
+
+/// The pins a keyset document is checked against before anything it says is
+/// used (required for every store but file://; `stateseal init` prints them).
+#[derive(Debug, Args, Clone, Default)]
+#[group(id = "trust", required = false, multiple = true)]
+pub(crate) struct TrustArgs {
+    /// The keyset id the store must hold (ks_…).
+    #[arg(long = "keyset-id", env = "STATESEAL_KEYSET_ID", value_name = "ID")]
+    pub(crate) keyset_id: Option<String>,
+    /// A KEK the keyset may use: a full URI, or a prefix ending in / (repeat, or comma-separate).
+    #[arg(
+        long = "kek-pin",
+        env = "STATESEAL_KEYSET_KEKS",
+        value_delimiter = ',',
+        value_name = "URI"
+    )]
+    pub(crate) kek_pins: Vec<String>,
+    /// Refuse documents below this generation (a restored pre-compromise backup).
+    #[arg(
+        long = "min-generation",
+        env = "STATESEAL_MIN_GENERATION",
+        default_value_t = 0,
+        value_name = "N"
+    )]
+    pub(crate) min_generation: u64,
+    /// Read an unauthenticated stateseal.keyset/v1 document (migration only).
+    #[arg(long = "accept-unauthenticated")]
+    pub(crate) accept_unauthenticated: bool,
+}
+
+impl TrustArgs {
+    /// The policy these flags describe, for `store_uri`.
+    pub(crate) fn policy(&self, store_uri: &str) -> Result<TrustPolicy, CliError> {
+        let pins = match (&self.keyset_id, self.kek_pins.is_empty()) {
+            (None, true) => None,
+            (Some(id), false) => Some(
+                KeysetPins::new(id, &self.kek_pins)
+                    .map_err(|e| CliError::Usage(format!("--kek-pin: {e}")))?,
+            ),
+            (None, false) => {
+                return Err(CliError::Usage(
+                    "--keyset-id is required with --kek-pin (what `stateseal init` printed)".into(),
+                ));
+            }
+            (Some(_), true) => {
+                return Err(CliError::Usage(
+                    "--kek-pin is required with --keyset-id: the KEKs the keyset may use (what `stateseal init` printed)".into(),
+                ));
+            }
+        };
+        let policy = TrustPolicy {
+            pins,
+            accept_unauthenticated: self.accept_unauthenticated,
+            min_generation: self.min_generation,
+        };
+        if let Err(stateseal::Error::Config(m) | stateseal::Error::InvalidUri { problem: m, .. }) =
+            policy.check_for_store(store_uri)
+        {
+            return Err(CliError::Usage(format!(
+                "{m}; pass --keyset-id and --kek-pin (or STATESEAL_KEYSET_ID and STATESEAL_KEYSET_KEKS)"
+            )));
+        }
+        Ok(policy)
+    }
 }
 
 impl StoreArg {
@@ -59,10 +134,17 @@ impl StoreArg {
             .open_store(&self.store)
             .map_err(|e| CliError::Usage(format!("--store: {e}")))
     }
+
+    /// The store and the trust its documents are checked under.
+    pub(crate) fn open_trusted(&self) -> Result<(Arc<dyn KeysetStore>, KeysetTrust), CliError> {
+        let store = self.open()?;
+        let policy = self.trust.policy(store.uri())?;
+        Ok((store, KeysetTrust::new(policy)))
+    }
 }
 
-/// The document in `store`, or an error that says how to create one.
-pub(crate) async fn load(store: &dyn KeysetStore) -> Result<Keyset, CliError> {
+/// The document in `store` as stored, or an error that says how to create one.
+pub(crate) async fn load(store: &dyn KeysetStore) -> Result<StoredKeyset, CliError> {
     store.load().await.map_err(CliError::from)?.ok_or_else(|| {
         CliError::Usage(format!(
             "no keyset at {}; create one with `stateseal init --kek URI --store {}`",
@@ -70,6 +152,26 @@ pub(crate) async fn load(store: &dyn KeysetStore) -> Result<Keyset, CliError> {
             store.uri()
         ))
     })
+}
+
+/// The document in `store`, verified under `trust` (freshness at `now`, or
+/// not checked with `None`): a refusal exits 1 naming its reason.
+pub(crate) async fn load_verified(
+    store: &dyn KeysetStore,
+    registry: &ProviderRegistry,
+    trust: &KeysetTrust,
+    now: Option<f64>,
+) -> Result<VerifiedKeyset, CliError> {
+    let stored = load(store).await?;
+    match now {
+        Some(now) => trust.open(registry, store.uri(), &stored, now).await,
+        None => {
+            trust
+                .open_ignoring_expiry(registry, store.uri(), &stored)
+                .await
+        }
+    }
+    .map_err(CliError::from)
 }
 
 /// The timing profile flags (R, S, T, P).

@@ -7,11 +7,12 @@ use clap::Args;
 use serde_json::Value;
 use stateseal::Error;
 use stateseal::rotation::{
-    DEFAULT_MAX_LIVE_KEYS, RotateMode, RotationPlan, plan_rotation, rotate_keyset,
+    DEFAULT_MAX_LIVE_KEYS, RotateMode, RotationPlan, operator_generation, plan_rotation,
+    rotate_keyset,
 };
 
 use super::init::{timing_json, timing_text};
-use super::{StoreArg, TimingArgs, WriteClockArgs, load, registry};
+use super::{StoreArg, TimingArgs, WriteClockArgs, load_verified, registry};
 use crate::error::CliError;
 use crate::output::{kid_json, kid_text, line, object, when};
 
@@ -55,14 +56,29 @@ fn refused(e: Error) -> CliError {
             found.map_or_else(|| "?".into(), |g| g.to_string())
         )),
         Error::RotationRefused(_) => CliError::Rejected(e.to_string()),
+        Error::KeysetRefused { .. } => {
+            CliError::Rejected(format!("rotation refused, nothing was written: {e}"))
+        }
         Error::Config(m) => CliError::Usage(m),
         other => CliError::from(other),
     }
 }
 
 pub(crate) async fn rotate(a: RotateArgs, out: &mut dyn Write) -> Result<(), CliError> {
-    let store = a.store.open()?;
-    let doc = load(store.as_ref()).await?;
+    let (store, trust) = a.store.open_trusted()?;
+    let registry = registry();
+    // Verified (tag, pins, minimum generation) before anything it says is used;
+    // freshness is checked at the write's own instant below.
+    let verified = load_verified(store.as_ref(), &registry, &trust, None)
+        .await
+        .map_err(|e| match e {
+            CliError::Rejected(m) => CliError::Rejected(format!(
+                "rotation refused, nothing was written: {}",
+                m.trim_start_matches("rejected: ")
+            )),
+            other => other,
+        })?;
+    let doc = &verified.doc;
     let base = doc.timing.unwrap_or_default();
     let timing = if a.timing.any() {
         a.timing.over(base)?
@@ -110,13 +126,27 @@ pub(crate) async fn rotate(a: RotateArgs, out: &mut dyn Write) -> Result<(), Cli
     } else {
         RotateMode::Scheduled
     };
-    let registry = registry();
     let plan = if a.dry_run {
-        plan_rotation(&doc, &registry, Some(timing), now, mode, a.max_live_keys).await
+        // The same checks as the write, freshness included.
+        load_verified(store.as_ref(), &registry, &trust, Some(now)).await?;
+        plan_rotation(
+            &verified,
+            &registry,
+            Some(timing),
+            now,
+            mode,
+            a.max_live_keys,
+        )
+        .await
+        .map(|mut plan| {
+            plan.next.generation = operator_generation(doc.generation, now);
+            plan
+        })
     } else {
         rotate_keyset(
             store.as_ref(),
             &registry,
+            &trust,
             Some(timing),
             now,
             mode,
@@ -198,8 +228,10 @@ fn plan_text(plan: &RotationPlan, mode: RotateMode, dry_run: bool, now: f64) -> 
         (false, RotateMode::Compromise) => format!(
             "emergency rotation written (generation {}): {key} seals now and every other key is retired.\n\
              This breaks every state sealed before now (clients start those conversations again), and states\n\
-             sealed with an old key by servers that have not refreshed yet (up to {}s).",
-            plan.next.generation, plan.timing.refresh_interval
+             sealed with an old key by servers that have not refreshed yet (up to {}s).\n\
+             Raise min_generation to {} in every server's configuration (and --min-generation here), so that\n\
+             a restarted instance refuses a restored pre-compromise backup.",
+            plan.next.generation, plan.timing.refresh_interval, plan.next.generation
         ),
         (false, _) => format!(
             "rotation written (generation {}): {key} seals from {activates}; the previous keys unseal until {retires}",

@@ -7,9 +7,11 @@ use stateseal::rotation::{Timing, init_keyset};
 use stateseal::{Error, KeyProvider, ProviderRegistry};
 use stateseal_aws_kms::{AwsConfig, AwsKmsProvider};
 
+use stateseal_testkit::keysets;
+
 use crate::member::{T0, base64_of, class, ctx, instance, round, works};
 use crate::moto::{Moto, REGION};
-use crate::{json_of, stateseal_with, text, unavailable};
+use crate::{json_of, stateseal_with, text};
 
 fn config(moto: &Moto) -> AwsConfig {
     AwsConfig::builder()
@@ -50,26 +52,54 @@ fn cli_init_rotate_status_and_keyset_tokens_through_kms_and_s3() {
             ("AWS_ENDPOINT_URL_S3", moto.endpoint.clone()),
         ])
         .collect();
-    let envs: Vec<(&str, &str)> = envs.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let run = |args: &[&str]| stateseal_with(args, &envs, None);
     let now = |dt: f64| (T0 + dt).to_string();
-    let init = json_of(&run(&[
-        "init",
-        "--kek",
-        &kek,
-        "--store",
-        store,
-        "--now",
-        &now(0.0),
-        "--allow-clock-override",
-        "--json",
-    ]));
+    let base: Vec<(&str, &str)> = envs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let init = json_of(&stateseal_with(
+        &[
+            "init",
+            "--kek",
+            &kek,
+            "--store",
+            store,
+            "--now",
+            &now(0.0),
+            "--allow-clock-override",
+            "--json",
+        ],
+        &base,
+        None,
+    ));
     let first = init["kid"].as_str().expect("kid").to_owned();
     let doc = moto.boto(
         "print(s3.get_object(Bucket='stateseal-keys', Key='mcp/keyset.json')['Body'].read().decode())",
     );
     let doc: serde_json::Value = serde_json::from_str(&doc).expect("keyset json");
-    assert_eq!(doc["keys"][0]["kek"], kek.as_str());
+    assert_eq!(doc["format"], "stateseal.keyset/v2");
+    assert_eq!(
+        doc["mac"]["kek"],
+        kek.as_str(),
+        "the MAC key is under the KEK"
+    );
+    // Without the pins init printed, the CLI refuses a shared store (exit 2).
+    let unpinned = stateseal_with(&["status", "--store", store], &base, None);
+    assert_eq!(
+        unpinned.status.code(),
+        Some(2),
+        "{}",
+        text(&unpinned.stderr)
+    );
+    assert!(
+        text(&unpinned.stderr).contains("keyset_id"),
+        "{}",
+        text(&unpinned.stderr)
+    );
+    let pinned: Vec<(&str, String)> = envs
+        .iter()
+        .cloned()
+        .chain(crate::member::pin_vars(&init))
+        .collect();
+    let envs: Vec<(&str, &str)> = pinned.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let run = |args: &[&str]| stateseal_with(args, &envs, None);
 
     let mint = |dt: f64| crate::member::keyset_mint(store, &envs, dt);
     let verify = |tok: &str, dt: f64| crate::member::keyset_verify(store, &envs, tok, dt);
@@ -111,6 +141,7 @@ fn cli_init_rotate_status_and_keyset_tokens_through_kms_and_s3() {
     assert_eq!(verify(&before, 230.0).status.code(), Some(0));
 
     // Without credentials: a configuration error (exit 2), not an outage.
+    let pins = crate::member::pin_vars(&init);
     let no_creds = stateseal_with(
         &["status", "--store", store, "--json"],
         &[
@@ -119,6 +150,8 @@ fn cli_init_rotate_status_and_keyset_tokens_through_kms_and_s3() {
             ("AWS_EC2_METADATA_DISABLED", "true"),
             ("AWS_CONFIG_FILE", "/nonexistent"),
             ("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent"),
+            (pins[0].0, pins[0].1.as_str()),
+            (pins[1].0, pins[1].1.as_str()),
         ],
         None,
     );
@@ -147,8 +180,10 @@ async fn concurrent_rotations_on_s3_exactly_one_wins() {
         init_keyset(&*store, &reg, &kek, Timing::default(), T0).await,
         Err(Error::Conflict { .. })
     ));
-    let mut a = doc.clone();
-    a.generation = 2;
+    let v = keysets::verified(&*store, &reg).await;
+    let mut next = doc.clone();
+    next.generation = 2;
+    let a = v.seal_next(&next, keysets::FAR_FUTURE).expect("seal");
     let b = a.clone();
     let (ra, rb) = tokio::join!(
         store.compare_and_swap(Some(1), &a),
@@ -167,11 +202,16 @@ async fn concurrent_rotations_on_s3_exactly_one_wins() {
         "{lost}"
     );
 
-    let envs = moto.env();
+    let envs: Vec<_> = moto
+        .env()
+        .into_iter()
+        .chain(keysets::pin_vars(&*store, &reg).await)
+        .collect();
     crate::member::rotate_concurrently(store_uri, &envs);
+    // An operator's rotation carries a generation of at least its Unix time.
     assert_eq!(
-        store.load().await.expect("load").expect("doc").generation,
-        3
+        keysets::stored(&*store).await.generation(),
+        (T0 + 50.0) as u64
     );
 }
 
@@ -219,22 +259,26 @@ async fn encryption_context_binds_keyset_and_entry() {
         .unwrap_err();
     assert_eq!(class(&e), Some(ErrorClass::Denied), "{e}");
 
-    // A keyset document whose id was altered: the CLI says why it cannot unwrap.
+    // A keyset document whose id was altered, even by someone holding its MAC
+    // key: the MAC key's wrap is bound to the real id, and KMS says so.
     moto.create_bucket("stateseal-ctx");
     let reg = registry(&moto);
     let store = reg
         .open_store("s3://stateseal-ctx/keyset.json")
         .expect("store");
-    let mut doc = init_keyset(&*store, &reg, &kek, Timing::default(), T0)
+    init_keyset(&*store, &reg, &kek, Timing::default(), T0)
         .await
         .expect("init");
-    doc.id = "ks_000000000000000000000000".into();
-    doc.generation = 2;
-    store
-        .compare_and_swap(Some(1), &doc)
-        .await
-        .expect("tampered write");
-    let envs = moto.env();
+    let forged = "ks_000000000000000000000000";
+    keysets::resealed(&*store, &reg, |d| d.id = forged.into()).await;
+    let envs: Vec<(&str, String)> = moto
+        .env()
+        .into_iter()
+        .chain([
+            ("STATESEAL_KEYSET_ID", forged.to_owned()),
+            ("STATESEAL_KEYSET_KEKS", kek.clone()),
+        ])
+        .collect();
     let envs: Vec<(&str, &str)> = envs.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let out = stateseal_with(
         &[
@@ -246,8 +290,12 @@ async fn encryption_context_binds_keyset_and_entry() {
         &envs,
         None,
     );
-    let why = unavailable(&out);
-    assert!(why.contains("InvalidCiphertextException"), "{why}");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let why = text(&out.stdout);
+    assert!(
+        why.contains("refused (mac)") && why.contains("InvalidCiphertextException"),
+        "{why}"
+    );
     let leaked = base64_of(dk.plaintext.expose());
     assert!(!text(&out.stderr).contains(&leaked) && !text(&out.stdout).contains(&leaked));
 }
@@ -265,8 +313,9 @@ async fn disabled_or_deleted_key_is_dropped_after_max_key_age() {
     init_keyset(&*store, &reg, &kek, Timing::default(), T0)
         .await
         .expect("init");
-    let i = instance(&reg, store.clone());
+    let i = instance(&reg, store.clone()).await;
     i.sched.refresh_at(T0).await.expect("refresh");
+    let doc = keysets::content(&*store, &reg).await;
     let calls = i.sched.kms_calls();
     // Steady state: traffic and refreshes within max_key_age make no KMS call.
     for k in 0..2000 {
@@ -278,7 +327,6 @@ async fn disabled_or_deleted_key_is_dropped_after_max_key_age() {
     assert_eq!(i.sched.kms_calls(), calls, "steady state made KMS calls");
 
     moto.boto(&format!("kms.disable_key(KeyId='{key_id}')"));
-    let doc = store.load().await.expect("load").expect("doc");
     let e = reg
         .provider_for(&kek)
         .expect("provider")
@@ -331,7 +379,7 @@ async fn kms_unavailable_keeps_serving_cached_keys() {
     init_keyset(&*store, &reg, &kek, Timing::default(), T0)
         .await
         .expect("init");
-    let i = instance(&reg, store);
+    let i = instance(&reg, store).await;
     i.sched.refresh_at(T0).await.expect("refresh");
     let token = i.env.mint_at(&round(), b"before", None, T0).expect("mint");
     moto.stop();

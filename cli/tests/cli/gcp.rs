@@ -12,7 +12,7 @@ use stateseal_gcp_kms::{GcpKmsConfig, GcpKmsProvider};
 
 use crate::gcp_kms_contract::GcpKmsContract;
 use crate::member::{PARAMS, T0, class, ctx, instance, works};
-use crate::{json_of, text, unavailable};
+use crate::{json_of, text};
 
 fn provider(kms: &GcpKmsContract) -> GcpKmsProvider {
     GcpKmsProvider::new(
@@ -159,7 +159,10 @@ async fn cli_init_rotate_status_and_keyset_tokens_through_gcp_kms() {
         vec![("STATESEAL_GCP_CREDENTIALS", "anonymous".to_owned())],
     )
     .await;
-    let why = unavailable(&refused);
+    // The document's MAC key is the first thing unwrapped: the keyset cannot be verified (1).
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused.stderr));
+    let why = text(&refused.stdout);
+    assert!(why.contains("cannot be verified"), "{why}");
     assert!(why.contains("STATESEAL_GCP_KMS_ENDPOINT"), "{why}");
 }
 
@@ -254,7 +257,8 @@ async fn disabled_version_is_denied_and_a_down_server_keeps_cached_keys() {
     init_keyset(&*store, &reg, &kek, Timing::default(), T0)
         .await
         .expect("init");
-    let member = instance(&reg, store.clone());
+    let member = instance(&reg, store.clone()).await;
+    let doc = stateseal_testkit::keysets::content(&*store, &reg).await;
     let (sched, works) = (&member.sched, |now: f64| works(&member, now));
     sched.refresh_at(T0).await.expect("refresh");
     let requests = kms.requests();
@@ -266,7 +270,6 @@ async fn disabled_version_is_denied_and_a_down_server_keeps_cached_keys() {
 
     // Disabled version: FAILED_PRECONDITION → Denied; the key goes after max_key_age.
     kms.set_state(&name, 1, "DISABLED");
-    let doc = store.load().await.expect("load").expect("doc");
     let unwrap_first = || async {
         reg.provider_for(&kek)
             .expect("provider")

@@ -6,12 +6,15 @@
 
 use std::sync::Arc;
 
-use stateseal::rotation::{DEFAULT_MAX_LIVE_KEYS, RotateMode, Timing, init_keyset, rotate_keyset};
+use stateseal::rotation::{
+    DEFAULT_MAX_LIVE_KEYS, KeysetTrust, RotateMode, Timing, init_keyset, rotate_keyset,
+};
 use stateseal::{Error, KeysetStore, ProviderRegistry};
 use stateseal_gcp_kms::GcpKmsConfig;
 use stateseal_object_store::GcsConfig;
 use stateseal_testkit::fake_gcs::FakeGcs;
 use stateseal_testkit::gcs_front::GcsPreconditionFront;
+use stateseal_testkit::keysets;
 
 use crate::gcp::run_cli;
 use crate::gcp_kms_contract::GcpKmsContract;
@@ -114,8 +117,15 @@ async fn cli_init_rotate_status_and_tokens_on_cloud_kms_and_gcs() {
         generation
     );
 
+    // What init printed, pinned from here on.
+    let pinned = || {
+        gcp.env()
+            .into_iter()
+            .chain(crate::member::pin_vars(&created))
+            .collect::<Vec<_>>()
+    };
     // The CLI reaches the Cloud KMS double on this test's runtime: run it off the runtime.
-    let envs = gcp.env();
+    let envs = pinned();
     let (token, envs) = tokio::task::spawn_blocking(move || {
         let pairs: Vec<(&str, &str)> = envs.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let token = crate::member::keyset_mint(URI, &pairs, 10.0);
@@ -128,11 +138,12 @@ async fn cli_init_rotate_status_and_tokens_on_cloud_kms_and_gcs() {
     let st = json_of(
         &run_cli(
             args(&["status", "--store", URI, "--json", "--now", &now(230.0)]),
-            gcp.env(),
+            pinned(),
         )
         .await,
     );
-    assert_eq!(st["generation"], 2, "{st}");
+    // An operator's rotation carries a generation of at least its Unix time.
+    assert_eq!(st["generation"], (T0 + 50.0) as u64, "{st}");
     assert_eq!(st["phase"], 2, "{st}");
     assert_eq!(st["ring"][1], first.as_str());
     let verify = tokio::task::spawn_blocking(move || {
@@ -193,6 +204,10 @@ async fn concurrent_writers_on_gcs_land_exactly_once() {
         .expect("init");
     let mut next = doc.clone();
     next.generation = 2;
+    let next = keysets::verified(&*store, &reg)
+        .await
+        .seal_next(&next, keysets::FAR_FUTURE)
+        .expect("seal");
     let tasks: Vec<_> = (0..6)
         .map(|_| {
             let (s, d) = (gcp.store(), next.clone());
@@ -220,10 +235,7 @@ async fn concurrent_writers_on_gcs_land_exactly_once() {
             "{lost}"
         );
     }
-    assert_eq!(
-        store.load().await.expect("load").expect("doc").generation,
-        2
-    );
+    assert_eq!(keysets::stored(&*store).await.generation(), 2);
     println!(
         "precondition refusals at the front: {}",
         gcp.front.refused()
@@ -241,7 +253,11 @@ async fn a_gcs_outage_keeps_the_fleet_serving_and_it_recovers() {
     init_keyset(&*operator, &reg, &gcp.kek, Timing::default(), T0)
         .await
         .expect("init");
-    let fleet: Vec<Instance> = (0..3).map(|_| instance(&reg, gcp.store())).collect();
+    let mut fleet: Vec<Instance> = Vec::new();
+    for _ in 0..3 {
+        fleet.push(instance(&reg, gcp.store()).await);
+    }
+    let trust = KeysetTrust::new(keysets::pins_of(&*operator, &reg).await);
     for m in &fleet {
         m.sched.refresh_at(T0).await.expect("refresh");
     }
@@ -258,6 +274,7 @@ async fn a_gcs_outage_keeps_the_fleet_serving_and_it_recovers() {
         rotate_keyset(
             &*operator,
             &reg,
+            &trust,
             None,
             T0 + 1800.0,
             RotateMode::Scheduled,
@@ -271,6 +288,7 @@ async fn a_gcs_outage_keeps_the_fleet_serving_and_it_recovers() {
     rotate_keyset(
         &*operator,
         &reg,
+        &trust,
         None,
         T0 + 1900.0,
         RotateMode::Scheduled,
@@ -280,7 +298,7 @@ async fn a_gcs_outage_keeps_the_fleet_serving_and_it_recovers() {
     .expect("rotate after the outage");
     for m in &fleet {
         let st = m.sched.refresh_at(T0 + 1930.0).await.expect("refresh");
-        assert_eq!(st.generation, Some(2));
+        assert_eq!(st.generation, Some((T0 + 1900.0) as u64));
         assert!(m.works(T0 + 1930.0));
     }
 }
@@ -324,9 +342,6 @@ async fn live_gcs_when_configured() {
         other.compare_and_swap(Some(1), &next)
     );
     assert!(a.is_ok() != b.is_ok(), "{a:?} {b:?}");
-    assert_eq!(
-        store.load().await.expect("load").expect("doc").generation,
-        2
-    );
+    assert_eq!(keysets::stored(&*store).await.generation(), 2);
     println!("live Cloud Storage test passed against {uri} (the object is left for inspection)");
 }

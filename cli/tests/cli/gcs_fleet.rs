@@ -2,8 +2,10 @@
 //! `gcs.rs`) through three rotations under continuous cross-instance rounds.
 
 use stateseal::rotation::{
-    DEFAULT_MAX_LIVE_KEYS, Phase, RotateMode, Timing, describe_keyset, init_keyset, rotate_keyset,
+    DEFAULT_MAX_LIVE_KEYS, KeysetTrust, Phase, RotateMode, Timing, describe_keyset, init_keyset,
+    load_verified, rotate_keyset,
 };
+use stateseal_testkit::keysets;
 
 use crate::gcs::Gcp;
 use crate::member::{Instance, T0, instance, round};
@@ -29,10 +31,12 @@ async fn fleet_on_cloud_kms_and_gcs_rotates_three_times_with_zero_rejections() {
         .await
         .expect("init");
     let offsets = [-10.0, 0.0, 10.0];
-    let fleet: Vec<Instance> = offsets
-        .iter()
-        .map(|_| instance(&reg, gcp.store()))
-        .collect();
+    let mut fleet: Vec<Instance> = Vec::new();
+    for _ in offsets {
+        fleet.push(instance(&reg, gcp.store()).await);
+    }
+    let trust = KeysetTrust::new(keysets::pins_of(&*operator, &reg).await);
+    let mut written = 1;
     let (mut rounds, mut rejected, mut rotations) = (0u32, Vec::new(), 0u32);
     let mut phases = std::collections::BTreeSet::new();
     let mut primaries = vec![std::collections::BTreeSet::new(); fleet.len()];
@@ -52,20 +56,26 @@ async fn fleet_on_cloud_kms_and_gcs_rotates_three_times_with_zero_rejections() {
                 seen.extend(st.ring.first().cloned());
             }
         }
-        let doc = operator.load().await.expect("load").expect("doc");
+        let doc = load_verified(&*operator, &reg, &trust, t)
+            .await
+            .expect("load")
+            .doc;
         let phase = describe_keyset(&doc, t).phase.expect("phase");
         phases.insert(phase as u8);
         if phase == Phase::Three && rotations < 3 && t > T0 + 100.0 {
-            rotate_keyset(
+            written = rotate_keyset(
                 &*operator,
                 &reg,
+                &trust,
                 None,
                 t,
                 RotateMode::Scheduled,
                 DEFAULT_MAX_LIVE_KEYS,
             )
             .await
-            .expect("rotate");
+            .expect("rotate")
+            .next
+            .generation;
             rotations += 1;
         }
         let by = next(3) as usize;
@@ -98,8 +108,7 @@ async fn fleet_on_cloud_kms_and_gcs_rotates_three_times_with_zero_rejections() {
         "{} of {rounds} rejected: {rejected:?}",
         rejected.len()
     );
-    let doc = operator.load().await.expect("load").expect("doc");
-    assert_eq!(doc.generation, 4);
+    assert_eq!(keysets::stored(&*operator).await.generation(), written);
     // Every instance sealed with each of the four keys in turn: the rotations
     // reached the whole fleet through the store.
     for seen in &primaries {

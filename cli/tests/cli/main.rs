@@ -57,23 +57,30 @@ pub(crate) fn verdict(out: &Output) -> String {
         .to_owned()
 }
 
-/// What `status --json` says about unavailable keys: it exits 1 and names each cause.
-pub(crate) fn unavailable(out: &Output) -> String {
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}{}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)));
-    let keys = v["keys"].as_array().expect("keys");
-    assert!(keys.iter().any(|k| k["available"] == false), "{v}");
-    keys.iter()
-        .filter_map(|k| k["error"].as_str())
-        .collect::<Vec<_>>()
-        .join("\n")
+/// The payload of a stored `stateseal.keyset/v2` document: what it says,
+/// read by the test without the MAC key (the test trusts its own writes).
+pub(crate) fn payload_of(stored: &[u8]) -> serde_json::Value {
+    use base64::Engine;
+    let envelope: serde_json::Value = serde_json::from_slice(stored).expect("envelope");
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(envelope["payload"].as_str().expect("payload"))
+        .expect("base64");
+    serde_json::from_slice(&bytes).expect("payload json")
+}
+
+/// `envelope` with its payload edited: what a writer without the KEK can do.
+pub(crate) fn with_payload_edit(
+    stored: &[u8],
+    edit: impl Fn(&mut serde_json::Value),
+) -> serde_json::Value {
+    use base64::Engine;
+    let mut envelope: serde_json::Value = serde_json::from_slice(stored).expect("envelope");
+    let mut payload = payload_of(stored);
+    edit(&mut payload);
+    envelope["payload"] = base64::engine::general_purpose::STANDARD
+        .encode(serde_json::to_vec(&payload).expect("json"))
+        .into();
+    envelope
 }
 
 pub(crate) fn json_of(out: &Output) -> serde_json::Value {

@@ -30,8 +30,26 @@ pub(crate) fn base64_of(b: &[u8]) -> String {
 
 pub(crate) use stateseal_testkit::member::{Member as Instance, round};
 
-pub(crate) fn instance(reg: &ProviderRegistry, store: Arc<dyn KeysetStore>) -> Instance {
-    Instance::new(reg, store, T0)
+/// A fleet member pinned to the keyset `store` holds, as its operator would configure it.
+pub(crate) async fn instance(reg: &ProviderRegistry, store: Arc<dyn KeysetStore>) -> Instance {
+    Instance::pinned(reg, store, T0).await
+}
+
+/// `init --json`'s pins as the variables a CLI or server process reads.
+pub(crate) fn pin_vars(init: &serde_json::Value) -> Vec<(&'static str, String)> {
+    let keks: Vec<&str> = init["keyset_keks"]
+        .as_array()
+        .expect("keyset_keks")
+        .iter()
+        .map(|k| k.as_str().expect("kek"))
+        .collect();
+    vec![
+        (
+            "STATESEAL_KEYSET_ID",
+            init["keyset"].as_str().expect("keyset").to_owned(),
+        ),
+        ("STATESEAL_KEYSET_KEKS", keks.join(",")),
+    ]
 }
 
 pub(crate) fn works(i: &Instance, now: f64) -> bool {

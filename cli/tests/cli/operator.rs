@@ -173,20 +173,25 @@ fn an_unavailable_key_is_named_and_status_and_check_exit_1() {
     let ks = Ks::new("op-unavailable");
     ks.init();
     let kek = ks.dir.join("kek.bin");
+    let good_kek = std::fs::read(&kek).expect("kek");
+    let mut perms = std::fs::metadata(&kek).expect("kek").permissions();
     std::fs::remove_file(&kek).expect("rm kek");
     let before = ks.bytes();
-    let status = ks.run(&["status", "--json"], 10.0);
-    assert_eq!(status.status.code(), Some(1));
-    let v = json(&status);
-    assert_eq!(v["phase"], 3, "the timeline is always shown");
-    assert_eq!(v["keys"][0]["available"], false);
-    let why = v["keys"][0]["error"].as_str().expect("error");
-    assert!(
-        why.contains("KEK file") && why.contains("unreadable"),
-        "{why}"
-    );
-    assert!(!why.contains("no key ring is loaded"), "{why}");
-    assert_eq!(v["healthy"], false);
+    // Without the KEK the document's tag cannot be checked, so nothing in it
+    // is shown as true: status and show answer "unhealthy" (1) and say why.
+    for args in [&["status", "--json"][..], &["keyset", "show", "--json"]] {
+        let out = ks.run(args, 10.0);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let v = json(&out);
+        assert_eq!(v["exit_code"], 1);
+        let why = v["error"].as_str().expect("error");
+        assert!(
+            why.contains("cannot be verified")
+                && why.contains("KEK file")
+                && why.contains("unreadable"),
+            "{why}"
+        );
+    }
     let check = ks.run(&["check", "--json"], 10.0);
     assert_eq!(check.status.code(), Some(1));
     let c = json(&check);
@@ -195,14 +200,16 @@ fn an_unavailable_key_is_named_and_status_and_check_exit_1() {
         c["problems"][0]
             .as_str()
             .expect("problem")
-            .contains("primary key"),
+            .contains("KEK file"),
         "{c}"
     );
-    // `keyset show` needs no KMS: it still works, with the recorded key id.
-    let show = json(&ks.run(&["keyset", "show", "--json"], 10.0));
-    assert_eq!(show["keys"][0]["kid"], v["keys"][0]["kid"]);
-    assert!(show["keys"][0]["available"].is_null());
     assert_eq!(ks.bytes(), before, "inspections never write");
+    // The KEK back: healthy again.
+    std::fs::write(&kek, &good_kek).expect("restore kek");
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o600);
+    std::fs::set_permissions(&kek, perms).expect("private");
+    let healthy = ks.run(&["status"], 10.0);
+    assert_eq!(healthy.status.code(), Some(0), "{}", text(&healthy.stderr));
     // Check with no keyset at all, and with a bad flag: 1 and 2.
     let empty = Ks::new("op-empty");
     let none = empty.run(&["check"], 0.0);
@@ -297,21 +304,30 @@ fn rotate_proves_its_keys_before_it_writes() {
     let err = ks.refused(&["rotate"], 100.0, 1, "does not unwrap");
     assert!(err.contains("nothing was written"), "{err}");
     std::fs::write(&kek, &good_kek).expect("restore kek");
-    // A tampered wrapped key, and an edited keyset id.
-    let doc: Value = serde_json::from_slice(&original).expect("doc");
-    let mut tampered = doc.clone();
-    let wrapped = tampered["keys"][0]["wrapped"]
-        .as_str()
-        .expect("wrapped")
-        .to_owned();
-    let flipped = if wrapped.starts_with('A') { "B" } else { "A" };
-    tampered["keys"][0]["wrapped"] = format!("{flipped}{}", &wrapped[1..]).into();
-    let mut moved = doc.clone();
+    // A tampered wrapped key (under the tag), and an edited keyset id (which
+    // the MAC key's wrap is bound to): refused before anything is planned.
+    let tampered = crate::with_payload_edit(&original, |p| {
+        let wrapped = p["keys"][0]["wrapped"]
+            .as_str()
+            .expect("wrapped")
+            .to_owned();
+        let flipped = if wrapped.starts_with('A') { "B" } else { "A" };
+        p["keys"][0]["wrapped"] = format!("{flipped}{}", &wrapped[1..]).into();
+    });
+    let mut moved: Value = serde_json::from_slice(&original).expect("doc");
     moved["id"] = "ks_000000000000000000000000".into();
-    for bad in [tampered, moved] {
+    for (bad, says) in [
+        (tampered, "the tag does not verify"),
+        (moved, "does not unwrap"),
+    ] {
         std::fs::write(ks.path(), serde_json::to_vec_pretty(&bad).expect("doc")).expect("write");
-        ks.refused(&["rotate"], 100.0, 1, "does not unwrap");
-        ks.refused(&["rotate", "--dry-run"], 100.0, 1, "does not unwrap");
+        for args in [&["rotate"][..], &["rotate", "--dry-run"]] {
+            let err = ks.refused(args, 100.0, 1, "refused (mac)");
+            assert!(
+                err.contains(says) && err.contains("nothing was written"),
+                "{err}"
+            );
+        }
     }
     std::fs::write(ks.path(), &original).expect("restore doc");
     // A dry run proves the same and writes nothing.
@@ -348,7 +364,7 @@ fn forced_rotations_are_bounded_and_retired_entries_pruned() {
         4,
         "{later}"
     );
-    let doc: Value = serde_json::from_slice(&ks.bytes()).expect("doc");
+    let doc = crate::payload_of(&ks.bytes());
     assert_eq!(doc["keys"].as_array().expect("keys").len(), 2);
 }
 
@@ -359,8 +375,13 @@ fn emergency_rotation_names_the_new_key_and_generation() {
     let out = ks.run(&["rotate", "--now-compromise"], 50.0);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let said = text(&out.stdout);
+    // An operator's write carries a generation of at least its Unix time, and
+    // the operator is told to make it the fleet's minimum.
+    let generation = (T0 + 50.0) as u64;
     assert!(
-        said.contains("generation 2") && said.contains("new key"),
+        said.contains(&format!("generation {generation}"))
+            && said.contains("new key")
+            && said.contains(&format!("Raise min_generation to {generation}")),
         "{said}"
     );
     let status = json(&ks.run(&["status", "--json"], 51.0));

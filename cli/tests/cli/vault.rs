@@ -4,6 +4,7 @@
 use stateseal::provider::ErrorClass;
 use stateseal::rotation::{RotateMode, Timing, init_keyset};
 use stateseal::{Error, KeyProvider, ProviderRegistry};
+use stateseal_testkit::keysets;
 use stateseal_vault::{SecretId, SecretString, VaultAuth, VaultConfig, VaultTransitProvider};
 
 use crate::member::{T0, base64_of, class, ctx, instance, round, works};
@@ -96,28 +97,39 @@ async fn transit_wraps_are_bound_to_keyset_and_entry_and_survive_key_rotation() 
 fn cli_init_rotate_status_and_keyset_tokens_through_vault() {
     let bao = OpenBao::start(&crate::scratch("openbao-cli"));
     let token = bao.token_with_policy("fleet", FLEET_POLICY);
-    let envs = [
+    let base = [
         ("VAULT_ADDR", bao.addr.as_str()),
         ("VAULT_TOKEN", token.as_str()),
     ];
-    let run = |args: &[&str]| stateseal_with(args, &envs, None);
     let now = |dt: f64| (T0 + dt).to_string();
-    let init = json_of(&run(&[
-        "init",
-        "--kek",
-        KEK,
-        "--store",
-        STORE,
-        "--now",
-        &now(0.0),
-        "--allow-clock-override",
-        "--json",
-    ]));
+    let init = json_of(&stateseal_with(
+        &[
+            "init",
+            "--kek",
+            KEK,
+            "--store",
+            STORE,
+            "--now",
+            &now(0.0),
+            "--allow-clock-override",
+            "--json",
+        ],
+        &base,
+        None,
+    ));
     let first = init["kid"].as_str().expect("kid").to_owned();
-    // The document is in KV v2, readable by operators, holding only a wrap.
+    // The document is in KV v2, readable by operators, holding only wraps under a tag.
     let kv = bao.bao_json(&["kv", "get", "secret/stateseal/keyset"]);
-    assert_eq!(kv["data"]["data"]["format"], "stateseal.keyset/v1");
-    assert_eq!(kv["data"]["data"]["keys"][0]["kek"], KEK);
+    assert_eq!(kv["data"]["data"]["format"], "stateseal.keyset/v2");
+    assert_eq!(kv["data"]["data"]["mac"]["kek"], KEK);
+    let pins = crate::member::pin_vars(&init);
+    let envs = [
+        base[0],
+        base[1],
+        (pins[0].0, pins[0].1.as_str()),
+        (pins[1].0, pins[1].1.as_str()),
+    ];
+    let run = |args: &[&str]| stateseal_with(args, &envs, None);
 
     let mint = |dt: f64| crate::member::keyset_mint(STORE, &envs, dt);
     let verify = |tok: &str, dt: f64| crate::member::keyset_verify(STORE, &envs, tok, dt);
@@ -159,12 +171,17 @@ fn cli_init_rotate_status_and_keyset_tokens_through_vault() {
     // A state from before the rotation still opens in phase 2.
     assert_eq!(verify(&before, 230.0).status.code(), Some(0));
     let kv = bao.bao_json(&["kv", "get", "secret/stateseal/keyset"]);
-    assert_eq!(kv["data"]["data"]["generation"], 2);
+    assert_eq!(kv["data"]["data"]["generation"], (T0 + 100.0) as u64);
 
     // Without credentials the CLI says what to set, and never prints the token.
     let no_auth = stateseal_with(
         &["status", "--store", STORE, "--json"],
-        &[("VAULT_ADDR", bao.addr.as_str()), ("VAULT_TOKEN", "")],
+        &[
+            ("VAULT_ADDR", bao.addr.as_str()),
+            ("VAULT_TOKEN", ""),
+            envs[2],
+            envs[3],
+        ],
         None,
     );
     // The store cannot be read: exit 2, the error (JSON, as asked) names the variable.
@@ -193,8 +210,10 @@ async fn concurrent_rotations_exactly_one_wins() {
     assert_eq!(doc.generation, 1);
 
     // Store level: two writers based on the same generation; one wins.
-    let mut a = doc.clone();
-    a.generation = 2;
+    let v = keysets::verified(&*store, &reg).await;
+    let mut next = doc.clone();
+    next.generation = 2;
+    let a = v.seal_next(&next, keysets::FAR_FUTURE).expect("seal");
     let b = a.clone();
     let (ra, rb) = tokio::join!(
         store.compare_and_swap(Some(1), &a),
@@ -213,21 +232,23 @@ async fn concurrent_rotations_exactly_one_wins() {
         "{lost}"
     );
     // A stale write is refused too.
-    let mut stale = doc.clone();
-    stale.generation = 2;
+    let stale = a.clone();
     assert!(matches!(
         store.compare_and_swap(Some(1), &stale).await,
         Err(Error::Conflict { found: Some(2), .. })
     ));
 
     // CLI level: four operators rotate at once; one rotation lands.
-    let envs = [
+    let envs: Vec<_> = [
         ("VAULT_ADDR", bao.addr.clone()),
         ("VAULT_TOKEN", bao.root_token.clone()),
-    ];
+    ]
+    .into_iter()
+    .chain(keysets::pin_vars(&*store, &reg).await)
+    .collect();
     crate::member::rotate_concurrently(STORE, &envs);
-    let after = store.load().await.expect("load").expect("doc");
-    assert_eq!(after.generation, 3);
+    let after = keysets::content(&*store, &reg).await;
+    assert_eq!(after.generation, (T0 + 50.0) as u64);
     assert_eq!(after.keys.len(), 2);
 }
 
@@ -240,7 +261,8 @@ async fn revoked_decrypt_is_denied_and_the_key_dropped_after_max_key_age() {
     init_keyset(&*store, &reg, KEK, Timing::default(), T0)
         .await
         .expect("init");
-    let i = instance(&reg, store);
+    let i = instance(&reg, store.clone()).await;
+    let doc = keysets::content(&*store, &reg).await;
     i.sched.refresh_at(T0).await.expect("refresh");
     assert!(works(&i, T0));
     let calls = i.sched.kms_calls();
@@ -257,13 +279,6 @@ async fn revoked_decrypt_is_denied_and_the_key_dropped_after_max_key_age() {
     );
     let reg2 = registry(token_config(&bao, &token));
     let provider = reg2.provider_for(KEK).expect("provider");
-    let doc = reg2
-        .open_store(STORE)
-        .expect("s")
-        .load()
-        .await
-        .expect("l")
-        .expect("d");
     let e = provider
         .unwrap(KEK, &doc.keys[0].wrapped, ctx(&doc.id, &doc.keys[0].entry))
         .await
@@ -287,7 +302,7 @@ async fn sealed_or_stopped_server_keeps_serving_cached_keys() {
     init_keyset(&*store, &reg, KEK, Timing::default(), T0)
         .await
         .expect("init");
-    let i = instance(&reg, store);
+    let i = instance(&reg, store).await;
     i.sched.refresh_at(T0).await.expect("refresh");
     let token = i.env.mint_at(&round(), b"before", None, T0).expect("mint");
 

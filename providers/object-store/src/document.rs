@@ -16,9 +16,10 @@ use object_store::{
     BackoffConfig, ClientOptions, ObjectStore, PutMode, PutOptions, PutPayload, RetryConfig,
     UpdateVersion,
 };
+use stateseal::keyset::MAX_DOCUMENT_BYTES;
 use stateseal::keyset::check_next_generation;
 use stateseal::provider::BoxFuture;
-use stateseal::{Error, Keyset};
+use stateseal::{Error, StoredKeyset};
 use tokio::sync::OnceCell;
 
 /// Builds the client of one store on first use (credential chains may do I/O).
@@ -82,7 +83,7 @@ impl<C: Connect> ObjectDocument<C> {
     }
 
     /// The document and the version it was read at (`None`: no object).
-    async fn read(&self) -> Result<Option<(Keyset, Version)>, Error> {
+    async fn read(&self) -> Result<Option<(StoredKeyset, Version)>, Error> {
         let client = self.client().await?;
         let got = match client.get(&self.path).await {
             Ok(g) => g,
@@ -98,26 +99,35 @@ impl<C: Connect> ObjectDocument<C> {
                 "the object has neither an ETag nor a generation; conditional writes need one",
             ));
         }
+        // A pathological object costs its headers, not its body.
+        if got.meta.size > MAX_DOCUMENT_BYTES as u64 {
+            return Err(Error::Keyset {
+                field: "document".into(),
+                problem: format!(
+                    "{} bytes, more than the {MAX_DOCUMENT_BYTES} a keyset document may have",
+                    got.meta.size
+                ),
+            });
+        }
         let bytes = got
             .bytes()
             .await
             .map_err(|e| self.error(format!("read: {}", short(&e))))?;
-        Ok(Some((Keyset::from_json(&bytes)?, Version(version))))
+        Ok(Some((StoredKeyset::from_bytes(&bytes)?, Version(version))))
     }
 
-    pub(crate) async fn load(&self) -> Result<Option<Keyset>, Error> {
+    pub(crate) async fn load(&self) -> Result<Option<StoredKeyset>, Error> {
         Ok(self.read().await?.map(|(d, _)| d))
     }
 
     pub(crate) async fn compare_and_swap(
         &self,
         expected: Option<u64>,
-        doc: &Keyset,
+        doc: &StoredKeyset,
     ) -> Result<(), Error> {
         check_next_generation(&self.uri, expected, doc)?;
-        doc.validate()?;
         let current = self.read().await?;
-        let found = current.as_ref().map(|(d, _)| d.generation);
+        let found = current.as_ref().map(|(d, _)| d.generation());
         if found != expected {
             return Err(Error::Conflict { expected, found });
         }
@@ -131,7 +141,7 @@ impl<C: Connect> ObjectDocument<C> {
         };
         let client = self.client().await?;
         match client
-            .put_opts(&self.path, PutPayload::from(doc.to_json()), opts)
+            .put_opts(&self.path, PutPayload::from(doc.bytes().to_vec()), opts)
             .await
         {
             Ok(_) => Ok(()),
@@ -140,7 +150,7 @@ impl<C: Connect> ObjectDocument<C> {
                 | object_store::Error::AlreadyExists { .. },
             ) => {
                 // Another writer landed between our read and our write.
-                let found = self.load().await.ok().flatten().map(|d| d.generation);
+                let found = self.load().await.ok().flatten().map(|d| d.generation());
                 Err(Error::Conflict { expected, found })
             }
             Err(e) => Err(self.error(format!("write: {}", short(&e)))),
@@ -156,14 +166,14 @@ macro_rules! keyset_store_over_document {
                 &self.0.uri
             }
 
-            fn load(&self) -> BoxFuture<'_, Result<Option<Keyset>, Error>> {
+            fn load(&self) -> BoxFuture<'_, Result<Option<StoredKeyset>, Error>> {
                 Box::pin(self.0.load())
             }
 
             fn compare_and_swap<'a>(
                 &'a self,
                 expected: Option<u64>,
-                doc: &'a Keyset,
+                doc: &'a StoredKeyset,
             ) -> BoxFuture<'a, Result<(), Error>> {
                 Box::pin(self.0.compare_and_swap(expected, doc))
             }

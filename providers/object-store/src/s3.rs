@@ -12,7 +12,7 @@ use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvid
 use object_store::ObjectStore;
 use object_store::aws::{AmazonS3Builder, AwsCredential};
 use stateseal::provider::{BoxFuture, check_endpoint, is_loopback_http};
-use stateseal::{Error, Keyset};
+use stateseal::{Error, StoredKeyset};
 
 use crate::document::{
     Connect, Limits, ObjectDocument, keyset_store_over_document, limit_setters, short,

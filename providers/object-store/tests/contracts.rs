@@ -10,6 +10,7 @@ use stateseal::KeysetStore;
 use stateseal_object_store::{GcsConfig, GcsStore, S3Config, S3Store};
 use stateseal_testkit::fake_gcs::FakeGcs;
 use stateseal_testkit::gcs_front::GcsPreconditionFront;
+use stateseal_testkit::integrity_contract;
 use stateseal_testkit::moto::{Moto, REGION};
 use stateseal_testkit::store_contract::{self, StoreUnderTest};
 
@@ -30,6 +31,7 @@ struct S3 {
     /// so stopping it would lose the document the recovery case reads back).
     down: AtomicBool,
     dead_endpoint: String,
+    dir: std::path::PathBuf,
 }
 
 impl S3 {
@@ -55,9 +57,12 @@ impl StoreUnderTest for S3 {
         self.handle(self.moto.credentials())
     }
     fn put_raw(&self, json: &serde_json::Value) {
-        let body = json.to_string().replace('\'', "\\'");
+        // Through a file: a document may be larger than one command-line argument.
+        let file = self.dir.join("raw.json");
+        std::fs::write(&file, json.to_string()).expect("write");
         self.moto.boto(&format!(
-            "s3.put_object(Bucket='{BUCKET}', Key='{OBJECT}', Body=b'{body}')"
+            "s3.put_object(Bucket='{BUCKET}', Key='{OBJECT}', Body=open({:?}, 'rb').read())",
+            file.display().to_string()
         ));
     }
     fn break_service(&self) {
@@ -80,12 +85,14 @@ async fn s3_store_meets_the_store_contract() {
     let dead = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("port");
-    store_contract::run(&S3 {
+    let s3 = S3 {
         moto,
         down: AtomicBool::new(false),
         dead_endpoint: format!("http://{dead}"),
-    })
-    .await;
+        dir: dir.clone(),
+    };
+    store_contract::run(&s3).await;
+    integrity_contract::run(&s3, &dir).await;
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -127,6 +134,7 @@ async fn gcs_store_meets_the_store_contract() {
     let front = GcsPreconditionFront::start(&emulator);
     let gcs = Gcs { emulator, front };
     store_contract::run(&gcs).await;
+    integrity_contract::run(&gcs, &dir).await;
     // The document the suite left was written through the front, conditionally.
     assert!(gcs.front.writes() > 0);
     assert!(gcs.emulator.generation(BUCKET, OBJECT).is_some());

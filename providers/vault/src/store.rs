@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use stateseal::keyset::check_next_generation;
 use stateseal::provider::BoxFuture;
-use stateseal::{Error, Keyset, KeysetStore};
+use stateseal::{Error, KeysetStore, StoredKeyset};
 use vaultrs::api::kv2::requests::{ReadSecretRequest, SetSecretRequest, SetSecretRequestOptions};
 use vaultrs::error::ClientError;
 
@@ -71,7 +71,7 @@ impl VaultKvStore {
     }
 
     /// The document and the KV version it was read at (0: no secret yet).
-    async fn read(&self) -> Result<(Option<Keyset>, u64), Error> {
+    async fn read(&self) -> Result<(Option<StoredKeyset>, u64), Error> {
         let result = self
             .session
             .call(crate::SCHEME, "kv read", |client| async move {
@@ -100,20 +100,22 @@ impl VaultKvStore {
         }
         let bytes = serde_json::to_vec(&resp.data)
             .map_err(|e| self.store_error(format!("secret data: {e}")))?;
-        Ok((Some(Keyset::from_json(&bytes)?), version))
+        // KV holds the envelope as JSON fields; the tag covers the payload's
+        // bytes, which travel inside it as base64, so a re-serialised envelope
+        // verifies the same.
+        Ok((Some(StoredKeyset::from_bytes(&bytes)?), version))
     }
 
-    async fn cas(&self, expected: Option<u64>, doc: &Keyset) -> Result<(), Error> {
+    async fn cas(&self, expected: Option<u64>, doc: &StoredKeyset) -> Result<(), Error> {
         check_next_generation(&self.uri, expected, doc)?;
-        doc.validate()?;
         let (current, version) = self.read().await?;
-        let found = current.map(|d| d.generation);
+        let found = current.map(|d| d.generation());
         if found != expected {
             return Err(Error::Conflict { expected, found });
         }
         let cas = u32::try_from(version)
             .map_err(|_| self.store_error("KV version beyond the check-and-set range"))?;
-        let data: serde_json::Value = serde_json::from_slice(&doc.to_json())
+        let data: serde_json::Value = serde_json::from_slice(doc.bytes())
             .map_err(|e| self.store_error(format!("document: {e}")))?;
         let result = self
             .session
@@ -142,7 +144,7 @@ impl VaultKvStore {
                     .await
                     .ok()
                     .and_then(|(d, _)| d)
-                    .map(|d| d.generation);
+                    .map(|d| d.generation());
                 Err(Error::Conflict { expected, found })
             }
             Err(e) => Err(self.vault_error("kv write", e)),
@@ -155,14 +157,14 @@ impl KeysetStore for VaultKvStore {
         &self.uri
     }
 
-    fn load(&self) -> BoxFuture<'_, Result<Option<Keyset>, Error>> {
+    fn load(&self) -> BoxFuture<'_, Result<Option<StoredKeyset>, Error>> {
         Box::pin(async move { self.read().await.map(|(doc, _)| doc) })
     }
 
     fn compare_and_swap<'a>(
         &'a self,
         expected: Option<u64>,
-        doc: &'a Keyset,
+        doc: &'a StoredKeyset,
     ) -> BoxFuture<'a, Result<(), Error>> {
         Box::pin(self.cas(expected, doc))
     }

@@ -5,6 +5,7 @@
 use std::sync::{Arc, Mutex};
 
 use stateseal::{KeysetStore, ProviderRegistry};
+use stateseal_testkit::integrity_contract;
 use stateseal_testkit::openbao::{FLEET_POLICY, OpenBao};
 use stateseal_testkit::provider_contract::{self, ProviderUnderTest};
 use stateseal_testkit::store_contract::{self, StoreUnderTest};
@@ -40,6 +41,11 @@ impl StoreUnderTest for Kv {
         self.bao
             .ok(&["kv", "put", KV_PATH, &format!("@{}", file.display())]);
     }
+    fn holds_oversized(&self) -> Result<(), &'static str> {
+        Err(
+            "KV v2 itself refuses values over 1 MiB (500: value too large), so no writer can place one",
+        )
+    }
     fn break_service(&self) {
         self.bao.seal();
     }
@@ -62,13 +68,14 @@ async fn vault_kv_store_meets_the_store_contract() {
         "outsider",
         r#"path "secret/data/elsewhere/*" { capabilities = ["create", "read", "update"] }"#,
     );
-    store_contract::run(&Kv {
+    let kv = Kv {
         bao,
         token,
         outsider,
         dir: dir.clone(),
-    })
-    .await;
+    };
+    store_contract::run(&kv).await;
+    integrity_contract::run(&kv, &dir).await;
     let _ = std::fs::remove_dir_all(dir);
 }
 

@@ -17,6 +17,7 @@ use super::config::SchedulerConfig;
 use super::operations::load_existing;
 use super::reservations::Reservations;
 use super::timeline::{Phase, next_change_after, ring_at};
+use super::trust::{KeysetTrust, VerifiedKeyset};
 use crate::clock::{Clock, SystemClock};
 use crate::error::Error;
 use crate::keyset::{Keyset, KeysetStore};
@@ -42,6 +43,11 @@ pub struct SchedulerStatus {
     pub last_error: Option<String>,
     /// KMS calls made by this instance so far.
     pub kms_calls: u64,
+    /// Whether the adopted document is an unauthenticated `stateseal.keyset/v1`
+    /// one (accepted by `accept_unauthenticated_keyset`).
+    pub unauthenticated: bool,
+    /// When the adopted document goes stale (Unix seconds; `None` for v1).
+    pub expires_at: Option<f64>,
 }
 
 struct Inner {
@@ -50,11 +56,12 @@ struct Inner {
     ring: Arc<RingHandle>,
     clock: Arc<dyn Clock>,
     config: SchedulerConfig,
+    trust: KeysetTrust,
     cache: KeyCache,
     refresh_lock: tokio::sync::Mutex<()>,
     /// The last document adopted: the ring is recomputed from it on every tick,
     /// and it is the watermark that older or foreign documents are refused against.
-    adopted: Mutex<Option<Keyset>>,
+    adopted: Mutex<Option<VerifiedKeyset>>,
     /// Entries this instance saw leave the document: they never come back.
     pruned: Mutex<BTreeSet<String>>,
     /// Entry id of the primary key of the ring installed last.
@@ -93,7 +100,8 @@ impl RotationScheduler {
     /// A scheduler for `store`, unwrapping through `registry`, swapping `ring`.
     ///
     /// # Errors
-    /// [`Error::Config`] when `config` is invalid.
+    /// [`Error::Config`] when `config` is invalid, or names no pins for a
+    /// store other than `file://`.
     pub fn new(
         config: SchedulerConfig,
         store: Arc<dyn KeysetStore>,
@@ -102,8 +110,10 @@ impl RotationScheduler {
         clock: Arc<dyn Clock>,
     ) -> Result<Self, Error> {
         config.validate()?;
+        config.trust.check_for_store(store.uri())?;
         let inner = Arc::new(Inner {
             cache: KeyCache::new(config.max_key_age, config.outage_grace),
+            trust: KeysetTrust::new(config.trust.clone()),
             store,
             registry,
             ring,
@@ -123,6 +133,8 @@ impl RotationScheduler {
                 last_store_read: None,
                 last_error: None,
                 kms_calls: 0,
+                unauthenticated: false,
+                expires_at: None,
             }),
             wake: Notify::new(),
             early_requested: AtomicBool::new(false),
@@ -168,13 +180,13 @@ impl RotationScheduler {
     /// A snapshot of this instance's state.
     pub fn status(&self) -> SchedulerStatus {
         let mut s = lock(&self.inner.status).clone();
-        s.kms_calls = self.inner.cache.kms_calls();
+        s.kms_calls = self.kms_calls();
         s
     }
 
     /// KMS calls made so far (steady-state traffic makes none).
     pub fn kms_calls(&self) -> u64 {
-        self.inner.cache.kms_calls()
+        self.inner.cache.kms_calls() + self.inner.trust.kms_calls()
     }
 
     /// Whether an unknown key id asked for an early refresh since the last call (clears it).
@@ -194,7 +206,8 @@ impl RotationScheduler {
     /// `now`, swaps it in, and rotates if the primary is due.
     ///
     /// When the store cannot be read, or holds a document this instance refuses
-    /// (invalid, an older generation, another keyset), the ring is still
+    /// (unauthentic, unpinned, stale, an older generation, another keyset, an
+    /// entry moved the wrong way), the ring is still
     /// recomputed at `now` from the last adopted document, so activations,
     /// retirements and the key-cache rules go on; once the store has been
     /// unusable for longer than `max_store_staleness`, the ring is cleared.
@@ -233,33 +246,39 @@ impl RotationScheduler {
         let _guard = inner.refresh_lock.lock().await;
         let uri = inner.store.uri();
         let candidate = match load_existing(inner.store.as_ref()).await {
-            Ok(doc) => self.vet(&doc, now).map(|()| doc),
+            Ok(stored) => match inner.trust.open(&inner.registry, uri, &stored, now).await {
+                Ok(verified) => match self.vet(&verified.doc, now) {
+                    Ok(()) => self.check_rewraps(&verified.doc).await.map(|()| verified),
+                    Err(e) => Err(e),
+                },
+                Err(e) => Err(e),
+            },
             Err(Error::Keyset { field, problem }) => {
                 Err(Refusal::Invalid.record(uri, format!("{field}: {problem}")))
             }
             Err(e) => Err(e),
         };
         let problem = match candidate {
-            Ok(doc) => match self.install(&doc, now).await {
+            Ok(verified) => match self.install(&verified.doc, now).await {
                 Err(Error::DuplicateKey { index }) => Refusal::DuplicateKey.record(
                     uri,
                     format!(
                         "generation {}: the key of its entry {index} duplicates another entry's",
-                        doc.generation
+                        verified.doc.generation
                     ),
                 ),
                 result => {
-                    self.adopt(&doc);
+                    self.adopt(&verified);
                     lock(&inner.status).last_store_read = Some(now);
                     result?;
-                    self.reserve_seals(&doc).await;
-                    return Ok(doc);
+                    self.write_if_due(&verified, now).await;
+                    return Ok(verified.doc);
                 }
             },
             Err(e) => e,
         };
         // The store gave nothing usable: the last adopted document still says what the ring is now.
-        let Some(adopted) = lock(&inner.adopted).clone() else {
+        let Some(adopted) = lock(&inner.adopted).as_ref().map(|v| v.doc.clone()) else {
             return Err(problem);
         };
         let since = lock(&inner.status).last_store_read.unwrap_or(now);
@@ -282,74 +301,139 @@ impl RotationScheduler {
     /// Admission of `doc` against the document adopted last (see `admission`).
     pub(super) fn vet(&self, doc: &Keyset, now: f64) -> Result<(), Error> {
         let inner = &self.inner;
-        let adopted = lock(&inner.adopted).clone();
+        let adopted = lock(&inner.adopted).as_ref().map(|v| v.doc.clone());
         let pruned = lock(&inner.pruned).clone();
         admit(adopted.as_ref(), doc, &inner.config.timing, now, &pruned)
             .map_err(|(refusal, detail)| refusal.record(inner.store.uri(), detail))
     }
 
-    /// Makes `doc` the watermark; entries it dropped are remembered as pruned.
-    fn adopt(&self, doc: &Keyset) {
+    /// An entry re-wrapped since the adopted document (new KEK or wrapped
+    /// bytes) is admitted only if it unwraps to the key id it records (which
+    /// admission already holds to the adopted one): one KMS call per re-wrap.
+    async fn check_rewraps(&self, doc: &Keyset) -> Result<(), Error> {
+        let inner = &self.inner;
+        let adopted = lock(&inner.adopted).as_ref().map(|v| v.doc.clone());
+        let Some(adopted) = adopted else {
+            return Ok(());
+        };
+        for e in &doc.keys {
+            let Some(before) = adopted.entry(&e.entry) else {
+                continue;
+            };
+            if before.kek == e.kek && before.wrapped == e.wrapped {
+                continue;
+            }
+            match super::proof::unwrap_entry(doc, e, &inner.registry).await {
+                Ok(_) => {}
+                Err(Error::Keyset { problem, .. }) => {
+                    return Err(Refusal::KeyChanged.record(
+                        inner.store.uri(),
+                        format!(
+                            "generation {}: entry {} was re-wrapped to another key: {problem}",
+                            doc.generation, e.entry
+                        ),
+                    ));
+                }
+                // The KMS could not say (an outage): not adopted now, tried again at the next refresh.
+                Err(other) => return Err(other),
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes `verified` the watermark; entries it dropped are remembered as pruned.
+    fn adopt(&self, verified: &VerifiedKeyset) {
         let inner = &self.inner;
         let mut adopted = lock(&inner.adopted);
         if let Some(previous) = adopted.as_ref() {
             let mut pruned = lock(&inner.pruned);
-            for e in &previous.keys {
-                if doc.entry(&e.entry).is_none() {
+            for e in &previous.doc.keys {
+                if verified.doc.entry(&e.entry).is_none() {
                     pruned.insert(e.entry.clone());
                 }
             }
         }
-        *adopted = Some(doc.clone());
+        *adopted = Some(verified.clone());
+        let unauthenticated = !verified.is_authenticated();
+        metrics::gauge!("stateseal_keyset_unauthenticated")
+            .set(f64::from(u8::from(unauthenticated)));
+        if let Some(at) = verified.expires_at {
+            metrics::gauge!("stateseal_keyset_expires_at_seconds").set(at);
+        }
+        let mut st = lock(&inner.status);
+        st.unauthenticated = unauthenticated;
+        st.expires_at = verified.expires_at;
     }
 
-    /// Reserves a block of seals under the primary key in the keyset when this
-    /// process's reservation is running low (see `reservations`). A failed
+    /// Writes the next generation of `verified` (tagged under its MAC key) when
+    /// this process's seal reservation runs low (see `reservations`) or the
+    /// document has less than half its validity left (`renew_keyset`). A failed
     /// write is logged and tried again at the next refresh; sealing goes on.
-    async fn reserve_seals(&self, doc: &Keyset) {
+    async fn write_if_due(&self, verified: &VerifiedKeyset, now: f64) {
         let inner = &self.inner;
-        let Some(min_block) = inner.config.seal_reservation_block else {
-            return;
-        };
-        inner
-            .reservations
-            .retain(|entry| doc.entry(entry).is_some());
-        let Some(entry) = lock(&inner.primary_entry).clone() else {
-            return;
-        };
-        let Some(used) = inner.ring.current().map(|r| r.primary().seal_count()) else {
-            return;
-        };
-        let Some(amount) = inner.reservations.due(&entry, used, min_block) else {
-            return;
-        };
+        let doc = &verified.doc;
         let mut next = doc.clone();
-        let Some(e) = next.keys.iter_mut().find(|e| e.entry == entry) else {
+        let reservation = self.reservation_due(&mut next);
+        let renewal = inner.config.renew_keyset
+            && verified
+                .expires_at
+                .is_some_and(|at| at - now < inner.config.keyset_validity / 2.0);
+        if reservation.is_none() && !renewal {
             return;
-        };
-        e.seals_reserved = e.seals_reserved.saturating_add(amount);
-        let reserved = e.seals_reserved;
+        }
+        if !verified.is_authenticated() {
+            // Nothing writes an unauthenticated document; `stateseal keyset upgrade` converts it.
+            return;
+        }
         let written = match doc.next_generation() {
             Ok(g) => {
                 next.generation = g;
-                inner
-                    .store
-                    .compare_and_swap(Some(doc.generation), &next)
-                    .await
+                match verified.seal_next(&next, now + inner.config.keyset_validity) {
+                    Ok(stored) => {
+                        inner
+                            .store
+                            .compare_and_swap(Some(doc.generation), &stored)
+                            .await
+                    }
+                    Err(e) => Err(e),
+                }
             }
             Err(e) => Err(e),
         };
-        match written {
-            Ok(()) => {
+        let reserving = reservation.is_some();
+        match (written, reservation) {
+            (Ok(()), Some((entry, amount, reserved))) => {
                 // The next refresh loads the new generation like any other write.
                 inner.reservations.granted(&entry, amount);
                 metrics::gauge!("stateseal_primary_key_seals_reserved").set(reserved as f64);
             }
-            Err(e) => {
-                metrics::counter!("stateseal_seal_reservation_failures_total").increment(1);
-                tracing::warn!(store = %inner.store.uri(), error = %e, "could not reserve seals in the keyset; sealing goes on, the next refresh tries again");
+            (Ok(()), None) => {
+                metrics::counter!("stateseal_keyset_renewals_total").increment(1);
+            }
+            (Err(e), _) => {
+                metrics::counter!("stateseal_keyset_write_failures_total").increment(1);
+                if reserving {
+                    metrics::counter!("stateseal_seal_reservation_failures_total").increment(1);
+                }
+                tracing::warn!(store = %inner.store.uri(), error = %e, "could not write the keyset (seal reservation or renewal); sealing goes on, the next refresh tries again");
             }
         }
+    }
+
+    /// Adds this process's next seal reservation to `next` when one is due:
+    /// (entry, amount, new total).
+    fn reservation_due(&self, next: &mut Keyset) -> Option<(String, u64, u64)> {
+        let inner = &self.inner;
+        let min_block = inner.config.seal_reservation_block?;
+        inner
+            .reservations
+            .retain(|entry| next.entry(entry).is_some());
+        let entry = lock(&inner.primary_entry).clone()?;
+        let used = inner.ring.current().map(|r| r.primary().seal_count())?;
+        let amount = inner.reservations.due(&entry, used, min_block)?;
+        let e = next.keys.iter_mut().find(|e| e.entry == entry)?;
+        e.seals_reserved = e.seals_reserved.saturating_add(amount);
+        Some((entry, amount, e.seals_reserved))
     }
 
     fn fail_closed(&self) {

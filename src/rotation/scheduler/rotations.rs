@@ -64,10 +64,13 @@ impl RotationScheduler {
             fallback: inner.config.timing,
             timing: None,
             max_live_keys: usize::MAX,
+            validity: inner.config.keyset_validity,
+            generation_floor: false,
         };
         let doc = rotate_vetted(
             inner.store.as_ref(),
             &inner.registry,
+            &inner.trust,
             &rotation,
             now,
             mode,

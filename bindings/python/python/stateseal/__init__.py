@@ -47,6 +47,11 @@ _SETTINGS = (
     "max_seals_per_key",
     "seal_reservation_block",
     "ready_timeout",
+    "keyset_id",
+    "keyset_keks",
+    "min_generation",
+    "accept_unauthenticated_keyset",
+    "renew_keyset",
 )
 
 
@@ -86,6 +91,11 @@ class KeysetCodec:
         max_seals_per_key: int | None = None,
         seal_reservation_block: int | None = None,
         ready_timeout: float | None = None,
+        keyset_id: str | None = None,
+        keyset_keks: list[str] | None = None,
+        min_generation: int | None = None,
+        accept_unauthenticated_keyset: bool | None = None,
+        renew_keyset: bool | None = None,
     ) -> KeysetCodec:
         """Start a codec on the keyset in ``store``.
 
@@ -95,7 +105,13 @@ class KeysetCodec:
         and the timing (``refresh_interval``, ``max_skew``, ``ttl``,
         ``propagation``) follows the keyset's profile unless given.
         ``create_if_missing`` with ``kek`` creates the keyset when the store is
-        empty (development). ``allow_local_kek`` permits ``local://`` KEKs,
+        empty (development). ``keyset_id`` and ``keyset_keks`` pin the keyset
+        and the KEKs it may use (what ``stateseal init`` printed; required for
+        every store but ``file://``): a document anyone else wrote is refused
+        before any KMS call. ``min_generation`` refuses older documents (a
+        restored backup); ``accept_unauthenticated_keyset`` adopts
+        ``stateseal.keyset/v1`` documents during a migration, with a warning.
+        ``allow_local_kek`` permits ``local://`` KEKs,
         which are for development only. Provider credentials come from the
         environment as in Rust (``VAULT_ADDR``/``VAULT_TOKEN``, the AWS chain,
         Application Default Credentials).

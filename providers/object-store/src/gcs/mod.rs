@@ -15,7 +15,7 @@ use object_store::ObjectStore;
 use object_store::client::StaticCredentialProvider;
 use object_store::gcp::{GcpCredential, GoogleCloudStorageBuilder};
 use stateseal::provider::{BoxFuture, is_loopback_http};
-use stateseal::{Error, Keyset};
+use stateseal::{Error, StoredKeyset};
 
 pub use config::{GcsConfig, GcsConfigBuilder};
 

@@ -23,6 +23,10 @@ pub(crate) use document::{document_time, random_id};
 pub use document::{format_rfc3339 as format_time, parse_rfc3339 as parse_time};
 pub use mac::{MAC_PURPOSE, MacKey};
 pub use pins::KeysetPins;
+/// A stored document's content under a given MAC key: exposed for fuzzing
+/// only (feature `internals`, no stability promise).
+#[cfg(feature = "internals")]
+pub use sealed::open_with;
 pub use sealed::{KEYSET_FORMAT_V2, MAX_DOCUMENT_BYTES, MacKeyRef, StoredKeyset};
 pub use store::{FileStore, KeysetStore};
 pub use store::{check_next_generation, read_bounded};

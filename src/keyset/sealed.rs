@@ -293,6 +293,17 @@ impl StoredKeyset {
     }
 }
 
+/// [`StoredKeyset`]'s content once its tag verifies under `key`: exposed for
+/// fuzzing only (feature `internals`, no stability promise); everything else
+/// goes through `rotation::KeysetTrust`.
+///
+/// # Errors
+/// As the trust's payload checks: [`Error::Keyset`] for an invalid payload.
+#[cfg(feature = "internals")]
+pub fn open_with(stored: &StoredKeyset, key: &MacKey) -> Result<Option<(Keyset, f64)>, Error> {
+    stored.verified_content(key)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

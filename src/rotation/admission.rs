@@ -95,6 +95,12 @@ impl Refusal {
 /// adopted) at `now`, for an instance configured with `configured` timing
 /// (its states live `configured.ttl` seconds) which has seen the entries
 /// `pruned` leave the document.
+///
+/// An entry the candidate retires at or before `now` is in no ring on this
+/// instance, now or later (a later document may only retire it earlier), so
+/// the per-entry rules do not apply to it: an operator who restores a backup
+/// and rotates with `--now-compromise` (every other key retired now) writes a
+/// document the running fleet adopts, whatever the backup's old entries say.
 pub(crate) fn admit(
     adopted: Option<&Keyset>,
     candidate: &Keyset,
@@ -120,7 +126,37 @@ pub(crate) fn admit(
     let delay =
         profile.propagation.max(configured.propagation) + profile.max_skew.max(configured.max_skew);
     let latest = now + delay;
-    for e in &candidate.keys {
+    if let Some(adopted) = adopted {
+        if candidate.id != adopted.id {
+            return Err((
+                Refusal::OtherKeyset,
+                format!(
+                    "the store now holds keyset {} but this instance serves keyset {}; restart the instance to switch keysets",
+                    candidate.id, adopted.id
+                ),
+            ));
+        }
+        if candidate.generation < adopted.generation {
+            return Err((
+                Refusal::Rollback,
+                format!(
+                    "generation {} is older than generation {} already adopted",
+                    candidate.generation, adopted.generation
+                ),
+            ));
+        }
+        if candidate.generation == adopted.generation && candidate != adopted {
+            return Err((
+                Refusal::Rewritten,
+                format!(
+                    "generation {} changed without a new generation number",
+                    candidate.generation
+                ),
+            ));
+        }
+    }
+    let live = |e: &&KeyEntry| e.retire_at.is_none_or(|r| r > now);
+    for e in candidate.keys.iter().filter(live) {
         if pruned.contains(&e.entry) {
             return Err((
                 Refusal::PrunedReturned,
@@ -141,38 +177,8 @@ pub(crate) fn admit(
             ));
         }
     }
-    let Some(adopted) = adopted else {
-        return Ok(());
-    };
-    if candidate.id != adopted.id {
-        return Err((
-            Refusal::OtherKeyset,
-            format!(
-                "the store now holds keyset {} but this instance serves keyset {}; restart the instance to switch keysets",
-                candidate.id, adopted.id
-            ),
-        ));
-    }
-    if candidate.generation < adopted.generation {
-        return Err((
-            Refusal::Rollback,
-            format!(
-                "generation {} is older than generation {} already adopted",
-                candidate.generation, adopted.generation
-            ),
-        ));
-    }
-    if candidate.generation == adopted.generation && candidate != adopted {
-        return Err((
-            Refusal::Rewritten,
-            format!(
-                "generation {} changed without a new generation number",
-                candidate.generation
-            ),
-        ));
-    }
-    for e in &candidate.keys {
-        if let Some(was) = adopted.entry(&e.entry) {
+    for e in candidate.keys.iter().filter(live) {
+        if let Some(was) = adopted.and_then(|a| a.entry(&e.entry)) {
             entry_moves(was, e)?;
         }
     }

@@ -75,7 +75,7 @@ variable "access_log_bucket" {
 }
 
 variable "operator_members" {
-  description = "IAM members that run `stateseal init` and `stateseal rotate` (e.g. group:sre@example.com)."
+  description = "IAM members that may create and replace the keyset object (e.g. group:sre@example.com). Without a KMS role they cannot change which keys the fleet uses: the document is authenticated under a key only KEK holders can unwrap. Running `stateseal init` or `rotate` also needs encrypt/decrypt on the key, granted separately."
   type        = list(string)
   default     = []
 }

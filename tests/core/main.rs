@@ -3,6 +3,7 @@
 mod boundary_json;
 mod fleet;
 mod interop;
+mod keyset_integrity;
 mod limits;
 mod no_leak;
 mod observability;

@@ -6,6 +6,7 @@ mod commands;
 mod gcp;
 mod gcs;
 mod gcs_fleet;
+mod integrity;
 mod member;
 mod operator;
 mod races;

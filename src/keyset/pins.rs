@@ -71,6 +71,33 @@ impl KeysetPins {
         })
     }
 
+    /// The pins a configuration names: both the keyset id and its KEKs, or
+    /// neither (`Ok(None)`, which only a `file://` store accepts).
+    ///
+    /// ```
+    /// use stateseal::keyset::KeysetPins;
+    /// let keks = vec!["gcp-kms://projects/p1/".to_owned()];
+    /// assert!(KeysetPins::from_parts(Some("ks_a"), &keks)?.is_some());
+    /// assert!(KeysetPins::from_parts(None, &[])?.is_none());
+    /// assert!(KeysetPins::from_parts(None, &keks).is_err());
+    /// # Ok::<(), stateseal::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Config`] when only one is given, or as [`KeysetPins::new`].
+    pub fn from_parts(keyset_id: Option<&str>, keks: &[String]) -> Result<Option<Self>, Error> {
+        match (keyset_id, keks.is_empty()) {
+            (None, true) => Ok(None),
+            (Some(id), false) => Self::new(id, keks).map(Some),
+            (None, false) => Err(Error::Config(
+                "keyset_id is required with keyset_keks: the keyset's id, as `stateseal init` printed it".into(),
+            )),
+            (Some(_), true) => Err(Error::Config(
+                "keyset_keks is required with keyset_id: the KEKs the keyset may use, as `stateseal init` printed them".into(),
+            )),
+        }
+    }
+
     /// The pinned keyset id.
     pub fn keyset_id(&self) -> &str {
         &self.keyset_id

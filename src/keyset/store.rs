@@ -69,7 +69,7 @@ pub fn check_next_generation(
 ///
 /// # Errors
 /// [`Error::Keyset`] for an oversized or malformed document; I/O errors as `io`.
-pub fn read_bounded(
+pub(crate) fn read_bounded(
     reader: impl std::io::Read,
 ) -> Result<Result<StoredKeyset, Error>, std::io::Error> {
     use std::io::Read;

@@ -330,23 +330,8 @@ impl Config {
     /// # Errors
     /// [`Error::Config`] naming `keyset_id` or `keyset_keks`.
     pub fn trust_policy(&self) -> Result<TrustPolicy, Error> {
-        let pins = match (&self.keyset_id, self.keyset_keks.is_empty()) {
-            (None, true) => None,
-            (Some(id), false) => Some(
-                KeysetPins::new(id, &self.keyset_keks)
-                    .map_err(|e| Error::Config(format!("field `keyset_keks`: {e}")))?,
-            ),
-            (None, false) => {
-                return Err(Error::Config(
-                    "field `keyset_id`: is required with keyset_keks (what `stateseal init` printed)".into(),
-                ));
-            }
-            (Some(_), true) => {
-                return Err(Error::Config(
-                    "field `keyset_keks`: is required with keyset_id: the KEKs the keyset may use (what `stateseal init` printed)".into(),
-                ));
-            }
-        };
+        let pins = KeysetPins::from_parts(self.keyset_id.as_deref(), &self.keyset_keks)
+            .map_err(|e| Error::Config(format!("keyset pins: {e}")))?;
         let policy = TrustPolicy {
             pins,
             accept_unauthenticated: self.accept_unauthenticated_keyset,

@@ -219,11 +219,11 @@ fn configuration_names_the_pins_and_refuses_a_shared_store_without_them() {
         ("store = 's3://b/k'\naudience = 'a'", "needs pins"),
         (
             "store = 's3://b/k'\naudience = 'a'\nkeyset_id = 'ks_a'",
-            "keyset_keks`: is required",
+            "keyset_keks is required",
         ),
         (
             "store = 'file:///k'\naudience = 'a'\nkeyset_keks = ['local:///k']",
-            "keyset_id`: is required",
+            "keyset_id is required",
         ),
         (
             "store = 's3://b/k'\naudience = 'a'\nkeyset_id = 'ks_a'\nkeyset_keks = ['gcp-kms://projects/p1/../p10/']",

@@ -95,23 +95,13 @@ pub(crate) struct TrustArgs {
 impl TrustArgs {
     /// The policy these flags describe, for `store_uri`.
     pub(crate) fn policy(&self, store_uri: &str) -> Result<TrustPolicy, CliError> {
-        let pins = match (&self.keyset_id, self.kek_pins.is_empty()) {
-            (None, true) => None,
-            (Some(id), false) => Some(
-                KeysetPins::new(id, &self.kek_pins)
-                    .map_err(|e| CliError::Usage(format!("--kek-pin: {e}")))?,
-            ),
-            (None, false) => {
-                return Err(CliError::Usage(
-                    "--keyset-id is required with --kek-pin (what `stateseal init` printed)".into(),
-                ));
-            }
-            (Some(_), true) => {
-                return Err(CliError::Usage(
-                    "--kek-pin is required with --keyset-id: the KEKs the keyset may use (what `stateseal init` printed)".into(),
-                ));
-            }
-        };
+        let pins =
+            KeysetPins::from_parts(self.keyset_id.as_deref(), &self.kek_pins).map_err(|e| {
+                CliError::Usage(format!(
+                    "--keyset-id / --kek-pin (STATESEAL_KEYSET_ID / STATESEAL_KEYSET_KEKS): {}",
+                    e.to_string().trim_start_matches("invalid configuration: ")
+                ))
+            })?;
         let policy = TrustPolicy {
             pins,
             accept_unauthenticated: self.accept_unauthenticated,

@@ -237,8 +237,8 @@ fn a_shared_store_needs_pins_and_a_minimum_generation_refuses_older_documents() 
         text(&out.stderr)
     );
     for (args, says) in [
-        (&["--keyset-id", "ks_a"][..], "--kek-pin is required"),
-        (&["--kek-pin", "local:///k"][..], "--keyset-id is required"),
+        (&["--keyset-id", "ks_a"][..], "keyset_keks is required"),
+        (&["--kek-pin", "local:///k"][..], "keyset_id is required"),
         (
             &["--keyset-id", "nope", "--kek-pin", "local:///k"][..],
             "not a keyset id",

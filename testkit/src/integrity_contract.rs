@@ -66,6 +66,42 @@ impl KeyProvider for CountingLocal {
     }
 }
 
+/// A "KMS" whose wrapped form is the key itself: lets a KEK holder re-wrap an
+/// existing key under a new KEK in a test (no real provider can wrap a given
+/// key through the `KeyProvider` interface). For tests only, obviously.
+#[derive(Debug)]
+pub struct PlaintextWrap;
+
+impl PlaintextWrap {
+    /// Its scheme.
+    pub const SCHEME: &'static str = "plaintext-test";
+}
+
+impl KeyProvider for PlaintextWrap {
+    fn scheme(&self) -> &'static str {
+        Self::SCHEME
+    }
+    fn generate<'a>(
+        &'a self,
+        _kek: &'a str,
+        _ctx: WrapContext<'a>,
+    ) -> BoxFuture<'a, Result<DataKey, Error>> {
+        Box::pin(async {
+            let plaintext = Secret::generate()?;
+            let wrapped = plaintext.expose().to_vec();
+            Ok(DataKey { plaintext, wrapped })
+        })
+    }
+    fn unwrap<'a>(
+        &'a self,
+        _kek: &'a str,
+        wrapped: &'a [u8],
+        _ctx: WrapContext<'a>,
+    ) -> BoxFuture<'a, Result<Secret, Error>> {
+        Box::pin(async move { Secret::new(wrapped.to_vec()) })
+    }
+}
+
 struct Bench<'a, S: StoreUnderTest> {
     s: &'a S,
     store: Arc<dyn KeysetStore>,
@@ -228,19 +264,25 @@ impl<S: StoreUnderTest> Bench<'_, S> {
     }
 }
 
+/// The folder of a `local://` KEK as a pin prefix (`…/keks/p1/`).
+fn prefix_of(kek: &str) -> String {
+    format!("{}/", kek.trim_end_matches("/kek.bin"))
+}
+
 /// Runs every attack; panics naming the one that got through. `dir` holds
 /// the KEKs (local files) and scratch documents.
 pub async fn run(s: &impl StoreUnderTest, dir: &Path) {
     let kms = Arc::new(CountingLocal::default());
     let mut registry = ProviderRegistry::with_defaults();
     registry.register_provider(kms.clone());
+    registry.register_provider(Arc::new(PlaintextWrap));
     let kek = kek_in(dir, "p1");
     let attacker_kek = kek_in(dir, "p10");
     let ours = seed(&registry, dir, "ours.json", &kek).await;
     let id = ours.id().to_owned();
     s.put_raw(&json(&ours));
     // Pinned by prefix: `…/keks/p1/` must never match `…/keks/p10/…`.
-    let prefix = format!("{}/", kek.trim_end_matches("/kek.bin"));
+    let prefix = prefix_of(&kek);
     let trust = TrustPolicy {
         pins: Some(KeysetPins::new(&id, [prefix]).expect("pins")),
         ..TrustPolicy::default()
@@ -440,6 +482,81 @@ pub async fn run(s: &impl StoreUnderTest, dir: &Path) {
             &err,
             Error::KeysetRefused {
                 reason: "expired",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    s.put_raw(&good);
+    b.t += 1.0;
+    b.sched
+        .refresh_at(b.t)
+        .await
+        .expect("the authentic document again");
+
+    // A KEK holder re-wraps the primary key under a new KEK: an instance whose
+    // pins name the new KEK admits it (same key id: the ring does not change);
+    // one whose pins do not, refuses it.
+    let new_kek = format!("{}://new-kek", PlaintextWrap::SCHEME);
+    let widened = TrustPolicy {
+        pins: Some(KeysetPins::new(&id, [prefix_of(&kek), new_kek.clone()]).expect("pins")),
+        ..trust.clone()
+    };
+    let repinned = RotationScheduler::new(
+        SchedulerConfig::builder()
+            .timing(Timing::new(10.0, 5.0, 100.0))
+            .rotation_period(None)
+            .trust(widened)
+            .build()
+            .expect("config"),
+        s.open(),
+        registry.clone(),
+        Arc::new(RingHandle::empty()),
+        Arc::new(ManualClock::new(b.t)),
+    )
+    .expect("scheduler");
+    repinned.refresh_at(b.t).await.expect("refresh");
+    let primary = repinned.status().ring.first().cloned();
+    let good = b.current().await;
+    let doc = keysets::verified(&*b.store, &registry).await.doc;
+    let i = doc
+        .keys
+        .iter()
+        .position(|e| e.kid.map(|k| k.to_hex()) == primary)
+        .expect("the primary's entry");
+    let e = doc.keys[i].clone();
+    let secret = LocalProvider::new()
+        .unwrap(
+            &e.kek,
+            &e.wrapped,
+            WrapContext {
+                keyset_id: &id,
+                entry_id: &e.entry,
+            },
+        )
+        .await
+        .expect("the KEK holder unwraps");
+    keysets::resealed(&*b.store, &registry, |d| {
+        d.keys[i].kek = new_kek.clone();
+        d.keys[i].wrapped = secret.expose().to_vec();
+    })
+    .await;
+    b.t += 1.0;
+    let st = repinned
+        .refresh_at(b.t)
+        .await
+        .expect("a re-wrap under a pinned KEK is admitted");
+    assert_eq!(
+        st.ring.first().cloned(),
+        primary,
+        "the re-wrap changed the key"
+    );
+    let err = b.sched.refresh_at(b.t).await.expect_err("not pinned here");
+    assert!(
+        matches!(
+            &err,
+            Error::KeysetRefused {
+                reason: "unpinned_kek",
                 ..
             }
         ),

@@ -2,6 +2,7 @@
 //! parses and validates its flags, calls the library's keyset operations, and
 //! prints; none computes a ring itself.
 
+mod due;
 mod init;
 mod inspect;
 mod rewrite;

@@ -5,11 +5,11 @@ use std::io::Write;
 
 use clap::Args;
 use serde_json::Value;
-use stateseal::Error;
 use stateseal::rotation::{
     DEFAULT_MAX_LIVE_KEYS, RotateMode, RotationPlan, operator_generation, plan_rotation,
     rotate_keyset,
 };
+use stateseal::{Error, SchedulerConfig};
 
 use super::init::{timing_json, timing_text};
 use super::{StoreArg, TimingArgs, WriteClockArgs, load_verified, registry};
@@ -20,6 +20,7 @@ use crate::output::{kid_json, kid_text, line, object, when};
 #[command(after_help = "Examples:
   stateseal rotate --store file:///var/lib/stateseal/keyset.json --dry-run
   stateseal rotate --store file:///var/lib/stateseal/keyset.json
+  stateseal rotate --store s3://my-bucket/stateseal/keyset.json --if-due   # from a CronJob
   stateseal rotate --store s3://my-bucket/stateseal/keyset.json --now-compromise --json")]
 pub(crate) struct RotateArgs {
     #[command(flatten)]
@@ -33,6 +34,14 @@ pub(crate) struct RotateArgs {
     /// Work out and prove the rotation (KMS calls included), print it, write nothing.
     #[arg(long = "dry-run")]
     dry_run: bool,
+    /// For a scheduled job: rotate only when the primary is due (by age or
+    /// seal reservations), else renew the document when less than half its
+    /// validity is left, else do nothing (exit 0 in each case).
+    #[arg(long = "if-due", conflicts_with_all = ["force", "now_compromise", "dry_run"])]
+    if_due: bool,
+    /// With --if-due: the primary key's age that makes a rotation due [default: 30 days].
+    #[arg(long = "rotation-period", requires = "if_due", value_parser = crate::token::parse_seconds, value_name = "SECS")]
+    rotation_period: Option<f64>,
     /// Refuse a forced rotation that would leave more keys than this unsealing at once.
     #[arg(long = "max-live-keys", default_value_t = DEFAULT_MAX_LIVE_KEYS, value_name = "N")]
     max_live_keys: usize,
@@ -126,6 +135,23 @@ pub(crate) async fn rotate(a: RotateArgs, out: &mut dyn Write) -> Result<(), Cli
     } else {
         RotateMode::Scheduled
     };
+    if a.if_due {
+        let period = a
+            .rotation_period
+            .or(SchedulerConfig::default().rotation_period)
+            .unwrap_or(f64::INFINITY);
+        // The same checks as any write, freshness included: a stale document is renewed by hand.
+        let fresh = load_verified(store.as_ref(), &registry, &trust, Some(now)).await?;
+        match super::due::rotation_due(&fresh, now, period) {
+            Some(why) => eprintln!("rotation due: {why}"),
+            None => {
+                let renewed =
+                    super::due::renew_if_due(store.as_ref(), &registry, &trust, &fresh, now)
+                        .await?;
+                return super::due::report(out, renewed.as_ref(), &fresh, now, a.json);
+            }
+        }
+    }
     let plan = if a.dry_run {
         // The same checks as the write, freshness included.
         load_verified(store.as_ref(), &registry, &trust, Some(now)).await?;
@@ -173,6 +199,7 @@ fn plan_json(plan: &RotationPlan, mode: RotateMode, dry_run: bool) -> Value {
     let new = plan.new_entry();
     object(
         vec![
+            ("action", if dry_run { "planned" } else { "rotated" }.into()),
             ("dry_run", dry_run.into()),
             ("mode", mode_label(mode).into()),
             ("keyset", plan.next.id.clone().into()),

@@ -266,3 +266,70 @@ fn a_shared_store_needs_pins_and_a_minimum_generation_refuses_older_documents() 
     assert_eq!(below.status.code(), Some(1));
     assert!(text(&below.stderr).contains("refused (below_min_generation)"));
 }
+
+#[test]
+fn rotate_if_due_rotates_renews_or_does_nothing() {
+    let ks = Ks::new("int-if-due");
+    ks.init();
+    let day = 86_400.0;
+    let json = |out: &std::process::Output| -> Value {
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        serde_json::from_slice(&out.stdout).expect("json")
+    };
+    // A day in: nothing due, nothing written.
+    let before = ks.bytes();
+    let none = json(&run(&ks, &["rotate", "--if-due", "--json"], day));
+    assert_eq!(none["action"], "none");
+    assert_eq!(ks.bytes(), before);
+    // Four days in: less than half the validity left, so renewed (no new key).
+    let renewed = json(&run(&ks, &["rotate", "--if-due", "--json"], 4.0 * day));
+    assert_eq!(renewed["action"], "renewed");
+    assert_eq!(renewed["expires_at"], T0 + 11.0 * day);
+    assert_eq!(
+        payload_of(&before)["keys"],
+        payload_of(&ks.bytes())["keys"],
+        "a renewal changes no key"
+    );
+    // Past the rotation period (here 5 days): rotated, and it says why.
+    let rotated = run(
+        &ks,
+        &[
+            "rotate",
+            "--if-due",
+            "--rotation-period",
+            "432000",
+            "--json",
+        ],
+        5.0 * day + 1.0,
+    );
+    let r = json(&rotated);
+    assert_eq!(r["action"], "rotated");
+    assert!(
+        text(&rotated.stderr).contains("rotation due"),
+        "{}",
+        text(&rotated.stderr)
+    );
+    assert_eq!(
+        payload_of(&ks.bytes())["keys"]
+            .as_array()
+            .expect("keys")
+            .len(),
+        2
+    );
+    // In flight now: nothing more is due.
+    let again = json(&run(
+        &ks,
+        &[
+            "rotate",
+            "--if-due",
+            "--rotation-period",
+            "432000",
+            "--json",
+        ],
+        5.0 * day + 10.0,
+    ));
+    assert_eq!(again["action"], "none");
+    // Flags that would contradict it are refused.
+    let bad = run(&ks, &["rotate", "--if-due", "--force"], 5.0 * day + 20.0);
+    assert_eq!(bad.status.code(), Some(2));
+}

@@ -2,6 +2,7 @@
 //! links (linking the cloud SDKs once, not once per file).
 
 mod aws;
+mod aws_endpoints;
 mod commands;
 mod gcp;
 mod gcs;

@@ -73,8 +73,26 @@ impl AwsConfig {
         self.max_attempts
     }
 
-    /// Loads the shared SDK configuration (credential chain, region, timeouts, retries).
-    pub(crate) async fn load(&self) -> SdkConfig {
+    /// Loads the shared SDK configuration (credential chain, region, timeouts,
+    /// retries) and checks the KMS endpoint it resolves to, wherever it came
+    /// from: the builder, `AWS_ENDPOINT_URL_KMS`, `AWS_ENDPOINT_URL`, or a
+    /// profile's `endpoint_url` (its `services` section included). Data keys
+    /// travel over it in the clear inside TLS, so plain HTTP is loopback only.
+    ///
+    /// # Errors
+    /// [`Error::Config`] naming the endpoint and where it was set.
+    pub(crate) async fn load(&self) -> Result<SdkConfig, Error> {
+        let sdk = self.load_unchecked().await;
+        if let Some((url, source)) = kms_endpoint(&sdk) {
+            check_endpoint("aws", &url).map_err(|e| match e {
+                Error::Config(m) => Error::Config(format!("{m} (set by {source})")),
+                other => other,
+            })?;
+        }
+        Ok(sdk)
+    }
+
+    async fn load_unchecked(&self) -> SdkConfig {
         let mut loader = aws_config::defaults(BehaviorVersion::latest())
             .timeout_config(
                 TimeoutConfig::builder()
@@ -95,6 +113,33 @@ impl AwsConfig {
         }
         loader.load().await
     }
+}
+
+/// The KMS endpoint the SDK will use and where it was set, resolved the way
+/// `aws_sdk_kms::config::Builder::from(&SdkConfig)` resolves it.
+fn kms_endpoint(sdk: &SdkConfig) -> Option<(String, &'static str)> {
+    if sdk.get_origin("endpoint_url").is_client_config() {
+        return sdk
+            .endpoint_url()
+            .map(|u| (u.to_owned(), "AwsConfigBuilder::endpoint_url"));
+    }
+    let key = aws_types::service_config::ServiceConfigKey::builder()
+        .service_id("KMS")
+        .env("AWS_ENDPOINT_URL")
+        .profile("endpoint_url")
+        .build()
+        .ok()?;
+    // The SDK reads the service variable, the global one and the profile's
+    // settings together here; which of them set it, it does not say.
+    sdk.service_config()
+        .and_then(|c| c.load_config(key))
+        .or_else(|| sdk.endpoint_url().map(str::to_owned))
+        .map(|u| {
+            (
+                u,
+                "AWS_ENDPOINT_URL_KMS, AWS_ENDPOINT_URL or the profile's endpoint_url",
+            )
+        })
 }
 
 impl AwsConfigBuilder {

@@ -175,10 +175,10 @@ impl AwsKmsProvider {
     }
 
     /// The client for the ARN's region (one per region, built once).
-    async fn client(&self, region: &str) -> Client {
-        let sdk = self.sdk.get_or_init(|| self.config.load()).await;
+    async fn client(&self, region: &str) -> Result<Client, Error> {
+        let sdk = self.sdk.get_or_try_init(|| self.config.load()).await?;
         let mut clients = self.clients.lock().await;
-        clients
+        let client = clients
             .entry(region.to_owned())
             .or_insert_with(|| {
                 let conf = aws_sdk_kms::config::Builder::from(sdk)
@@ -186,14 +186,15 @@ impl AwsKmsProvider {
                     .build();
                 Client::from_conf(conf)
             })
-            .clone()
+            .clone();
+        Ok(client)
     }
 
     async fn generate_key(&self, kek: &str, ctx: WrapContext<'_>) -> Result<DataKey, Error> {
         let key = KmsKeyArn::parse(kek)?;
         let out = self
             .client(&key.region)
-            .await
+            .await?
             .generate_data_key()
             .key_id(&key.arn)
             .key_spec(DataKeySpec::Aes256)
@@ -229,7 +230,7 @@ impl AwsKmsProvider {
         let key = KmsKeyArn::parse(kek)?;
         let out = self
             .client(&key.region)
-            .await
+            .await?
             .decrypt()
             .key_id(&key.arn)
             .ciphertext_blob(Blob::new(wrapped))

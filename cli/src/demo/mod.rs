@@ -207,9 +207,13 @@ pub(crate) async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<(), CliEr
     let trust = KeysetTrust::new(config.trust_policy().map_err(CliError::from)?);
     let registry = registry();
     let colour = std::io::stdout().is_terminal() && !args.json;
+    // With --json, stdout is the one summary object (`stateseal demo --json | jq`);
+    // progress goes to stderr.
+    let mut stderr = std::io::stderr();
+    let progress: &mut dyn Write = if args.json { &mut stderr } else { &mut *out };
     let io = |e: std::io::Error| CliError::Failed(format!("writing output: {e}"));
     writeln!(
-        out,
+        progress,
         "stateseal demo: {} instances, keyset {store}",
         args.instances
     )
@@ -246,7 +250,7 @@ pub(crate) async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<(), CliEr
             .await
             .map_err(CliError::from)?;
             rotated = true;
-            writeln!(out, "  -> rotation written: new key propagates for 3 s, then seals; the old key retires 16 s later").map_err(io)?;
+            writeln!(progress, "  -> rotation written: new key propagates for 3 s, then seals; the old key retires 16 s later").map_err(io)?;
         }
         // One conversation: round 1 and round 2 on random instances, as one user.
         let user = pick.below(USERS.len());
@@ -257,7 +261,7 @@ pub(crate) async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<(), CliEr
             Ok(CallToolResponse::InputRequired(r)) => r.request_state.unwrap_or_default(),
             other => {
                 tally.unexpected += 1;
-                writeln!(out, "  unexpected answer to round 1: {other:?}").map_err(io)?;
+                writeln!(progress, "  unexpected answer to round 1: {other:?}").map_err(io)?;
                 continue;
             }
         };
@@ -268,7 +272,7 @@ pub(crate) async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<(), CliEr
             Ok(CallToolResponse::Complete(_)) => tally.rounds += 2,
             other => {
                 tally.unexpected += 1;
-                writeln!(out, "  valid round rejected: {other:?}").map_err(io)?;
+                writeln!(progress, "  valid round rejected: {other:?}").map_err(io)?;
             }
         }
         // Attacks, each on a random instance: tampered, replayed to other arguments, another user's state.
@@ -335,7 +339,7 @@ pub(crate) async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<(), CliEr
             } else {
                 line
             };
-            writeln!(out, "{line}").map_err(io)?;
+            writeln!(progress, "{line}").map_err(io)?;
         }
     }
     for row in fleet.clients {
@@ -348,7 +352,7 @@ pub(crate) async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<(), CliEr
         && tally.attacks == tally.attacks_rejected
         && phases_seen == [Phase::One as u8, 2, 3];
     writeln!(
-        out,
+        progress,
         "summary: {} rounds, {} unexpected rejections, {}/{} attacks rejected, phases seen {:?}: {}",
         tally.rounds,
         tally.unexpected,

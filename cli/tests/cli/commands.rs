@@ -534,14 +534,17 @@ fn demo_runs_a_rotating_fleet_to_a_clean_summary() {
     let out = stateseal(&["demo", "--json", "--duration", "30"], None);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
-    let last: serde_json::Value =
-        serde_json::from_str(stdout.lines().last().expect("a summary line")).expect("json summary");
+    // stdout is exactly one JSON object (`stateseal demo --json | jq`); progress is on stderr.
+    let last: serde_json::Value = serde_json::from_str(&stdout).expect("stdout is one JSON object");
     assert_eq!(last["unexpected_rejections"], 0, "{stdout}");
     assert_eq!(last["attacks"], last["attacks_rejected"]);
     assert!(last["attacks"].as_u64().expect("attacks") > 100);
     assert!(last["rounds"].as_u64().expect("rounds") > 100);
     assert_eq!(last["phases_seen"], serde_json::json!([1, 2, 3]));
-    assert!(stdout.contains("phase 2"), "live progress shows the phases");
+    assert!(
+        text(&out.stderr).contains("phase 2"),
+        "live progress shows the phases"
+    );
 }
 
 /// The same demo against an operator-given KEK and store (the flags a real provider would use).
@@ -574,8 +577,7 @@ fn demo_uses_the_given_kek_and_store() {
     );
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
-    let last: serde_json::Value =
-        serde_json::from_str(stdout.lines().last().expect("summary")).expect("json");
+    let last: serde_json::Value = serde_json::from_str(&stdout).expect("stdout is one JSON object");
     assert_eq!(
         (
             last["instances"].clone(),

@@ -48,8 +48,9 @@ pub(crate) fn on_command_line(spec: &str) -> bool {
 
 fn bad_spec() -> CliError {
     CliError::Usage(
-        "--key must be hex:<hex>, b64:<base64>, text:<text>, file:<path> or env:<VAR> \
-         (a bare secret on the command line is refused; prefer file: or env:)"
+        "--key must be hex:<hex>, b64:<base64>, text:<text>, file:<path> or env:<VAR>; \
+         hex:, b64: and text: are accepted with a warning, since the process list and the \
+         shell history show them: prefer file: or env:"
             .into(),
     )
 }

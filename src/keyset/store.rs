@@ -91,10 +91,23 @@ struct WriterLock(File);
 
 impl WriterLock {
     fn acquire(path: &Path) -> Result<Self, (&'static str, std::io::Error)> {
+        // Never through a symbolic link (it would create or lock a file elsewhere),
+        // and private whatever the umask. Whoever could swap the link in between
+        // can write the keyset directory, and so the document itself.
+        if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err((
+                "open lock file",
+                std::io::Error::new(
+                    ErrorKind::InvalidInput,
+                    "it is a symbolic link, which the store does not follow",
+                ),
+            ));
+        }
         let file = OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
+            .mode(NEW_FILE_MODE)
             .open(path)
             .map_err(|e| ("open lock file", e))?;
         file.lock().map_err(|e| ("lock", e))?;
@@ -246,8 +259,9 @@ impl FileStore {
         self.remove_stale_temporaries(&dir);
         // A random name, so no two writers (or a recycled pid) ever share one.
         let tmp = self.temporary_name()?;
+        // The operator's permission bits, never setuid, setgid or sticky.
         let mode = match fs::metadata(&self.path) {
-            Ok(m) => m.permissions().mode() & 0o7777,
+            Ok(m) => m.permissions().mode() & 0o777,
             Err(_) => NEW_FILE_MODE,
         };
         let result = (|| {
@@ -413,6 +427,32 @@ mod tests {
         assert!(!stale.exists(), "stale temporary removed");
         assert!(unrelated.exists(), "another file's temporary left alone");
         assert_eq!(store.read().unwrap().unwrap().generation(), 2);
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn the_lock_is_private_never_a_symbolic_link_and_modes_lose_special_bits() {
+        let dir = scratch(line!());
+        let store = FileStore::new(dir.join("keyset.json"));
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+        // A lock planted as a link to a file elsewhere: refused, and nothing created there.
+        let victim = dir.join("victim");
+        std::os::unix::fs::symlink(&victim, dir.join("keyset.json.lock")).unwrap();
+        let err = store.cas_blocking(None, &doc(1)).unwrap_err().to_string();
+        assert!(err.contains("symbolic link"), "{err}");
+        assert!(!victim.exists(), "the link was followed");
+        assert!(store.read().unwrap().is_none(), "nothing written");
+        fs::remove_file(dir.join("keyset.json.lock")).unwrap();
+        store.cas_blocking(None, &doc(1)).unwrap();
+        assert_eq!(
+            mode(&dir.join("keyset.json.lock")) & 0o077,
+            0,
+            "the lock is private"
+        );
+        // An existing document's setuid/setgid/sticky bits are not copied.
+        fs::set_permissions(store.path(), fs::Permissions::from_mode(0o7640)).unwrap();
+        store.cas_blocking(Some(1), &doc(2)).unwrap();
+        assert_eq!(mode(store.path()), 0o640);
         fs::remove_dir_all(dir).unwrap();
     }
 

@@ -122,8 +122,16 @@ impl NativeCodec {
             .map_err(|e| invalid_state(py, reason(&e)))
     }
 
-    /// Opens a token sealed under any key of the ring.
+    /// Opens a token sealed under any key of the ring. A token longer than
+    /// the Rust envelope's limit (1 MiB) is refused as malformed before it is
+    /// decoded: the echo is attacker-controlled and unbounded.
     fn unseal<'py>(&self, py: Python<'py>, token: &str) -> PyResult<Bound<'py, PyBytes>> {
+        if token.len() > stateseal::DEFAULT_MAX_TOKEN_LEN {
+            return Err(invalid_state(
+                py,
+                reason(&Error::Rejected(stateseal::RejectReason::Malformed)),
+            ));
+        }
         let running = self.current(py)?;
         let payload = py
             .detach(|| running.unseal(token))

@@ -79,6 +79,15 @@ def test_round_trip_and_every_tampering_is_rejected(local_keyset: Keyset) -> Non
         with pytest.raises(InvalidRequestState) as e:
             codec.unseal(token[:-2])
         assert token[3:20] not in str(e.value)
+        # Longer than the envelope's 1 MiB limit: refused as malformed before any decoding,
+        # even when the rest would be a valid token (a well-formed body padded past the limit).
+        huge = token + "A" * (1 << 20)
+        with pytest.raises(InvalidRequestState, match="malformed"):
+            codec.unseal(huge)
+        padded = codec.seal(b"x" * ((1 << 20) * 3 // 4))
+        assert len(padded) > 1 << 20
+        with pytest.raises(InvalidRequestState, match="malformed"):
+            codec.unseal(padded)
 
 
 def test_unknown_key_and_key_id_transplant_are_rejected(local_keyset: Keyset, tmp_path) -> None:

@@ -206,7 +206,8 @@ fn usage_errors_exit_2_name_the_fix_and_never_echo_a_secret() {
                 "s3cr3t-bare-value-that-is-long-enough",
                 "v1.x",
             ],
-            "--key must be hex:",
+            // Says what it does with inline secrets: accepted, with a warning (not "refused").
+            "hex:, b64: and text: are accepted with a warning",
         ),
         (
             &["token", "open", "--key", "text:s3cr3t-short", "v1.x"],

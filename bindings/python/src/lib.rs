@@ -76,27 +76,48 @@ impl NativeCodec {
     /// has no threads and shares the parent's seal counters, so the child
     /// starts its own (nonces come from the kernel on every seal either way).
     fn current(&self, py: Python<'_>) -> PyResult<Arc<Running>> {
-        let closed = || invalid_state(py, "the codec is closed".to_owned());
         let pid = std::process::id();
-        let running = self.running.load_full().ok_or_else(closed)?;
+        let running = self
+            .running
+            .load_full()
+            .ok_or_else(|| invalid_state(py, "the codec is closed".to_owned()))?;
         if running.pid == pid {
             return Ok(running);
         }
+        // The first call in a forked child starts its instance. The lock is
+        // taken with the GIL released: a thread holding the GIL while waiting
+        // for it would deadlock against the thread starting the instance.
+        py.detach(|| self.restart(pid)).map_err(|e| {
+            invalid_state(
+                py,
+                match e {
+                    Error::Config(m) if m == CLOSED => m,
+                    other => format!("not ready after fork: {other}"),
+                },
+            )
+        })
+    }
+
+    /// Starts this process's own instance once (called without the GIL).
+    fn restart(&self, pid: u32) -> Result<Arc<Running>, Error> {
         let _one = self.restarting.lock().unwrap_or_else(|p| p.into_inner());
-        let now = self.running.load_full().ok_or_else(closed)?;
+        let now = self
+            .running
+            .load_full()
+            .ok_or_else(|| Error::Config(CLOSED.to_owned()))?;
         if now.pid == pid {
             return Ok(now);
         }
-        let fresh = py
-            .detach(|| Running::start(&self.recipe))
-            .map_err(|e| invalid_state(py, format!("not ready after fork: {e}")))?;
-        let fresh = Arc::new(fresh);
+        let fresh = Arc::new(Running::start(&self.recipe)?);
         if let Some(inherited) = self.running.swap(Some(Arc::clone(&fresh))) {
             Running::abandon(inherited);
         }
         Ok(fresh)
     }
 }
+
+/// What a closed codec says.
+const CLOSED: &str = "the codec is closed";
 
 #[pymethods]
 impl NativeCodec {

@@ -7,6 +7,8 @@ from __future__ import annotations
 import base64
 import json
 import os
+import signal
+import time
 
 from conftest import TIMING, Keyset
 
@@ -48,4 +50,58 @@ def test_a_forked_child_never_repeats_the_parents_nonces(local_keyset: Keyset) -
     assert not child_nonces & parent_nonces
     # Same keyset, same keys: each side opens the other's tokens.
     assert codec.unseal(report["tokens"][7]) == b"child-7"
+    codec.close()
+
+
+def test_a_forked_child_with_many_threads_starts_once_without_deadlock(local_keyset: Keyset) -> None:
+    """gunicorn --preload --threads: the child's first calls come from many
+    threads at once; one starts the child's instance, the others wait for it
+    without holding the GIL."""
+    codec = KeysetCodec.start(local_keyset.store, allow_local_kek=True, **TIMING)  # type: ignore[arg-type]
+    token = codec.seal(b"from the parent")
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - runs in the child, reports through the pipe
+        import threading
+
+        results: list[object] = []
+        start = threading.Barrier(16)
+
+        def work(i: int) -> None:
+            start.wait()
+            try:
+                if i % 3 == 0:
+                    results.append(codec.status()["pid"])
+                elif i % 3 == 1:
+                    results.append(codec.unseal(codec.seal(b"t%d" % i)).decode())
+                else:
+                    results.append(codec.unseal(token).decode())
+            except BaseException as e:  # noqa: BLE001 - the parent asserts on the report
+                results.append(repr(e))
+
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        with os.fdopen(write, "w") as w:
+            w.write(json.dumps({"pid": os.getpid(), "results": results}))
+        os._exit(0)
+    os.close(write)
+    # A deadlocked child never answers: give it 30 s, then fail (and kill it).
+    deadline = time.monotonic() + 30
+    while os.waitpid(child, os.WNOHANG) == (0, 0):
+        if time.monotonic() > deadline:
+            os.kill(child, signal.SIGKILL)
+            os.waitpid(child, 0)
+            raise AssertionError("the forked child deadlocked on its first concurrent calls")
+        time.sleep(0.05)
+    with os.fdopen(read) as r:
+        report = json.loads(r.read())
+    results = report["results"]
+    assert len(results) == 16, results
+    pids = [r for r in results if isinstance(r, int)]
+    assert pids and all(p == report["pid"] for p in pids), results
+    texts = [r for r in results if isinstance(r, str)]
+    assert all(t == "from the parent" or t.startswith("t") for t in texts), results
     codec.close()

@@ -54,6 +54,70 @@ pub fn check_endpoint(what: &str, url: &str) -> Result<(), Error> {
     )))
 }
 
+/// The variable that lets a Google API endpoint override name a host outside
+/// `googleapis.com` (a proxy, a private name): `STATESEAL_ALLOW_CUSTOM_ENDPOINTS=1`.
+pub const ALLOW_CUSTOM_ENDPOINTS_VAR: &str = "STATESEAL_ALLOW_CUSTOM_ENDPOINTS";
+
+/// Whether the variables opt in to custom Google API endpoints
+/// ([`ALLOW_CUSTOM_ENDPOINTS_VAR`]: `1`/`true` yes; unset, `0`/`false` no).
+///
+/// # Errors
+/// [`Error::Config`] naming the variable for any other value.
+pub fn custom_endpoints_allowed(var: &impl Fn(&str) -> Option<String>) -> Result<bool, Error> {
+    match var(ALLOW_CUSTOM_ENDPOINTS_VAR).as_deref() {
+        None | Some("0" | "false") => Ok(false),
+        Some("1" | "true") => Ok(true),
+        Some(other) => Err(Error::Config(format!(
+            "{ALLOW_CUSTOM_ENDPOINTS_VAR}={other:?}: expected 1 or 0"
+        ))),
+    }
+}
+
+/// Checks a Google API endpoint override: as [`check_endpoint`], and, unless
+/// `allow_custom`, on loopback or under `googleapis.com` (regional,
+/// `private.`, `restricted.` and Private Service Connect `*.p.googleapis.com`
+/// included), since every request carries the service account's
+/// cloud-platform token.
+///
+/// ```
+/// use stateseal::provider::check_google_endpoint;
+/// assert!(check_google_endpoint("gcs", "https://storage.googleapis.com", false).is_ok());
+/// assert!(check_google_endpoint("gcs", "https://restricted.googleapis.com", false).is_ok());
+/// assert!(check_google_endpoint("gcs", "http://127.0.0.1:4443", false).is_ok());
+/// assert!(check_google_endpoint("gcs", "https://proxy.example", false).is_err());
+/// assert!(check_google_endpoint("gcs", "https://proxy.example", true).is_ok());
+/// ```
+///
+/// # Errors
+/// [`Error::Config`] naming the provider, the endpoint and the opt-in.
+pub fn check_google_endpoint(what: &str, url: &str, allow_custom: bool) -> Result<(), Error> {
+    check_endpoint(what, url)?;
+    if allow_custom || is_loopback_http(url) || is_googleapis(url) {
+        return Ok(());
+    }
+    Err(Error::Config(format!(
+        "{what}: endpoint {url:?} is not a googleapis.com host, and every request carries the cloud-platform token; set {ALLOW_CUSTOM_ENDPOINTS_VAR}=1 if you mean it"
+    )))
+}
+
+/// Whether `url` is `https://` to a host under `googleapis.com` (no user info, which would hide the host).
+fn is_googleapis(url: &str) -> bool {
+    let Some(rest) = url.strip_prefix("https://") else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if authority.contains('@') {
+        return false;
+    }
+    let host = authority
+        .split(':')
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    let host = host.strip_suffix('.').unwrap_or(&host);
+    host.len() > ".googleapis.com".len() && host.ends_with(".googleapis.com")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -87,5 +151,36 @@ mod tests {
         }
         assert!(check_endpoint("x", "https://").is_err());
         assert!(check_endpoint("x", "ftp://127.0.0.1").is_err());
+    }
+
+    #[test]
+    fn google_endpoints_stay_at_google_unless_allowed() {
+        for ok in [
+            "https://cloudkms.googleapis.com",
+            "https://europe-west1-cloudkms.googleapis.com/",
+            "https://private.googleapis.com",
+            "https://restricted.googleapis.com:443",
+            "https://storage-x.p.googleapis.com/path",
+            "https://STORAGE.GOOGLEAPIS.COM.",
+            "http://127.0.0.1:4443",
+        ] {
+            assert!(check_google_endpoint("gcs", ok, false).is_ok(), "{ok}");
+        }
+        for bad in [
+            "https://kms.invalid",
+            "https://googleapis.com",
+            "https://googleapis.com.invalid",
+            "https://evilgoogleapis.com",
+            "https://storage.googleapis.com@evil.invalid",
+            "https://evil.invalid/storage.googleapis.com",
+        ] {
+            let e = check_google_endpoint("gcs", bad, false)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(ALLOW_CUSTOM_ENDPOINTS_VAR), "{bad}: {e}");
+            assert!(check_google_endpoint("gcs", bad, true).is_ok(), "{bad}");
+        }
+        // The opt-in never allows plain HTTP off loopback.
+        assert!(check_google_endpoint("gcs", "http://kms.invalid", true).is_err());
     }
 }

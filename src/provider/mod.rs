@@ -12,7 +12,10 @@ mod registry;
 
 use std::fmt;
 
-pub use endpoint::{check_endpoint, is_loopback_http};
+pub use endpoint::{
+    ALLOW_CUSTOM_ENDPOINTS_VAR, check_endpoint, check_google_endpoint, custom_endpoints_allowed,
+    is_loopback_http,
+};
 pub use local::LocalProvider;
 pub use registry::{ProviderRegistry, scheme_of};
 

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use stateseal::Error;
-use stateseal::provider::{check_endpoint, is_loopback_http};
+use stateseal::provider::{check_google_endpoint, custom_endpoints_allowed, is_loopback_http};
 
 /// Settings of the GCP KMS provider, built with [`GcpKmsConfig::builder`] or [`GcpKmsConfig::from_env`].
 ///
@@ -22,6 +22,7 @@ use stateseal::provider::{check_endpoint, is_loopback_http};
 #[derive(Debug, Clone)]
 pub struct GcpKmsConfig {
     endpoint: Option<String>,
+    allow_custom_endpoint: bool,
     anonymous: bool,
     attempt_timeout: Duration,
     max_attempts: u32,
@@ -35,6 +36,7 @@ impl Default for GcpKmsConfig {
     fn default() -> Self {
         Self {
             endpoint: None,
+            allow_custom_endpoint: false,
             anonymous: false,
             attempt_timeout: Duration::from_secs(5),
             max_attempts: 3,
@@ -48,7 +50,8 @@ impl GcpKmsConfig {
         GcpKmsConfigBuilder(Self::default())
     }
 
-    /// Reads `STATESEAL_GCP_KMS_ENDPOINT` (an endpoint override) and
+    /// Reads `STATESEAL_GCP_KMS_ENDPOINT` (an endpoint override: loopback or
+    /// `*.googleapis.com` unless `STATESEAL_ALLOW_CUSTOM_ENDPOINTS=1`) and
     /// `STATESEAL_GCP_CREDENTIALS` (`anonymous`, or unset/`adc` for
     /// Application Default Credentials).
     ///
@@ -67,6 +70,7 @@ impl GcpKmsConfig {
         if let Some(e) = var("STATESEAL_GCP_KMS_ENDPOINT") {
             b = b.endpoint(e);
         }
+        b = b.allow_custom_endpoint(custom_endpoints_allowed(&var)?);
         match var("STATESEAL_GCP_CREDENTIALS").as_deref() {
             None | Some("adc") => {}
             Some("anonymous") => b = b.anonymous_credentials(true),
@@ -108,6 +112,14 @@ impl GcpKmsConfigBuilder {
         self
     }
 
+    /// Allows an endpoint override outside `googleapis.com` (it receives the
+    /// cloud-platform token); default false.
+    #[must_use]
+    pub fn allow_custom_endpoint(mut self, yes: bool) -> Self {
+        self.0.allow_custom_endpoint = yes;
+        self
+    }
+
     /// Sends requests without credentials (only allowed with an endpoint override).
     #[must_use]
     pub fn anonymous_credentials(mut self, yes: bool) -> Self {
@@ -138,7 +150,7 @@ impl GcpKmsConfigBuilder {
     pub fn build(self) -> Result<GcpKmsConfig, Error> {
         let c = self.0;
         if let Some(e) = &c.endpoint {
-            check_endpoint("gcp-kms", e)?;
+            check_google_endpoint("gcp-kms", e, c.allow_custom_endpoint)?;
         }
         // Anonymous credentials are for a local emulator or test server only.
         if c.anonymous && !c.endpoint.as_deref().is_some_and(is_loopback_http) {
@@ -191,6 +203,7 @@ mod tests {
         ] {
             let e = GcpKmsConfig::builder()
                 .endpoint(endpoint)
+                .allow_custom_endpoint(true)
                 .anonymous_credentials(anonymous)
                 .build()
                 .unwrap_err()
@@ -200,8 +213,36 @@ mod tests {
         assert!(
             GcpKmsConfig::builder()
                 .endpoint("https://kms.internal.example")
+                .allow_custom_endpoint(true)
                 .build()
                 .is_ok()
         );
+    }
+
+    #[test]
+    fn a_custom_endpoint_needs_the_opt_in() {
+        let vars = |allow: Option<&'static str>| {
+            move |k: &str| match k {
+                "STATESEAL_GCP_KMS_ENDPOINT" => Some("https://proxy.invalid".to_owned()),
+                "STATESEAL_ALLOW_CUSTOM_ENDPOINTS" => allow.map(str::to_owned),
+                _ => None,
+            }
+        };
+        let e = GcpKmsConfig::from_vars(vars(None)).unwrap_err().to_string();
+        assert!(
+            e.contains("proxy.invalid") && e.contains("STATESEAL_ALLOW_CUSTOM_ENDPOINTS=1"),
+            "{e}"
+        );
+        assert!(GcpKmsConfig::from_vars(vars(Some("0"))).is_err());
+        let e = GcpKmsConfig::from_vars(vars(Some("yes")))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("expected 1 or 0"), "{e}");
+        assert!(GcpKmsConfig::from_vars(vars(Some("1"))).is_ok());
+        // Google's own hosts need no opt-in.
+        let google = GcpKmsConfig::from_vars(|k| {
+            (k == "STATESEAL_GCP_KMS_ENDPOINT").then(|| "https://private.googleapis.com".to_owned())
+        });
+        assert!(google.is_ok());
     }
 }

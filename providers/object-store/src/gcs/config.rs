@@ -1,7 +1,7 @@
 //! Where Cloud Storage is, which credentials to use, and how hard to retry.
 
 use stateseal::Error;
-use stateseal::provider::{check_endpoint, is_loopback_http};
+use stateseal::provider::{check_google_endpoint, custom_endpoints_allowed, is_loopback_http};
 
 use crate::document::{Limits, limit_setters};
 
@@ -25,6 +25,7 @@ use crate::document::{Limits, limit_setters};
 #[derive(Debug, Clone, Default)]
 pub struct GcsConfig {
     endpoint: Option<String>,
+    allow_custom_endpoint: bool,
     anonymous: bool,
     pub(crate) limits: Limits,
 }
@@ -41,7 +42,8 @@ impl GcsConfig {
     }
 
     /// Reads `STATESEAL_GCS_ENDPOINT` (an emulator or a private endpoint such
-    /// as Private Service Connect) and `STATESEAL_GCP_CREDENTIALS` (`anonymous`,
+    /// as Private Service Connect: loopback or `*.googleapis.com` unless
+    /// `STATESEAL_ALLOW_CUSTOM_ENDPOINTS=1`) and `STATESEAL_GCP_CREDENTIALS` (`anonymous`,
     /// or unset/`adc`), the variable the Cloud KMS provider reads too.
     ///
     /// # Errors
@@ -59,6 +61,7 @@ impl GcsConfig {
         if let Some(e) = var("STATESEAL_GCS_ENDPOINT") {
             b = b.endpoint(e);
         }
+        b = b.allow_custom_endpoint(custom_endpoints_allowed(&var)?);
         match var("STATESEAL_GCP_CREDENTIALS").as_deref() {
             None | Some("adc") => {}
             Some("anonymous") => b = b.anonymous_credentials(true),
@@ -91,6 +94,14 @@ impl GcsConfigBuilder {
         self
     }
 
+    /// Allows an endpoint override outside `googleapis.com` (it receives the
+    /// cloud-platform token); default false.
+    #[must_use]
+    pub fn allow_custom_endpoint(mut self, yes: bool) -> Self {
+        self.0.allow_custom_endpoint = yes;
+        self
+    }
+
     /// Sends requests without credentials (only with a loopback endpoint).
     #[must_use]
     pub fn anonymous_credentials(mut self, yes: bool) -> Self {
@@ -110,7 +121,7 @@ impl GcsConfigBuilder {
         let mut c = self.0;
         c.limits.check("gcs")?;
         if let Some(e) = &mut c.endpoint {
-            check_endpoint("gcs", e)?;
+            check_google_endpoint("gcs", e, c.allow_custom_endpoint)?;
             let trimmed = e.trim_end_matches('/');
             let authority = trimmed.split_once("://").map_or("", |(_, a)| a);
             if authority.contains(['/', '?', '#', '@']) {
@@ -171,6 +182,7 @@ mod tests {
             (
                 GcsConfig::builder()
                     .endpoint("https://storage.example")
+                    .allow_custom_endpoint(true)
                     .anonymous_credentials(true),
                 "loopback endpoint",
             ),
@@ -187,7 +199,9 @@ mod tests {
                 "without a path",
             ),
             (
-                GcsConfig::builder().endpoint("https://u@storage.example"),
+                GcsConfig::builder()
+                    .endpoint("https://u@storage.example")
+                    .allow_custom_endpoint(true),
                 "without a path",
             ),
             (GcsConfig::builder().max_attempts(11), "max_attempts"),
@@ -196,5 +210,32 @@ mod tests {
             assert!(e.starts_with("invalid configuration: gcs:"), "{e}");
             assert!(e.contains(says), "{e}");
         }
+    }
+
+    #[test]
+    fn a_custom_endpoint_needs_the_opt_in() {
+        let vars = |allow: Option<&'static str>| {
+            move |k: &str| match k {
+                "STATESEAL_GCS_ENDPOINT" => Some("https://proxy.invalid".to_owned()),
+                "STATESEAL_ALLOW_CUSTOM_ENDPOINTS" => allow.map(str::to_owned),
+                _ => None,
+            }
+        };
+        let e = GcsConfig::from_vars(vars(None)).unwrap_err().to_string();
+        assert!(
+            e.contains("proxy.invalid") && e.contains("STATESEAL_ALLOW_CUSTOM_ENDPOINTS=1"),
+            "{e}"
+        );
+        assert!(GcsConfig::from_vars(vars(Some("0"))).is_err());
+        let e = GcsConfig::from_vars(vars(Some("yes")))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("expected 1 or 0"), "{e}");
+        assert!(GcsConfig::from_vars(vars(Some("1"))).is_ok());
+        // Google's own hosts need no opt-in.
+        let google = GcsConfig::from_vars(|k| {
+            (k == "STATESEAL_GCS_ENDPOINT").then(|| "https://private.googleapis.com".to_owned())
+        });
+        assert!(google.is_ok());
     }
 }

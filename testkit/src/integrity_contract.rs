@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use base64_simd::STANDARD as B64;
 use stateseal::keyset::KeysetPins;
-use stateseal::provider::{BoxFuture, DataKey, KeyProvider, WrapContext};
+use stateseal::provider::{BoxFuture, DataKey, ErrorClass, KeyProvider, WrapContext};
 use stateseal::rotation::{
     DEFAULT_MAX_LIVE_KEYS, KeysetTrust, RotateMode, SchedulerConfig, Timing, TrustPolicy,
     init_keyset, rotate_keyset, seal_with_new_mac_key,
@@ -66,9 +66,11 @@ impl KeyProvider for CountingLocal {
     }
 }
 
-/// A "KMS" whose wrapped form is the key itself: lets a KEK holder re-wrap an
-/// existing key under a new KEK in a test (no real provider can wrap a given
-/// key through the `KeyProvider` interface). For tests only, obviously.
+/// A "KMS" whose wrapped form is the key itself (its first 32 bytes; anything
+/// after is salt): lets a test re-wrap an existing key under a new KEK, wrap
+/// one key two ways, or put the same key in two entries (no real provider
+/// can wrap a given key through the `KeyProvider` interface). For tests only,
+/// obviously.
 #[derive(Debug)]
 pub struct PlaintextWrap;
 
@@ -98,7 +100,12 @@ impl KeyProvider for PlaintextWrap {
         wrapped: &'a [u8],
         _ctx: WrapContext<'a>,
     ) -> BoxFuture<'a, Result<Secret, Error>> {
-        Box::pin(async move { Secret::new(wrapped.to_vec()) })
+        Box::pin(async move {
+            let key = wrapped.get(..32).ok_or_else(|| {
+                stateseal::provider::kms_error(Self::SCHEME, ErrorClass::Invalid, "short")
+            })?;
+            Secret::new(key.to_vec())
+        })
     }
 }
 
@@ -235,6 +242,16 @@ impl<S: StoreUnderTest> Bench<'_, S> {
         self.t += 300.0;
     }
 
+    /// The authentic document put back, and adopted again.
+    async fn restore(&mut self, good: &serde_json::Value) {
+        self.s.put_raw(good);
+        self.t += 1.0;
+        self.sched
+            .refresh_at(self.t)
+            .await
+            .expect("the authentic document again");
+    }
+
     async fn rotate(&mut self, what: &str, mode: RotateMode) {
         self.t += 1.0;
         let trust = KeysetTrust::new(self.trust.clone());
@@ -262,6 +279,14 @@ impl<S: StoreUnderTest> Bench<'_, S> {
             plan.next.generation
         );
     }
+}
+
+/// `err` is a refusal for `reason`.
+fn assert_refused(err: &Error, reason: &str) {
+    assert!(
+        matches!(err, Error::KeysetRefused { reason: r, .. } if *r == reason),
+        "expected a refusal for {reason}, got {err}"
+    );
 }
 
 /// The folder of a `local://` KEK as a pin prefix (`…/keks/p1/`).
@@ -457,16 +482,7 @@ pub async fn run(s: &impl StoreUnderTest, dir: &Path) {
         .refresh_at(b.t)
         .await
         .expect_err("a restored backup below min_generation");
-    assert!(
-        matches!(
-            &err,
-            Error::KeysetRefused {
-                reason: "below_min_generation",
-                ..
-            }
-        ),
-        "{err}"
-    );
+    assert_refused(&err, "below_min_generation");
     // …or once the document has gone stale.
     let stale_at = keysets::verified(&*b.store, &registry)
         .await
@@ -477,22 +493,8 @@ pub async fn run(s: &impl StoreUnderTest, dir: &Path) {
         .refresh_at(stale_at)
         .await
         .expect_err("a stale document");
-    assert!(
-        matches!(
-            &err,
-            Error::KeysetRefused {
-                reason: "expired",
-                ..
-            }
-        ),
-        "{err}"
-    );
-    s.put_raw(&good);
-    b.t += 1.0;
-    b.sched
-        .refresh_at(b.t)
-        .await
-        .expect("the authentic document again");
+    assert_refused(&err, "expired");
+    b.restore(&good).await;
 
     // A KEK holder re-wraps the primary key under a new KEK: an instance whose
     // pins name the new KEK admits it (same key id: the ring does not change);
@@ -552,22 +554,8 @@ pub async fn run(s: &impl StoreUnderTest, dir: &Path) {
         "the re-wrap changed the key"
     );
     let err = b.sched.refresh_at(b.t).await.expect_err("not pinned here");
-    assert!(
-        matches!(
-            &err,
-            Error::KeysetRefused {
-                reason: "unpinned_kek",
-                ..
-            }
-        ),
-        "{err}"
-    );
-    s.put_raw(&good);
-    b.t += 1.0;
-    b.sched
-        .refresh_at(b.t)
-        .await
-        .expect("the authentic document again");
+    assert_refused(&err, "unpinned_kek");
+    b.restore(&good).await;
     let token = b.env.mint_at(&round(), b"after", None, b.t).expect("mint");
     assert!(b.works(b.t, &token));
 }

@@ -6,14 +6,15 @@
 use std::sync::Arc;
 
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
-use stateseal::provider::{BoxFuture, DataKey, ErrorClass, KeyProvider, WrapContext, kms_error};
+use stateseal::provider::BoxFuture;
 use stateseal::rotation::{
     RotateMode, SchedulerConfig, Timing, rotate_store_at, rotated, seal_with_new_mac_key,
 };
 use stateseal::{
     Error, FileStore, KeyEntry, KeyRing, Keyset, KeysetStore, ManualClock, ProviderRegistry,
-    RingHandle, RotationScheduler, Secret, StoredKeyset,
+    RingHandle, RotationScheduler, StoredKeyset,
 };
+use stateseal_testkit::integrity_contract::PlaintextWrap;
 use stateseal_testkit::keysets;
 
 use crate::fleet::{local_keyset, local_registry, temp_dir};
@@ -268,42 +269,6 @@ async fn an_older_generation_or_another_keyset_is_refused() {
     let _ = std::fs::remove_dir_all(other_dir);
 }
 
-/// A "KMS" whose wrapped form is the key itself, then any salt: lets a test
-/// put any key, the same key twice, or one key wrapped two ways into a
-/// document. For tests only, obviously.
-#[derive(Debug)]
-struct Transparent;
-
-impl KeyProvider for Transparent {
-    fn scheme(&self) -> &'static str {
-        "transparent"
-    }
-    fn generate<'a>(
-        &'a self,
-        _kek: &'a str,
-        _ctx: WrapContext<'a>,
-    ) -> BoxFuture<'a, Result<DataKey, Error>> {
-        Box::pin(async {
-            let plaintext = Secret::generate()?;
-            let wrapped = plaintext.expose().to_vec();
-            Ok(DataKey { plaintext, wrapped })
-        })
-    }
-    fn unwrap<'a>(
-        &'a self,
-        _kek: &'a str,
-        wrapped: &'a [u8],
-        _ctx: WrapContext<'a>,
-    ) -> BoxFuture<'a, Result<Secret, Error>> {
-        Box::pin(async move {
-            let key = wrapped
-                .get(..32)
-                .ok_or_else(|| kms_error("transparent", ErrorClass::Invalid, "short"))?;
-            Secret::new(key.to_vec())
-        })
-    }
-}
-
 fn entry(id: &str, key: u8, activate_at: f64) -> KeyEntry {
     KeyEntry {
         kid: Some(
@@ -312,7 +277,7 @@ fn entry(id: &str, key: u8, activate_at: f64) -> KeyEntry {
                 .kids()[0],
         ),
         entry: id.into(),
-        kek: "transparent://k".into(),
+        kek: format!("{}://k", PlaintextWrap::SCHEME),
         wrapped: vec![key; 32],
         created_at: activate_at,
         activate_at,
@@ -332,7 +297,7 @@ async fn transparent_store(
     tag: &str,
 ) -> (std::path::PathBuf, Arc<dyn KeysetStore>, ProviderRegistry) {
     let mut registry = ProviderRegistry::with_defaults();
-    registry.register_provider(Arc::new(Transparent));
+    registry.register_provider(Arc::new(PlaintextWrap));
     let dir = temp_dir(tag);
     let store: Arc<dyn KeysetStore> = Arc::new(FileStore::new(dir.join("keyset.json")));
     let doc = Keyset {
@@ -341,10 +306,14 @@ async fn transparent_store(
         generation: 1,
         keys: vec![entry("k_a", 1, T0)],
     };
-    let (stored, _) =
-        seal_with_new_mac_key(&registry, &doc, "transparent://k", keysets::FAR_FUTURE)
-            .await
-            .expect("seal");
+    let (stored, _) = seal_with_new_mac_key(
+        &registry,
+        &doc,
+        &format!("{}://k", PlaintextWrap::SCHEME),
+        keysets::FAR_FUTURE,
+    )
+    .await
+    .expect("seal");
     store.compare_and_swap(None, &stored).await.expect("create");
     (dir, store, registry)
 }

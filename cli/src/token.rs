@@ -106,9 +106,13 @@ pub(crate) struct RoundArgs {
     /// The service audience (usually the server's name).
     #[arg(long)]
     audience: Option<String>,
-    /// The principal string the state is bound to.
-    #[arg(long)]
+    /// The principal string the state is bound to (visible in the process
+    /// list: prefer --principal-file).
+    #[arg(long, conflicts_with = "principal_file")]
     principal: Option<String>,
+    /// Read the principal from this file (`-`: stdin), off the command line.
+    #[arg(long = "principal-file", value_name = "PATH")]
+    principal_file: Option<String>,
     /// Unix time in seconds (fraction allowed); default: now.
     #[arg(long, value_parser = parse_seconds)]
     now: Option<f64>,
@@ -121,9 +125,17 @@ pub(crate) struct RoundArgs {
 pub(crate) struct MintArgs {
     #[command(flatten)]
     round: RoundArgs,
-    /// The plaintext state the handler returned.
-    #[arg(long)]
-    state: String,
+    /// The plaintext state the handler returned (visible in the process list:
+    /// prefer --state-file).
+    #[arg(
+        long,
+        required_unless_present = "state_file",
+        conflicts_with = "state_file"
+    )]
+    state: Option<String>,
+    /// Read the state from this file (`-`: stdin), exact bytes, off the command line.
+    #[arg(long = "state-file", value_name = "PATH")]
+    state_file: Option<String>,
     /// Lifetime in seconds (fraction allowed).
     #[arg(long, value_parser = parse_seconds, default_value = "600")]
     ttl: f64,
@@ -157,6 +169,20 @@ fn stdin_text(what: &str) -> Result<String, CliError> {
         .read_to_string(&mut text)
         .map_err(|e| CliError::Usage(format!("{what}: reading stdin: {}", e.kind())))?;
     Ok(text)
+}
+
+/// The text of `path` (`-`: stdin) for `flag`; the error names the flag and
+/// the path, never the contents.
+fn file_text(flag: &str, path: &str) -> Result<String, CliError> {
+    if path == "-" {
+        return stdin_text(flag);
+    }
+    std::fs::read_to_string(path).map_err(|e| {
+        CliError::Usage(format!(
+            "{flag} {path}: cannot read the file as UTF-8 text ({})",
+            e.kind()
+        ))
+    })
 }
 
 /// A token argument: itself, or stdin for `-` without its one trailing newline
@@ -234,8 +260,12 @@ impl RoundArgs {
         Ok((envelope, id, now))
     }
 
-    fn principal(&self) -> Option<Principal> {
-        self.principal.as_deref().map(Principal::new)
+    fn principal(&self) -> Result<Option<Principal>, CliError> {
+        let text = match &self.principal_file {
+            Some(path) => Some(file_text("--principal-file", path)?),
+            None => self.principal.clone(),
+        };
+        Ok(text.as_deref().map(Principal::new))
     }
 }
 
@@ -265,8 +295,12 @@ pub(crate) async fn run(cmd: TokenCmd, out: &mut dyn Write) -> Result<(), CliErr
         }
         TokenCmd::Mint(m) => {
             let (envelope, id, now) = m.round.envelope(m.ttl).await?;
-            let token =
-                envelope.mint_at(&id, m.state.as_bytes(), m.round.principal().as_ref(), now)?;
+            let state = match &m.state_file {
+                Some(path) => file_text("--state-file", path)?,
+                None => m.state.clone().unwrap_or_default(),
+            };
+            let principal = m.round.principal()?;
+            let token = envelope.mint_at(&id, state.as_bytes(), principal.as_ref(), now)?;
             if m.round.json {
                 let expires = crate::output::object(vec![], &[("expires_at", Some(now + m.ttl))]);
                 return line(
@@ -286,7 +320,8 @@ pub(crate) async fn run(cmd: TokenCmd, out: &mut dyn Write) -> Result<(), CliErr
             let (envelope, id, now) = v.round.envelope(stateseal::DEFAULT_TTL_SECS).await?;
             // The token exactly as given: a server rejects `TOKEN\n`, so the CLI does too.
             let token = token_arg(&v.token)?;
-            let state = envelope.verify_at(&id, &token, v.round.principal().as_ref(), now)?;
+            let principal = v.round.principal()?;
+            let state = envelope.verify_at(&id, &token, principal.as_ref(), now)?;
             if v.round.json {
                 // JSON strings are Unicode: a state holding a lone surrogate (WTF-8) is shown lossily.
                 return line(

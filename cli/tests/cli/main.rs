@@ -11,6 +11,7 @@ mod integrity;
 mod member;
 mod operator;
 mod races;
+mod token_files;
 mod vault;
 
 use stateseal_testkit::{gcp_kms_contract, moto, openbao};

@@ -5,7 +5,7 @@
 
 use super::config::SchedulerConfig;
 use super::proof::{prove_live_keys, prove_new_key};
-use super::timeline::{RotateMode, ring_at, rotated};
+use super::timeline::{RingPlan, RotateMode, ring_at, rotated};
 use super::trust::{DEFAULT_KEYSET_VALIDITY, KeysetTrust, VerifiedKeyset, seal_with_new_mac_key};
 use crate::error::Error;
 use crate::key::KeyId;
@@ -180,10 +180,7 @@ pub async fn plan_rotation(
     }
     prove_live_keys(doc, registry, &live).await?;
     // Under the primary's KEK; with every key retired, under the newest entry's.
-    let kek = plan
-        .and_then(|p| doc.entry(&p.primary).map(|e| e.kek.clone()))
-        .or_else(|| doc.keys.last().map(|e| e.kek.clone()))
-        .ok_or(Error::NotReady)?;
+    let kek = primary_kek(doc, plan.as_ref()).ok_or(Error::NotReady)?;
     let (new, kid) = new_entry(registry, &kek, &doc.id, now).await?;
     let entry = new.entry.clone();
     let next = rotated(doc, new, now, &timing, mode)?;
@@ -377,6 +374,14 @@ pub async fn load_verified(
 ) -> Result<VerifiedKeyset, Error> {
     let stored = load_existing(store).await?;
     trust.open(registry, store.uri(), &stored, now).await
+}
+
+/// The KEK new keys go under: the primary's, or with every key retired, the
+/// newest entry's.
+pub(crate) fn primary_kek(doc: &Keyset, plan: Option<&RingPlan>) -> Option<String> {
+    plan.and_then(|p| doc.entry(&p.primary))
+        .or_else(|| doc.keys.last())
+        .map(|e| e.kek.clone())
 }
 
 fn check_time(now: f64) -> Result<(), Error> {

@@ -3,7 +3,7 @@
 //! document's freshness ([`renew_keyset`]). Both verify what they read first,
 //! so neither re-tags a document a writer without the KEK made.
 
-use super::operations::{load_existing, operator_generation};
+use super::operations::{load_existing, operator_generation, primary_kek};
 use super::proof::unwrap_entry;
 use super::trust::{KeysetTrust, TrustPolicy, VerifiedKeyset, seal_with_new_mac_key};
 use crate::error::Error;
@@ -54,9 +54,7 @@ pub async fn upgrade_keyset(
     }
     let kek = match mac_kek {
         Some(k) => k.to_owned(),
-        None => super::timeline::ring_at(&doc, now)
-            .and_then(|p| doc.entry(&p.primary).map(|e| e.kek.clone()))
-            .or_else(|| doc.keys.last().map(|e| e.kek.clone()))
+        None => primary_kek(&doc, super::timeline::ring_at(&doc, now).as_ref())
             .ok_or_else(|| Error::Config("the keyset has no entries".into()))?,
     };
     if let Some(pins) = &trust.pins

@@ -63,6 +63,12 @@ impl VerifiedKeyset {
         self.mac.is_some()
     }
 
+    /// Whether a writer should renew it at `now`: less than half of `validity`
+    /// left (never for an unauthenticated document, which nothing writes).
+    pub fn renewal_due(&self, now: f64, validity: f64) -> bool {
+        self.is_authenticated() && self.expires_at.is_some_and(|at| at - now < validity / 2.0)
+    }
+
     /// The KEK the MAC key is wrapped under (authenticated documents).
     pub fn mac_kek(&self) -> Option<&str> {
         self.mac.as_ref().map(|(r, _)| r.kek.as_str())

@@ -48,10 +48,7 @@ pub(crate) async fn renew_if_due(
     v: &VerifiedKeyset,
     now: f64,
 ) -> Result<Option<VerifiedKeyset>, CliError> {
-    let Some(expires_at) = v.expires_at else {
-        return Ok(None);
-    };
-    if expires_at - now >= DEFAULT_KEYSET_VALIDITY / 2.0 {
+    if !v.renewal_due(now, DEFAULT_KEYSET_VALIDITY) {
         return Ok(None);
     }
     renew_keyset(

@@ -89,16 +89,7 @@ async fn verified(
     trust: &stateseal::rotation::KeysetTrust,
     now: Option<f64>,
 ) -> Result<VerifiedKeyset, CliError> {
-    let stored = super::load(store).await?;
-    let registry = registry();
-    let result = match now {
-        Some(now) => trust.open(&registry, store.uri(), &stored, now).await,
-        None => {
-            trust
-                .open_ignoring_expiry(&registry, store.uri(), &stored)
-                .await
-        }
-    };
+    let result = super::open_stored(store, &registry(), trust, now).await?;
     result.map_err(|e| match e {
         stateseal::Error::Kms { .. } => CliError::Rejected(format!(
             "the keyset cannot be verified, so nothing in it is shown: its MAC key does not unwrap ({})",

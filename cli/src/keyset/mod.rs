@@ -153,16 +153,28 @@ pub(crate) async fn load_verified(
     trust: &KeysetTrust,
     now: Option<f64>,
 ) -> Result<VerifiedKeyset, CliError> {
+    open_stored(store, registry, trust, now)
+        .await?
+        .map_err(CliError::from)
+}
+
+/// The document in `store` (missing: a usage error) and the verification's
+/// own result, for callers that answer some failures differently.
+pub(crate) async fn open_stored(
+    store: &dyn KeysetStore,
+    registry: &ProviderRegistry,
+    trust: &KeysetTrust,
+    now: Option<f64>,
+) -> Result<Result<VerifiedKeyset, stateseal::Error>, CliError> {
     let stored = load(store).await?;
-    match now {
+    Ok(match now {
         Some(now) => trust.open(registry, store.uri(), &stored, now).await,
         None => {
             trust
                 .open_ignoring_expiry(registry, store.uri(), &stored)
                 .await
         }
-    }
-    .map_err(CliError::from)
+    })
 }
 
 /// The timing profile flags (R, S, T, P).

@@ -20,7 +20,7 @@ use super::timeline::{Phase, next_change_after, ring_at};
 use super::trust::{KeysetTrust, VerifiedKeyset};
 use crate::clock::{Clock, SystemClock};
 use crate::error::Error;
-use crate::keyset::{Keyset, KeysetStore};
+use crate::keyset::{Keyset, KeysetStore, StoredKeyset};
 use crate::provider::ProviderRegistry;
 use crate::ring::{KeyRing, RingHandle};
 
@@ -246,13 +246,7 @@ impl RotationScheduler {
         let _guard = inner.refresh_lock.lock().await;
         let uri = inner.store.uri();
         let candidate = match load_existing(inner.store.as_ref()).await {
-            Ok(stored) => match inner.trust.open(&inner.registry, uri, &stored, now).await {
-                Ok(verified) => match self.vet(&verified.doc, now) {
-                    Ok(()) => self.check_rewraps(&verified.doc).await.map(|()| verified),
-                    Err(e) => Err(e),
-                },
-                Err(e) => Err(e),
-            },
+            Ok(stored) => self.accept(&stored, now).await,
             Err(Error::Keyset { field, problem }) => {
                 Err(Refusal::Invalid.record(uri, format!("{field}: {problem}")))
             }
@@ -298,24 +292,44 @@ impl RotationScheduler {
         Err(problem)
     }
 
+    /// The stored document, verified (`trust`), admitted against the one
+    /// adopted last, with its re-wraps proven: what this instance may adopt.
+    async fn accept(&self, stored: &StoredKeyset, now: f64) -> Result<VerifiedKeyset, Error> {
+        let inner = &self.inner;
+        let verified = inner
+            .trust
+            .open(&inner.registry, inner.store.uri(), stored, now)
+            .await?;
+        let adopted = self.adopted_doc();
+        self.vet_against(adopted.as_ref(), &verified.doc, now)?;
+        if let Some(adopted) = &adopted {
+            self.check_rewraps(adopted, &verified.doc).await?;
+        }
+        Ok(verified)
+    }
+
+    /// A copy of the document adopted last (released before any await).
+    fn adopted_doc(&self) -> Option<Keyset> {
+        lock(&self.inner.adopted).as_ref().map(|v| v.doc.clone())
+    }
+
     /// Admission of `doc` against the document adopted last (see `admission`).
     pub(super) fn vet(&self, doc: &Keyset, now: f64) -> Result<(), Error> {
+        self.vet_against(self.adopted_doc().as_ref(), doc, now)
+    }
+
+    fn vet_against(&self, adopted: Option<&Keyset>, doc: &Keyset, now: f64) -> Result<(), Error> {
         let inner = &self.inner;
-        let adopted = lock(&inner.adopted).as_ref().map(|v| v.doc.clone());
         let pruned = lock(&inner.pruned).clone();
-        admit(adopted.as_ref(), doc, &inner.config.timing, now, &pruned)
+        admit(adopted, doc, &inner.config.timing, now, &pruned)
             .map_err(|(refusal, detail)| refusal.record(inner.store.uri(), detail))
     }
 
     /// An entry re-wrapped since the adopted document (new KEK or wrapped
     /// bytes) is admitted only if it unwraps to the key id it records (which
     /// admission already holds to the adopted one): one KMS call per re-wrap.
-    async fn check_rewraps(&self, doc: &Keyset) -> Result<(), Error> {
+    async fn check_rewraps(&self, adopted: &Keyset, doc: &Keyset) -> Result<(), Error> {
         let inner = &self.inner;
-        let adopted = lock(&inner.adopted).as_ref().map(|v| v.doc.clone());
-        let Some(adopted) = adopted else {
-            return Ok(());
-        };
         for e in &doc.keys {
             let Some(before) = adopted.entry(&e.entry) else {
                 continue;
@@ -374,10 +388,8 @@ impl RotationScheduler {
         let doc = &verified.doc;
         let mut next = doc.clone();
         let reservation = self.reservation_due(&mut next);
-        let renewal = inner.config.renew_keyset
-            && verified
-                .expires_at
-                .is_some_and(|at| at - now < inner.config.keyset_validity / 2.0);
+        let renewal =
+            inner.config.renew_keyset && verified.renewal_due(now, inner.config.keyset_validity);
         if reservation.is_none() && !renewal {
             return;
         }
@@ -385,21 +397,15 @@ impl RotationScheduler {
             // Nothing writes an unauthenticated document; `stateseal keyset upgrade` converts it.
             return;
         }
-        let written = match doc.next_generation() {
-            Ok(g) => {
-                next.generation = g;
-                match verified.seal_next(&next, now + inner.config.keyset_validity) {
-                    Ok(stored) => {
-                        inner
-                            .store
-                            .compare_and_swap(Some(doc.generation), &stored)
-                            .await
-                    }
-                    Err(e) => Err(e),
-                }
-            }
-            Err(e) => Err(e),
-        };
+        let written = async {
+            next.generation = doc.next_generation()?;
+            let stored = verified.seal_next(&next, now + inner.config.keyset_validity)?;
+            inner
+                .store
+                .compare_and_swap(Some(doc.generation), &stored)
+                .await
+        }
+        .await;
         let reserving = reservation.is_some();
         match (written, reservation) {
             (Ok(()), Some((entry, amount, reserved))) => {

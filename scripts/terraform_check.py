@@ -91,8 +91,13 @@ def check_vault(doc):
         check(not any("*" in p or "+" in p for p in paths), f"vault: policy {name} has no wildcard paths")
         check(
             sorted(p.split("/", 1)[1].split("/", 1)[0] for p in paths if "/" in p)
-            == ["data", "datakey", "decrypt"],
-            f"vault: policy {name} covers exactly datakey, decrypt and the keyset",
+            == ["data", "data", "datakey", "decrypt"],
+            f"vault: policy {name} covers exactly datakey, decrypt, the keyset and its newest copy",
+        )
+        data = sorted(p for p in paths if p.split("/", 2)[1:2] == ["data"])
+        check(
+            len(data) == 2 and data[1] == data[0] + ".newest",
+            f"vault: policy {name}'s KV paths are the keyset and its .newest copy ({data})",
         )
     for rtype in ("vault_approle_auth_backend_role", "vault_kubernetes_auth_backend_role"):
         for name, r in resources(doc, rtype).items():
@@ -189,9 +194,10 @@ def check_gcp(doc):
     check({"servers", "operators"} <= set(grants), "gcp: the servers and the operators have bucket grants")
     for name, g in grants.items():
         conditions = g.get("condition", [])
+        expression = value(conditions[0].get("expression", "")) if len(conditions) == 1 else ""
         check(
-            len(conditions) == 1 and "resource.name ==" in value(conditions[0].get("expression", "")),
-            f"gcp: bucket grant {name} is conditioned on the one keyset object",
+            expression.count("resource.name ==") == 2 and ".newest" in expression,
+            f"gcp: bucket grant {name} is conditioned on the keyset object and its newest copy",
         )
         check("custom_role" in str(g.get("role")), f"gcp: bucket grant {name} uses a stateseal custom role")
 

@@ -110,6 +110,13 @@ pub enum Error {
     /// wrap, or the ring would grow past its limit. The message names which.
     #[error("rotation refused, nothing was written: {0}")]
     RotationRefused(String),
+    /// An operator's keyset write (a rotation, renewal or upgrade) was refused
+    /// before anything was written because the running fleet would refuse
+    /// its result: it is built on a restored backup the fleet has moved past
+    /// (see `KeysetStore::newest_copy`). The message names the generations,
+    /// the fleet's reason and the ways out.
+    #[error("keyset write refused, nothing was written: {0}")]
+    BehindNewest(String),
     /// A key store could not be read or written.
     #[error("keyset store {uri}: {problem}")]
     Store {

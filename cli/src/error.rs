@@ -41,7 +41,10 @@ impl From<stateseal::Error> for CliError {
         {
             return Self::Failed(kms_summary(provider, *class, detail));
         }
-        if matches!(e, stateseal::Error::KeysetRefused { .. }) {
+        if matches!(
+            e,
+            stateseal::Error::KeysetRefused { .. } | stateseal::Error::BehindNewest(_)
+        ) {
             return Self::Rejected(e.to_string());
         }
         match e.reject_reason() {

@@ -28,6 +28,6 @@ pub use pins::KeysetPins;
 #[cfg(feature = "internals")]
 pub use sealed::open_with;
 pub use sealed::{KEYSET_FORMAT_V2, MAX_DOCUMENT_BYTES, MacKeyRef, StoredKeyset};
-pub use store::check_next_generation;
 pub use store::{FileStore, KeysetStore};
+pub use store::{NEWEST_COPY_SUFFIX, check_next_generation};
 pub use timing::Timing;

@@ -34,7 +34,20 @@ pub trait KeysetStore: Send + Sync + fmt::Debug {
         expected: Option<u64>,
         doc: &'a StoredKeyset,
     ) -> BoxFuture<'a, Result<(), Error>>;
+
+    /// The place beside this store that keeps a copy of the newest document
+    /// ever written here (`<location>.newest`), or `None` when the store has
+    /// none. Every write through `rotation` updates the copy; an operator's
+    /// write reads it to notice it is built on a restored backup the running
+    /// fleet has moved past, and refuses instead of writing a document the
+    /// fleet would refuse. A store without a copy only loses that notice.
+    fn newest_copy(&self) -> Option<Box<dyn KeysetStore>> {
+        None
+    }
 }
+
+/// What a store's [`KeysetStore::newest_copy`] location appends to its own.
+pub const NEWEST_COPY_SUFFIX: &str = ".newest";
 
 /// Checks a write before a store performs it (every store calls this): its
 /// generation is above the one it was based on (servers write the next one;
@@ -317,6 +330,15 @@ impl KeysetStore for FileStore {
                     problem: format!("write task failed: {e}"),
                 })?
         })
+    }
+
+    fn newest_copy(&self) -> Option<Box<dyn KeysetStore>> {
+        let mut path = self.path.clone().into_os_string();
+        path.push(NEWEST_COPY_SUFFIX);
+        Some(Box::new(Self {
+            uri: format!("{}{NEWEST_COPY_SUFFIX}", self.uri),
+            path: path.into(),
+        }))
     }
 }
 

@@ -4,6 +4,7 @@ mod admission;
 mod cache;
 mod config;
 mod inspect;
+mod newest;
 mod operations;
 mod proof;
 mod reservations;

@@ -4,6 +4,7 @@
 //! ([`RotationPlan::apply`]); a dry run stops after the plan.
 
 use super::config::SchedulerConfig;
+use super::newest::{judge_against_newest, newest_written, write_keyset};
 use super::proof::{prove_live_keys, prove_new_key};
 use super::timeline::{RingPlan, RotateMode, ring_at, rotated};
 use super::trust::{DEFAULT_KEYSET_VALIDITY, KeysetTrust, VerifiedKeyset, seal_with_new_mac_key};
@@ -68,14 +69,30 @@ pub async fn init_keyset(
     let (new, _) = new_entry(registry, kek, &id, now).await?;
     let doc = Keyset {
         id,
-        generation: 1,
+        generation: first_generation(store).await?,
         keys: vec![new],
         timing: Some(timing),
     };
     let (stored, _) =
         seal_with_new_mac_key(registry, &doc, kek, now + DEFAULT_KEYSET_VALIDITY).await?;
-    store.compare_and_swap(None, &stored).await?;
+    write_keyset(store, None, &stored).await?;
     Ok(doc)
+}
+
+/// 1, or above the newest copy an earlier keyset left at this location, so
+/// that writes of the new keyset update that copy. A copy's generation beyond
+/// 2^53 (no legitimate writer gets there) is not honoured: a store writer must
+/// not push a new keyset to the end of the generation range.
+async fn first_generation(store: &dyn KeysetStore) -> Result<u64, Error> {
+    const HONOURED: u64 = 1 << 53;
+    let Some(copy) = store.newest_copy() else {
+        return Ok(1);
+    };
+    Ok(match copy.load().await {
+        Ok(Some(held)) if held.generation() < HONOURED => held.generation() + 1,
+        Ok(_) | Err(Error::Keyset { .. }) => 1,
+        Err(e) => return Err(e),
+    })
 }
 
 /// A rotation worked out and proven against the KMS, not yet written.
@@ -128,9 +145,7 @@ impl RotationPlan {
     /// [`Error::Conflict`] when the store moved on since the plan; store errors;
     /// [`Error::Config`] for an unauthenticated base.
     pub async fn apply(&self, store: &dyn KeysetStore) -> Result<(), Error> {
-        store
-            .compare_and_swap(Some(self.base.doc.generation), &self.sealed()?)
-            .await
+        write_keyset(store, Some(self.base.doc.generation), &self.sealed()?).await
     }
 }
 
@@ -234,13 +249,18 @@ pub async fn rotate_store_at(
 /// seal reservation is planned again on the new document.
 ///
 /// The written generation is the next one or the Unix time in seconds,
-/// whichever is higher: after a backup is restored, the rotation still
-/// carries a generation above any written before it (servers write at most
-/// one generation per refresh), so the fleet does not take it for a rollback.
+/// whichever is higher, and above the store's newest copy
+/// ([`KeysetStore::newest_copy`]). When that copy shows the store holds a
+/// restored backup the fleet has moved past, the rotation is judged against
+/// the copy as a running instance would judge it, and refused unless the
+/// fleet would adopt it (an emergency rotation, which retires every key in
+/// the backup now, is adopted).
 ///
 /// # Errors
 /// As [`plan_rotation`]; [`Error::KeysetRefused`] for a document `trust`
-/// refuses; [`Error::Conflict`] when another rotation landed first; store errors.
+/// refuses; [`Error::BehindNewest`] for a rotation on a restored backup the
+/// fleet would refuse; [`Error::Conflict`] when another rotation landed
+/// first; store errors.
 pub async fn rotate_keyset(
     store: &dyn KeysetStore,
     registry: &ProviderRegistry,
@@ -303,6 +323,12 @@ pub(crate) async fn rotate_vetted(
 ) -> Result<RotationPlan, Error> {
     let mut base = load_verified(store, registry, trust, now).await?;
     vet(&base.doc)?;
+    // Operators' writes only: a server builds on nothing older than it serves.
+    let newest = if rotation.generation_floor {
+        newest_written(store, registry, trust, &base.doc.id).await
+    } else {
+        None
+    };
     let mut retries = RESERVATION_RETRIES;
     loop {
         let doc = &base.doc;
@@ -319,6 +345,7 @@ pub(crate) async fn rotate_vetted(
         plan.expires_at = now + rotation.validity;
         if rotation.generation_floor {
             plan.next.generation = operator_generation(doc.generation, now);
+            judge_against_newest(store, doc, &mut plan.next, newest.as_ref(), now)?;
         }
         match plan.apply(store).await {
             Ok(()) => return Ok(plan),

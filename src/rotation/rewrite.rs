@@ -3,6 +3,7 @@
 //! document's freshness ([`renew_keyset`]). Both verify what they read first,
 //! so neither re-tags a document a writer without the KEK made.
 
+use super::newest::{judge_against_newest, newest_written, write_keyset};
 use super::operations::{load_existing, operator_generation, primary_kek};
 use super::proof::unwrap_entry;
 use super::trust::{KeysetTrust, TrustPolicy, VerifiedKeyset, seal_with_new_mac_key};
@@ -25,7 +26,9 @@ use crate::provider::ProviderRegistry;
 /// [`Error::Config`] when the document is already authenticated, or
 /// `mac_kek` is not pinned; [`Error::KeysetRefused`] when the v1 document
 /// names another keyset or an unpinned KEK; provider errors naming the entry
-/// that did not unwrap; [`Error::Conflict`] when the store moved on.
+/// that did not unwrap; [`Error::Conflict`] when the store moved on;
+/// [`Error::BehindNewest`] when the document is a restored backup the fleet
+/// has moved past.
 pub async fn upgrade_keyset(
     store: &dyn KeysetStore,
     registry: &ProviderRegistry,
@@ -64,14 +67,16 @@ pub async fn upgrade_keyset(
             "the MAC key's KEK {kek} is not among the pinned KEKs"
         )));
     }
-    let expected = doc.generation;
-    doc.generation = operator_generation(expected, now);
-    let (sealed, _) = seal_with_new_mac_key(registry, &doc, &kek, now + validity).await?;
-    store.compare_and_swap(Some(expected), &sealed).await?;
     let strict = KeysetTrust::new(TrustPolicy {
         accept_unauthenticated: false,
         ..trust.clone()
     });
+    let base = doc.clone();
+    doc.generation = operator_generation(base.generation, now);
+    let newest = newest_written(store, registry, &strict, &base.id).await;
+    judge_against_newest(store, &base, &mut doc, newest.as_ref(), now)?;
+    let (sealed, _) = seal_with_new_mac_key(registry, &doc, &kek, now + validity).await?;
+    write_keyset(store, Some(base.generation), &sealed).await?;
     let written = load_existing(store).await?;
     strict.open(registry, store.uri(), &written, now).await
 }
@@ -86,7 +91,8 @@ pub async fn upgrade_keyset(
 /// # Errors
 /// [`Error::KeysetRefused`]; [`Error::Conflict`] when the stored generation is
 /// not `generation`, or the store moved on; [`Error::Config`] for an
-/// unauthenticated document (upgrade it instead).
+/// unauthenticated document (upgrade it instead); [`Error::BehindNewest`]
+/// when the document is a restored backup the fleet has moved past.
 pub async fn renew_keyset(
     store: &dyn KeysetStore,
     registry: &ProviderRegistry,
@@ -107,8 +113,10 @@ pub async fn renew_keyset(
         .await?;
     let mut next = verified.doc.clone();
     next.generation = operator_generation(generation, now);
+    let newest = newest_written(store, registry, trust, &next.id).await;
+    judge_against_newest(store, &verified.doc, &mut next, newest.as_ref(), now)?;
     let sealed = verified.seal_next(&next, now + validity)?;
-    store.compare_and_swap(Some(generation), &sealed).await?;
+    write_keyset(store, Some(generation), &sealed).await?;
     trust
         .open(registry, store.uri(), &load_existing(store).await?, now)
         .await

@@ -1,6 +1,7 @@
 # What an MCP server needs, and nothing else: generate and decrypt data keys
 # under this key with stateseal's encryption context, and read and write the
-# one keyset object (writes are conditional; S3 enforces If-Match).
+# keyset object and the copy of the newest document beside it (writes are
+# conditional; S3 enforces If-Match).
 
 data "aws_iam_policy_document" "server" {
   statement {
@@ -21,7 +22,7 @@ data "aws_iam_policy_document" "server" {
   statement {
     sid       = "KeysetDocument"
     actions   = ["s3:GetObject", "s3:PutObject"]
-    resources = [local.keyset_arn]
+    resources = [local.keyset_arn, local.newest_arn]
   }
 }
 

@@ -8,6 +8,8 @@ data "aws_partition" "current" {}
 locals {
   account_root = "arn:${data.aws_partition.current.partition}:iam::${data.aws_caller_identity.current.account_id}:root"
   keyset_arn   = "${aws_s3_bucket.keyset.arn}/${var.keyset_key}"
+  # The copy of the newest document every writer keeps beside it.
+  newest_arn = "${aws_s3_bucket.keyset.arn}/${var.keyset_key}.newest"
   # stateseal binds every wrap to {"stateseal:keyset", "stateseal:entry"}; only those keys are allowed.
   context_keys = ["stateseal:keyset", "stateseal:entry"]
 }

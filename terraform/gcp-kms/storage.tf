@@ -64,26 +64,28 @@ resource "google_project_iam_custom_role" "keyset_writer" {
   permissions = ["storage.objects.create", "storage.objects.delete", "storage.objects.get"]
 }
 
-# The servers: the one object only. They write it when they reserve seal
+# The servers: the document and its newest copy only. They write them when they reserve seal
 # blocks or rotate by age (the defaults); with both off, read is enough.
 resource "google_storage_bucket_iam_member" "servers" {
   bucket = google_storage_bucket.keyset.name
   role   = var.servers_write_keyset ? google_project_iam_custom_role.keyset_writer.id : google_project_iam_custom_role.keyset_reader.id
   member = "serviceAccount:${var.server_service_account}"
   condition {
-    title      = "stateseal-keyset-object"
-    expression = "resource.name == \"${local.keyset_resource}\""
+    title = "stateseal-keyset-object"
+    # The document and the copy of the newest document every writer keeps beside it.
+    expression = "resource.name == \"${local.keyset_resource}\" || resource.name == \"${local.keyset_resource}.newest\""
   }
 }
 
-# The operators (`stateseal init`, `rotate`): create and replace the one object.
+# The operators (`stateseal init`, `rotate`): create and replace the same two objects.
 resource "google_storage_bucket_iam_member" "operators" {
   for_each = toset(var.operator_members)
   bucket   = google_storage_bucket.keyset.name
   role     = google_project_iam_custom_role.keyset_writer.id
   member   = each.value
   condition {
-    title      = "stateseal-keyset-object"
-    expression = "resource.name == \"${local.keyset_resource}\""
+    title = "stateseal-keyset-object"
+    # The document and the copy of the newest document every writer keeps beside it.
+    expression = "resource.name == \"${local.keyset_resource}\" || resource.name == \"${local.keyset_resource}.newest\""
   }
 }

@@ -56,6 +56,11 @@ data "vault_policy_document" "server" {
     capabilities = ["create", "read", "update"]
     description  = "read and compare-and-swap the keyset document"
   }
+  rule {
+    path         = "${vault_mount.kv.path}/data/${var.keyset_path}.newest"
+    capabilities = ["create", "read", "update"]
+    description  = "the copy of the newest keyset document, kept beside it"
+  }
 }
 
 resource "vault_policy" "server" {

@@ -494,6 +494,35 @@ pub async fn run(s: &impl StoreUnderTest, dir: &Path) {
         .await
         .expect_err("a stale document");
     assert_refused(&err, "expired");
+    // An operator who restored that backup and rotates on schedule is told,
+    // before anything is written, that the fleet would refuse the result: the
+    // store's newest copy (every backend keeps one) remembers the emergency.
+    let newest = b
+        .store
+        .newest_copy()
+        .expect("every backend keeps a newest copy");
+    assert_eq!(
+        newest.load().await.expect("copy").map(|c| c.generation()),
+        good["generation"].as_u64(),
+        "the copy holds the newest write"
+    );
+    let placed = b.raw().await;
+    let err = rotate_keyset(
+        &*b.store,
+        &registry,
+        &KeysetTrust::new(trust.clone()),
+        None,
+        b.t,
+        RotateMode::Scheduled,
+        DEFAULT_MAX_LIVE_KEYS,
+    )
+    .await
+    .expect_err("a scheduled rotation on a restored backup");
+    assert!(
+        matches!(&err, Error::BehindNewest(m) if m.contains("restored backup") && m.contains(newest.uri())),
+        "{err}"
+    );
+    assert_eq!(b.raw().await, placed, "the refused rotation wrote");
     b.restore(&good).await;
 
     // A KEK holder re-wraps the primary key under a new KEK: an instance whose

@@ -333,3 +333,52 @@ fn rotate_if_due_rotates_renews_or_does_nothing() {
     let bad = run(&ks, &["rotate", "--if-due", "--force"], 5.0 * day + 20.0);
     assert_eq!(bad.status.code(), Some(2));
 }
+
+/// An operator who restored an older backup is told, before anything is
+/// written, that the running fleet would refuse a rotation or renewal built
+/// on it (exit 1, naming the copy that remembers the newest write and the
+/// ways out); an emergency rotation on it is written.
+#[test]
+fn writes_on_a_restored_backup_are_refused_unless_they_retire_it() {
+    let ks = Ks::new("int-restored");
+    ks.init();
+    let backup = ks.bytes();
+    for dt in [10.0, 2000.0] {
+        let out = run(&ks, &["rotate"], dt);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    }
+    let newest = ks.bytes();
+    std::fs::write(ks.path(), &backup).expect("restore");
+    let copy = format!("{}.newest", ks.store);
+    let day = 86_400.0;
+    for (args, dt) in [
+        (vec!["rotate"], 3000.0),
+        (vec!["rotate", "--if-due"], 4.0 * day),
+        (vec!["keyset", "renew", "--generation", "1"], 3000.0),
+    ] {
+        let out = run(&ks, &args, dt);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains("restored backup")
+                && err.contains(&copy)
+                && err.contains("pruned_returned")
+                && err.contains("--now-compromise"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(ks.bytes(), backup, "{args:?}: nothing written");
+    }
+    assert_eq!(
+        std::fs::read(ks.path().with_extension("json.newest")).expect("copy"),
+        newest,
+        "the copy is untouched"
+    );
+    let out = run(&ks, &["rotate", "--now-compromise", "--json"], 3100.0);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let written: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let newest_generation = payload_of(&newest)["generation"].as_u64().expect("gen");
+    assert!(
+        written["generation"].as_u64() > Some(newest_generation),
+        "{written}"
+    );
+}

@@ -118,8 +118,23 @@ fn a_rotation_killed_mid_write_leaves_a_valid_keyset() {
         .expect("dir")
         .filter_map(Result::ok)
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        // The lock file is the store's by design; temporaries must be gone.
-        .filter(|n| n != "keyset.json" && n != "kek.bin" && n != "keyset.json.lock")
+        // The lock files and the newest copy are the store's by design;
+        // temporaries must be gone.
+        .filter(|n| {
+            ![
+                "keyset.json",
+                "kek.bin",
+                "keyset.json.lock",
+                "keyset.json.newest",
+                "keyset.json.newest.lock",
+            ]
+            .contains(&n.as_str())
+        })
         .collect();
     assert!(leftovers.is_empty(), "left behind: {leftovers:?}");
+    assert_eq!(
+        std::fs::read(ks.dir.join("keyset.json.newest")).expect("copy"),
+        ks.bytes(),
+        "the completed rotation brought the newest copy up to date"
+    );
 }

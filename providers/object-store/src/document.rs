@@ -32,8 +32,9 @@ pub(crate) trait Connect: std::fmt::Debug + Send + Sync {
 pub(crate) struct ObjectDocument<C> {
     pub(crate) uri: String,
     path: Path,
-    connect: C,
-    client: OnceCell<Arc<dyn ObjectStore>>,
+    /// Shared with the newest copy beside it ([`ObjectDocument::beside`]).
+    connect: Arc<C>,
+    client: Arc<OnceCell<Arc<dyn ObjectStore>>>,
 }
 
 /// The version a read saw: what the next conditional write names.
@@ -66,9 +67,19 @@ impl<C: Connect> ObjectDocument<C> {
         Ok(Self {
             uri: uri.to_owned(),
             path: Path::from(key),
-            connect: connect(uri, bucket),
-            client: OnceCell::new(),
+            connect: Arc::new(connect(uri, bucket)),
+            client: Arc::new(OnceCell::new()),
         })
+    }
+
+    /// The object `<key><suffix>` in the same bucket, through the same client.
+    pub(crate) fn beside(&self, suffix: &str) -> Self {
+        Self {
+            uri: format!("{}{suffix}", self.uri),
+            path: Path::from(format!("{}{suffix}", self.path)),
+            connect: Arc::clone(&self.connect),
+            client: Arc::clone(&self.client),
+        }
     }
 
     pub(crate) fn error(&self, problem: impl Into<String>) -> Error {
@@ -176,6 +187,12 @@ macro_rules! keyset_store_over_document {
                 doc: &'a StoredKeyset,
             ) -> BoxFuture<'a, Result<(), Error>> {
                 Box::pin(self.0.compare_and_swap(expected, doc))
+            }
+
+            fn newest_copy(&self) -> Option<Box<dyn stateseal::KeysetStore>> {
+                Some(Box::new(Self(
+                    self.0.beside(stateseal::keyset::NEWEST_COPY_SUFFIX),
+                )))
             }
         }
     };

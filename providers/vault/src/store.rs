@@ -168,6 +168,16 @@ impl KeysetStore for VaultKvStore {
     ) -> BoxFuture<'a, Result<(), Error>> {
         Box::pin(self.cas(expected, doc))
     }
+
+    fn newest_copy(&self) -> Option<Box<dyn KeysetStore>> {
+        let suffix = stateseal::keyset::NEWEST_COPY_SUFFIX;
+        Some(Box::new(Self {
+            session: Arc::clone(&self.session),
+            uri: format!("{}{suffix}", self.uri),
+            mount: self.mount.clone(),
+            path: format!("{}{suffix}", self.path),
+        }))
+    }
 }
 
 #[cfg(test)]

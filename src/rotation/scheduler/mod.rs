@@ -14,6 +14,7 @@ use std::collections::BTreeSet;
 use super::admission::{Refusal, admit};
 use super::cache::{KeyCache, Outcome};
 use super::config::SchedulerConfig;
+use super::newest::write_keyset;
 use super::operations::load_existing;
 use super::reservations::Reservations;
 use super::timeline::{Phase, next_change_after, ring_at};
@@ -400,10 +401,7 @@ impl RotationScheduler {
         let written = async {
             next.generation = doc.next_generation()?;
             let stored = verified.seal_next(&next, now + inner.config.keyset_validity)?;
-            inner
-                .store
-                .compare_and_swap(Some(doc.generation), &stored)
-                .await
+            write_keyset(&*inner.store, Some(doc.generation), &stored).await
         }
         .await;
         let reserving = reservation.is_some();

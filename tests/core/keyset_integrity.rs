@@ -440,5 +440,8 @@ fn a_copy_that_cannot_be_written_fails_no_write() {
             _ => 0,
         })
         .sum();
-    assert_eq!(failures, 2, "unreadable before the write, not updated after it");
+    assert_eq!(
+        failures, 2,
+        "unreadable before the write, not updated after it"
+    );
 }

@@ -117,6 +117,20 @@ pub enum Error {
     /// the fleet's reason and the ways out.
     #[error("keyset write refused, nothing was written: {0}")]
     BehindNewest(String),
+    /// The primary key is a `v1.` keyset key and this process has made as
+    /// many seals with it as its seal reservation allows plus one block (a
+    /// process that cannot write the keyset cannot reserve). It seals again
+    /// once a reservation lands or the next key is primary; `v2.` keys carry
+    /// no budget.
+    #[error(
+        "key {kid} has made the {limit} seals this process may make with it (its seal reservation plus one block); writing the keyset reserves more, and v2 keys carry no budget"
+    )]
+    SealBudgetExhausted {
+        /// The key id (hex).
+        kid: String,
+        /// The seals this process was allowed.
+        limit: u64,
+    },
     /// A key store could not be read or written.
     #[error("keyset store {uri}: {problem}")]
     Store {

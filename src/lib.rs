@@ -69,7 +69,7 @@ pub use error::{Error, ErrorClass};
 pub use json::Text;
 #[cfg(feature = "deterministic-testing")]
 pub use key::derived_key;
-pub use key::{KDF_INFO, KID_INFO, KID_LEN, KeyId, RingKey};
+pub use key::{KDF_INFO, KDF_INFO_V2, KID_INFO, KID_INFO_V2, KID_LEN, KeyId, RingKey, TokenFormat};
 #[cfg(feature = "keys")]
 pub use keyset::{FileStore, KeyEntry, Keyset, KeysetStore, StoredKeyset};
 #[cfg(feature = "keys")]

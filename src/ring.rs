@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use arc_swap::{ArcSwapOption, Guard};
 
 use crate::error::Error;
-use crate::key::{KeyId, RingKey};
+use crate::key::{KeyId, RingKey, TokenFormat};
 use crate::secret::{MIN_SECRET_LEN, Secret};
 
 /// Key ids are already uniform SHA-256 output, so the map uses them as the hash.
@@ -27,7 +27,7 @@ impl Hasher for KidHasher {
     }
 }
 
-type KidMap = HashMap<KeyId, Arc<RingKey>, BuildHasherDefault<KidHasher>>;
+type KidMap = HashMap<(TokenFormat, KeyId), Arc<RingKey>, BuildHasherDefault<KidHasher>>;
 
 /// An immutable set of prepared keys: the primary seals, every key unseals.
 ///
@@ -47,6 +47,7 @@ type KidMap = HashMap<KeyId, Arc<RingKey>, BuildHasherDefault<KidHasher>>;
 #[derive(Debug)]
 pub struct KeyRing {
     primary: Arc<RingKey>,
+    keys: Vec<Arc<RingKey>>,
     order: Vec<KeyId>,
     by_kid: KidMap,
 }
@@ -89,21 +90,25 @@ impl KeyRing {
 
     /// Builds a ring from prepared keys; the first one seals.
     ///
+    /// Keys of different formats may share an id: a token names its format,
+    /// and only the key of that format and id is tried.
+    ///
     /// # Errors
-    /// [`Error::EmptyRing`] or [`Error::DuplicateKey`].
+    /// [`Error::EmptyRing`] or [`Error::DuplicateKey`] (same format and id).
     pub fn from_keys(keys: Vec<Arc<RingKey>>) -> Result<Self, Error> {
         let primary = keys.first().cloned().ok_or(Error::EmptyRing)?;
         let mut by_kid = KidMap::default();
         let mut order = Vec::with_capacity(keys.len());
-        for (index, key) in keys.into_iter().enumerate() {
+        for (index, key) in keys.iter().enumerate() {
             let kid = key.kid();
-            if by_kid.insert(kid, key).is_some() {
+            if by_kid.insert((key.format(), kid), key.clone()).is_some() {
                 return Err(Error::DuplicateKey { index });
             }
             order.push(kid);
         }
         Ok(Self {
             primary,
+            keys,
             order,
             by_kid,
         })
@@ -129,9 +134,9 @@ impl KeyRing {
         &self.primary
     }
 
-    /// The key with id `kid`, if it is in the ring.
-    pub fn get(&self, kid: &KeyId) -> Option<&Arc<RingKey>> {
-        self.by_kid.get(kid)
+    /// The key of `format` with id `kid`, if it is in the ring.
+    pub fn get(&self, format: TokenFormat, kid: &KeyId) -> Option<&Arc<RingKey>> {
+        self.by_kid.get(&(format, *kid))
     }
 
     /// Key ids, primary first, in ring order.
@@ -141,7 +146,7 @@ impl KeyRing {
 
     /// The keys, primary first.
     pub fn keys(&self) -> impl Iterator<Item = &Arc<RingKey>> {
-        self.order.iter().filter_map(|k| self.by_kid.get(k))
+        self.keys.iter()
     }
 
     /// Number of keys.
@@ -262,8 +267,12 @@ mod tests {
         let ring = KeyRing::from_secrets(&[s(1), s(2)]).unwrap();
         let kids = ring.kids().to_vec();
         assert_eq!(kids[0], ring.primary().kid());
-        assert!(ring.get(&kids[1]).is_some());
-        assert!(ring.get(&KeyId([0, 0, 0, 0])).is_none());
+        assert!(ring.get(TokenFormat::V1, &kids[1]).is_some());
+        assert!(
+            ring.get(TokenFormat::V2, &kids[1]).is_none(),
+            "a v1 key only"
+        );
+        assert!(ring.get(TokenFormat::V1, &KeyId([0, 0, 0, 0])).is_none());
         assert_eq!(ring.keys().count(), 2);
     }
 }

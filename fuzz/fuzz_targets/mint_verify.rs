@@ -1,27 +1,33 @@
 //! Any state, sealed for real and echoed back: mint never panics, accepts
 //! exactly the WTF-8 states, and verify returns the very bytes that were
-//! minted — through the escaping scans, the claims writer, AES-256-GCM and
-//! base64url, whatever the state's length or content.
+//! minted — through the escaping scans, the claims writer, AES-256-GCM or
+//! XAES-256-GCM (the first input byte picks v1 or v2) and base64url,
+//! whatever the state's length or content.
 #![no_main]
 
 use std::sync::{Arc, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
-use stateseal::{AesGcmCodec, Envelope, KeyRing, RequestIdentity, RingHandle, Secret};
+use stateseal::{AesGcmCodec, Envelope, KeyRing, RequestIdentity, RingHandle, RingKey, Secret, TokenFormat};
 
-fn envelope() -> &'static (Envelope, RequestIdentity) {
-    static E: OnceLock<(Envelope, RequestIdentity)> = OnceLock::new();
+fn envelopes() -> &'static ([Envelope; 2], RequestIdentity) {
+    static E: OnceLock<([Envelope; 2], RequestIdentity)> = OnceLock::new();
     E.get_or_init(|| {
-        let ring = KeyRing::from_secrets(&[Secret::new(vec![0x5a; 32]).expect("secret")]).expect("ring");
-        let codec = Arc::new(AesGcmCodec::new(Arc::new(RingHandle::new(ring))));
-        let env = Envelope::builder(codec, Some("svc")).build().expect("envelope");
+        let secret = Secret::new(vec![0x5a; 32]).expect("secret");
+        let env = |format| {
+            let ring = KeyRing::from_keys(vec![Arc::new(RingKey::with_format(&secret, format))]).expect("ring");
+            let codec = Arc::new(AesGcmCodec::new(Arc::new(RingHandle::new(ring))));
+            Envelope::builder(codec, Some("svc")).build().expect("envelope")
+        };
         let id = RequestIdentity::from_json("tools/call", br#"{"name":"t","arguments":{"k":[1,2.5]}}"#).expect("id");
-        (env, id)
+        ([env(TokenFormat::V1), env(TokenFormat::V2)], id)
     })
 }
 
 fuzz_target!(|data: &[u8]| {
-    let (env, id) = envelope();
+    let Some((&pick, data)) = data.split_first() else { return };
+    let (envs, id) = envelopes();
+    let env = &envs[usize::from(pick & 1)];
     let now = 1_782_345_600.0;
     match env.mint_at(id, data, None, now) {
         Ok(token) => {

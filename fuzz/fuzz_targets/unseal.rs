@@ -1,22 +1,25 @@
 //! Any echoed token: unseal never panics, and no forged token opens.
 //!
 //! The first input byte picks the shape, so the fuzzer reaches every check:
-//! raw text, text behind the `v1.` prefix, and base64url bodies that carry the
-//! ring's real key id (so they get as far as the AES-GCM tag check).
+//! raw text, text behind the `v1.` or `v2.` prefix, and base64url bodies that
+//! carry the ring's real key ids (so they get as far as the AES-GCM and
+//! XAES-256-GCM tag checks). The ring holds a v2 key and a v1 key.
 #![no_main]
 
 use std::sync::{Arc, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
-use stateseal::{AesGcmCodec, KeyId, KeyRing, RingHandle, Secret, StateCodec};
+use stateseal::{AesGcmCodec, KeyId, KeyRing, RingHandle, RingKey, Secret, StateCodec, TokenFormat};
 
-fn codec() -> &'static (AesGcmCodec, KeyId) {
-    static CODEC: OnceLock<(AesGcmCodec, KeyId)> = OnceLock::new();
+fn codec() -> &'static (AesGcmCodec, KeyId, KeyId) {
+    static CODEC: OnceLock<(AesGcmCodec, KeyId, KeyId)> = OnceLock::new();
     CODEC.get_or_init(|| {
         let secret = Secret::new(vec![0x61; 32]).expect("secret");
-        let kid = KeyId::of(&secret);
-        let ring = KeyRing::from_secrets(&[secret]).expect("ring");
-        (AesGcmCodec::new(Arc::new(RingHandle::new(ring))), kid)
+        let v1 = Arc::new(RingKey::new(&secret));
+        let v2 = Arc::new(RingKey::with_format(&Secret::new(vec![0x62; 32]).expect("secret"), TokenFormat::V2));
+        let (k1, k2) = (v1.kid(), v2.kid());
+        let ring = KeyRing::from_keys(vec![v2, v1]).expect("ring");
+        (AesGcmCodec::new(Arc::new(RingHandle::new(ring))), k1, k2)
     })
 }
 
@@ -35,14 +38,16 @@ fn b64url(bytes: &[u8]) -> String {
 
 fuzz_target!(|data: &[u8]| {
     let Some((&mode, rest)) = data.split_first() else { return };
-    let (codec, kid) = codec();
-    let token = match mode % 3 {
+    let (codec, k1, k2) = codec();
+    let token = match mode % 5 {
         0 => String::from_utf8_lossy(rest).into_owned(),
         1 => format!("v1.{}", String::from_utf8_lossy(rest)),
-        _ => {
+        2 => format!("v2.{}", String::from_utf8_lossy(rest)),
+        m => {
+            let (prefix, kid) = if m == 3 { ("v1.", k1) } else { ("v2.", k2) };
             let mut body = kid.to_bytes().to_vec();
             body.extend_from_slice(rest);
-            format!("v1.{}", b64url(&body))
+            format!("{prefix}{}", b64url(&body))
         }
     };
     if let Ok(payload) = codec.unseal(&token) {

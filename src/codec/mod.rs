@@ -8,24 +8,21 @@
 //! so a token cannot move to another format version or ring slot); (2) accept
 //! one spelling per token (strict base64url); (3) fail closed and identically
 //! whatever is wrong, with the reason kept for the server log; and (4) never
-//! reuse a nonce (96 random bits from the kernel per token, seals counted per
-//! key so rotation happens long before the 2^32 bound).
+//! reuse a nonce: `v1.` draws 96 random bits per token and counts seals per
+//! key so rotation happens long before the 2^32 bound; `v2.` (XAES-256-GCM)
+//! draws 192 bits and derives a key per message, about 2^80 seals per key.
 //! Replay within the TTL is not the codec's job: the claims envelope binds a
 //! token to its request, audience, principal and expiry.
 
 mod base64url;
 mod scratch;
-// The AEAD of v2 tokens (keys without a seal budget); wired into the token format next.
-#[allow(dead_code)]
-mod xaes;
+pub(crate) mod xaes;
 
 use std::ops::Range;
 use std::sync::Arc;
 
-use aws_lc_rs::aead::{Aad, Nonce};
-
 use crate::error::Error;
-use crate::key::{KID_LEN, KeyId};
+use crate::key::{KID_LEN, KeyId, TokenFormat};
 use crate::random::RandomSource;
 use crate::reason::RejectReason;
 use crate::ring::RingHandle;
@@ -37,14 +34,17 @@ pub(crate) use scratch::payload_buffer;
 
 /// The format prefix of v1 tokens (also bound as associated data).
 pub const TOKEN_PREFIX: &str = "v1.";
-/// Nonce length in bytes.
+/// Nonce length of v1 tokens in bytes.
 pub const NONCE_LEN: usize = 12;
-/// Authentication tag length in bytes.
+/// Authentication tag length in bytes (both formats).
 pub const TAG_LEN: usize = 16;
-const MIN_BODY: usize = KID_LEN + NONCE_LEN + TAG_LEN;
+/// Length of a prefix (`v1.`, `v2.`).
+const PREFIX_LEN: usize = 3;
+/// The longest header the built-in codec writes: a key id and a v2 nonce.
+const MAX_HEADER: usize = KID_LEN + xaes::NONCE_LEN;
 /// Bytes free at the front of the buffer [`StateCodec::seal_with_headroom`] receives
-/// (the built-in codec's key id and nonce).
-pub const SEAL_HEADROOM: usize = KID_LEN + NONCE_LEN;
+/// (room for the built-in codec's key id and its longest nonce).
+pub const SEAL_HEADROOM: usize = MAX_HEADER;
 
 /// Authenticated encryption of the claims envelope, like the Python SDK's `RequestStateCodec`.
 ///
@@ -164,7 +164,7 @@ impl AesGcmCodec {
     }
 }
 
-/// The key id a `v1.` token names, read without authenticating anything (for
+/// The key id a token names, read without authenticating anything (for
 /// operators asking "which key sealed this?"); `None` when the token is not
 /// well-formed. A forged token can name any key id: only unsealing proves one.
 ///
@@ -179,13 +179,19 @@ impl AesGcmCodec {
 /// # Ok::<(), stateseal::Error>(())
 /// ```
 pub fn token_key_id(token: &str) -> Option<KeyId> {
-    let raw = base64url::decode(token.strip_prefix(TOKEN_PREFIX)?)?;
-    if raw.len() < MIN_BODY {
+    let (format, raw) = split(token)?;
+    if raw.len() < KID_LEN + format.nonce_len() + TAG_LEN {
         return None;
     }
     let mut kid = [0u8; KID_LEN];
     kid.copy_from_slice(&raw[..KID_LEN]);
     Some(KeyId(kid))
+}
+
+/// A token's format and decoded body (strict base64url), unauthenticated.
+fn split(token: &str) -> Option<(TokenFormat, Vec<u8>)> {
+    let format = TokenFormat::from_prefix(token.get(..PREFIX_LEN)?)?;
+    Some((format, base64url::decode(&token[PREFIX_LEN..])?))
 }
 
 fn reject(reason: RejectReason) -> Error {
@@ -195,7 +201,7 @@ fn reject(reason: RejectReason) -> Error {
 impl StateCodec for AesGcmCodec {
     fn seal(&self, payload: &[u8]) -> Result<String, Error> {
         let mut buffer = scratch::payload_buffer();
-        buffer.reserve(MIN_BODY + payload.len());
+        buffer.reserve(SEAL_HEADROOM + TAG_LEN + payload.len());
         buffer.resize(SEAL_HEADROOM, 0);
         buffer.extend_from_slice(payload);
         self.seal_with_headroom(buffer)
@@ -208,25 +214,24 @@ impl StateCodec for AesGcmCodec {
         let guard = self.ring.load();
         let ring = guard.as_ref().ok_or(Error::NotReady)?;
         let key = ring.primary();
+        // The budget is checked before anything is sealed.
+        key.take_seal()?;
+        let format = key.format();
         let kid = key.kid().0;
-        let mut nonce = [0u8; NONCE_LEN];
-        self.random.fill(&mut nonce)?;
-        body[..KID_LEN].copy_from_slice(&kid);
-        body[KID_LEN..SEAL_HEADROOM].copy_from_slice(&nonce);
+        // The header sits right before the payload: a v1 token leaves the
+        // first bytes of the headroom unused.
+        let start = SEAL_HEADROOM - KID_LEN - format.nonce_len();
+        let (header, payload) = body.split_at_mut(SEAL_HEADROOM);
+        let (kid_at, nonce) = header[start..].split_at_mut(KID_LEN);
+        kid_at.copy_from_slice(&kid);
+        self.random.fill(nonce)?;
         // Encrypted in place: from here on the buffer holds no plaintext.
-        let tag = key
-            .cipher()
-            .seal_in_place_separate_tag(
-                Nonce::assume_unique_for_key(nonce),
-                Aad::from(aad(&kid)),
-                &mut body[SEAL_HEADROOM..],
-            )
-            .map_err(|_| Error::Seal("payload too large"))?;
-        body.extend_from_slice(tag.as_ref());
-        key.count_seal();
-        let mut token = String::with_capacity(TOKEN_PREFIX.len() + body.len().div_ceil(3) * 4);
-        token.push_str(TOKEN_PREFIX);
-        base64url::encode_into(&body, &mut token);
+        let tag = key.seal_in_place(nonce, &aad(format, &kid), payload)?;
+        body.extend_from_slice(&tag);
+        let sealed = &body[start..];
+        let mut token = String::with_capacity(PREFIX_LEN + sealed.len().div_ceil(3) * 4);
+        token.push_str(format.prefix());
+        base64url::encode_into(sealed, &mut token);
         // Encrypted in place above: the buffer holds no plaintext now.
         scratch::keep_sealed(body);
         Ok(token)
@@ -241,42 +246,38 @@ impl StateCodec for AesGcmCodec {
     }
 
     fn unseal_in_place(&self, token: &str) -> Result<(Vec<u8>, Range<usize>), Error> {
-        let body = token
-            .strip_prefix(TOKEN_PREFIX)
-            .ok_or(reject(RejectReason::Malformed))?;
-        let mut raw = base64url::decode(body).ok_or(reject(RejectReason::Malformed))?;
-        if raw.len() < MIN_BODY {
+        let (format, mut raw) = split(token).ok_or(reject(RejectReason::Malformed))?;
+        let header = KID_LEN + format.nonce_len();
+        if raw.len() < header + TAG_LEN {
             return Err(reject(RejectReason::Malformed));
         }
         let mut kid = [0u8; KID_LEN];
         kid.copy_from_slice(&raw[..KID_LEN]);
-        let mut nonce = [0u8; NONCE_LEN];
-        nonce.copy_from_slice(&raw[KID_LEN..SEAL_HEADROOM]);
         let guard = self.ring.load();
-        let Some(key) = guard.as_ref().and_then(|ring| ring.get(&KeyId(kid))) else {
+        // Exactly one key is tried: the one of this format with this id.
+        let Some(key) = guard
+            .as_ref()
+            .and_then(|ring| ring.get(format, &KeyId(kid)))
+        else {
             // A key we do not know yet may have just been rotated in: ask for an early refresh.
             self.ring.report_miss();
             return Err(reject(RejectReason::UnknownKey));
         };
+        let (head, sealed) = raw.split_at_mut(header);
         // aws-lc checks the tag in constant time and leaves no plaintext behind on failure;
         // decrypting where the ciphertext is saves moving the payload to the front.
         let plain_len = key
-            .cipher()
-            .open_in_place(
-                Nonce::assume_unique_for_key(nonce),
-                Aad::from(aad(&kid)),
-                &mut raw[SEAL_HEADROOM..],
-            )
-            .map_err(|_| reject(RejectReason::Seal))?
-            .len();
-        Ok((raw, SEAL_HEADROOM..SEAL_HEADROOM + plain_len))
+            .open_in_place(&head[KID_LEN..], &aad(format, &kid), sealed)
+            .ok_or(reject(RejectReason::Seal))?;
+        Ok((raw, header..header + plain_len))
     }
 }
 
-fn aad(kid: &[u8; KID_LEN]) -> [u8; 3 + KID_LEN] {
-    let mut aad = [0u8; 3 + KID_LEN];
-    aad[..3].copy_from_slice(TOKEN_PREFIX.as_bytes());
-    aad[3..].copy_from_slice(kid);
+/// The associated data: the format's prefix and the key id.
+fn aad(format: TokenFormat, kid: &[u8; KID_LEN]) -> [u8; PREFIX_LEN + KID_LEN] {
+    let mut aad = [0u8; PREFIX_LEN + KID_LEN];
+    aad[..PREFIX_LEN].copy_from_slice(format.prefix().as_bytes());
+    aad[PREFIX_LEN..].copy_from_slice(kid);
     aad
 }
 
@@ -293,6 +294,19 @@ mod tests {
         AesGcmCodec::new(Arc::new(RingHandle::new(
             KeyRing::from_secrets(&secrets).unwrap(),
         )))
+    }
+
+    fn v2_codec(keys: &[u8]) -> AesGcmCodec {
+        let keys = keys
+            .iter()
+            .map(|b| {
+                Arc::new(crate::RingKey::with_format(
+                    &Secret::new(vec![*b; 32]).unwrap(),
+                    TokenFormat::V2,
+                ))
+            })
+            .collect();
+        AesGcmCodec::new(Arc::new(RingHandle::new(KeyRing::from_keys(keys).unwrap())))
     }
 
     fn reason(r: Result<Vec<u8>, Error>) -> RejectReason {
@@ -339,7 +353,7 @@ mod tests {
         let (raw, at) = c.unseal_in_place(&token).unwrap();
         assert_eq!(
             (&raw[at.clone()], at.start),
-            (&b"payload"[..], SEAL_HEADROOM)
+            (&b"payload"[..], KID_LEN + NONCE_LEN)
         );
         struct Plain;
         impl StateCodec for Plain {
@@ -379,6 +393,83 @@ mod tests {
     }
 
     #[test]
+    fn v2_tokens_round_trip_and_every_bit_flip_rejects() {
+        let c = v2_codec(b"k");
+        let t = c.seal(b"{}").unwrap();
+        assert!(t.starts_with("v2."), "{t}");
+        assert_eq!(c.unseal(&t).unwrap(), b"{}");
+        let raw = b64u_decode(&t[3..]).unwrap();
+        assert_eq!(raw.len(), KID_LEN + 24 + 2 + TAG_LEN);
+        for i in 0..raw.len() {
+            for bit in 0..8 {
+                let mut r = raw.clone();
+                r[i] ^= 1 << bit;
+                let forged = format!("v2.{}", b64u_encode(&r));
+                let expect = if i < KID_LEN {
+                    RejectReason::UnknownKey
+                } else {
+                    RejectReason::Seal
+                };
+                assert_eq!(reason(c.unseal(&forged)), expect, "byte {i} bit {bit}");
+            }
+        }
+        let (buffer, at) = c.unseal_in_place(&t).unwrap();
+        assert_eq!((&buffer[at.clone()], at.start), (&b"{}"[..], KID_LEN + 24));
+    }
+
+    /// One secret as a v1 and as a v2 key: two keys, two ids, and a token
+    /// never opens under the other format's key, whatever its prefix says.
+    #[test]
+    fn a_token_opens_only_under_its_own_format() {
+        let secret = Secret::new(vec![5; 32]).unwrap();
+        let v1 = Arc::new(crate::RingKey::new(&secret));
+        let v2 = Arc::new(crate::RingKey::with_format(&secret, TokenFormat::V2));
+        assert_ne!(v1.kid(), v2.kid());
+        let both = AesGcmCodec::new(Arc::new(RingHandle::new(
+            KeyRing::from_keys(vec![v2.clone(), v1.clone()]).unwrap(),
+        )));
+        let old = AesGcmCodec::new(Arc::new(RingHandle::new(
+            KeyRing::from_keys(vec![v1]).unwrap(),
+        )));
+        let t2 = both.seal(b"x").unwrap();
+        let t1 = old.seal(b"y").unwrap();
+        assert_eq!(both.unseal(&t1).unwrap(), b"y", "a mixed ring opens v1");
+        assert_eq!(both.unseal(&t2).unwrap(), b"x");
+        assert_eq!(reason(old.unseal(&t2)), RejectReason::UnknownKey);
+        // The v2 body relabelled v1 (and back): the prefix is bound, so nothing opens.
+        let relabelled = format!("v1.{}", &t2[3..]);
+        assert!(both.unseal(&relabelled).is_err());
+        let relabelled = format!("v2.{}", &t1[3..]);
+        assert!(both.unseal(&relabelled).is_err());
+        assert_eq!(
+            token_key_id(&t2),
+            Some(both.ring().current().unwrap().primary().kid())
+        );
+    }
+
+    #[test]
+    fn a_v1_key_past_its_seal_limit_stops_before_sealing() {
+        let c = codec(b"b");
+        let key = c.ring().current().unwrap().primary().clone();
+        key.set_seal_limit(2);
+        assert_eq!(key.seal_limit(), Some(2));
+        let _ = payload_buffer();
+        c.seal(b"1").unwrap();
+        c.seal(b"2").unwrap();
+        let err = c.seal(b"3").unwrap_err();
+        assert!(
+            matches!(&err, Error::SealBudgetExhausted { limit: 2, kid } if *kid == key.kid().to_hex()),
+            "{err}"
+        );
+        assert!(err.to_string().contains("v2 keys carry no budget"), "{err}");
+        assert_eq!(key.seal_count(), 2, "the refused seal is not counted");
+        // The refused payload's buffer (plaintext) is not kept for reuse.
+        assert_eq!(payload_buffer().capacity(), 0);
+        key.set_seal_limit(3);
+        c.seal(b"3").unwrap();
+    }
+
+    #[test]
     fn empty_ring_fails_closed_and_reports_misses() {
         use std::sync::atomic::{AtomicUsize, Ordering};
         let handle = Arc::new(RingHandle::empty());
@@ -397,10 +488,20 @@ mod tests {
     #[test]
     fn malformed_shapes() {
         let c = codec(b"k");
-        for bad in ["", "v1.", "V1.AAAA", "v2.AAAA", "v1.AAAA=", "v1.!!!!"] {
+        for bad in [
+            "", "v1.", "V1.AAAA", "v2.AAAA", "v3.AAAA", "v1.AAAA=", "v1.!!!!", "v2", "é",
+        ] {
             assert_eq!(reason(c.unseal(bad)), RejectReason::Malformed, "{bad:?}");
         }
-        let short = format!("v1.{}", b64u_encode(&[0u8; MIN_BODY - 1]));
+        let short = format!(
+            "v1.{}",
+            b64u_encode(&[0u8; KID_LEN + NONCE_LEN + TAG_LEN - 1])
+        );
         assert_eq!(reason(c.unseal(&short)), RejectReason::Malformed);
+        let short = format!("v2.{}", b64u_encode(&[0u8; KID_LEN + 24 + TAG_LEN - 1]));
+        assert_eq!(
+            reason(v2_codec(b"k").unseal(&short)),
+            RejectReason::Malformed
+        );
     }
 }

@@ -82,7 +82,7 @@ impl XaesKey {
         Ok((key, Nonce::assume_unique_for_key(n)))
     }
 
-    /// Encrypts `in_out` in place and appends the tag.
+    /// Encrypts `in_out` in place; the tag.
     ///
     /// # Errors
     /// [`Error::Seal`] if aws-lc fails.
@@ -90,11 +90,15 @@ impl XaesKey {
         &self,
         nonce: &[u8; NONCE_LEN],
         aad: &[u8],
-        in_out: &mut Vec<u8>,
-    ) -> Result<(), Error> {
+        in_out: &mut [u8],
+    ) -> Result<[u8; TAG_LEN], Error> {
         let (key, n) = self.derive(nonce)?;
-        key.seal_in_place_append_tag(n, Aad::from(aad), in_out)
-            .map_err(unspecified)
+        let tag = key
+            .seal_in_place_separate_tag(n, Aad::from(aad), in_out)
+            .map_err(unspecified)?;
+        let mut out = [0u8; TAG_LEN];
+        out.copy_from_slice(tag.as_ref());
+        Ok(out)
     }
 
     /// Decrypts `in_out` (ciphertext and tag) in place; the plaintext's length.
@@ -123,6 +127,12 @@ mod tests {
 
     fn hex(s: &str) -> Vec<u8> {
         hex::decode(s).expect("hex")
+    }
+
+    /// Encrypts `in_out` in place and appends the tag (the vectors' layout).
+    fn seal_appending(x: &XaesKey, nonce: &[u8; NONCE_LEN], aad: &[u8], in_out: &mut Vec<u8>) {
+        let tag = x.seal(nonce, aad, in_out).expect("seal");
+        in_out.extend_from_slice(&tag);
     }
 
     /// The specification's two vectors, intermediate values included (the
@@ -166,7 +176,7 @@ mod tests {
                 )
                 .expect("seal");
             let mut sealed = b"XAES-256-GCM".to_vec();
-            x.seal(&nonce, aad.as_bytes(), &mut sealed).expect("seal");
+            seal_appending(&x, &nonce, aad.as_bytes(), &mut sealed);
             assert_eq!(sealed, hex(ciphertext));
             assert_eq!(by_kx, sealed, "Kx");
             let n = x.open(&nonce, aad.as_bytes(), &mut sealed).expect("open");
@@ -198,7 +208,7 @@ mod tests {
             source.read(&mut aad);
             let x = XaesKey::new(&key).expect("key");
             let mut sealed = plaintext.clone();
-            x.seal(&nonce, &aad, &mut sealed).expect("seal");
+            seal_appending(&x, &nonce, &aad, &mut sealed);
             sink.update(&sealed);
             let n = x.open(&nonce, &aad, &mut sealed).expect("open");
             assert_eq!(&sealed[..n], &plaintext[..]);
@@ -216,7 +226,7 @@ mod tests {
         let x = XaesKey::new(&[7u8; 32]).expect("key");
         let nonce = [9u8; NONCE_LEN];
         let mut sealed = b"state".to_vec();
-        x.seal(&nonce, b"aad", &mut sealed).expect("seal");
+        seal_appending(&x, &nonce, b"aad", &mut sealed);
         for i in 0..sealed.len() {
             let mut t = sealed.clone();
             t[i] ^= 1;

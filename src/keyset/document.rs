@@ -13,15 +13,36 @@ use time::format_description::well_known::Rfc3339;
 
 use super::timing::Timing;
 use crate::error::Error;
-use crate::key::KeyId;
+use crate::key::{KeyId, TokenFormat};
 
 /// The unauthenticated document's format tag (read for migration only, unless configured).
 pub const KEYSET_FORMAT: &str = "stateseal.keyset/v1";
 
-/// The one data-key algorithm keyset entries hold today: the v1 token format's
-/// AES-256-GCM. A v2 payload names it in every entry, and a reader refuses any
-/// other value, so an entry's algorithm can never change under it.
+/// The algorithm of entries that seal `v1.` tokens (AES-256-GCM, with a seal
+/// budget): every entry written before `v2.` tokens. A v2 payload names an
+/// algorithm in every entry, a reader refuses any other value, and admission
+/// refuses a change, so an entry's algorithm can never change under it.
 pub const ALG_V1_AES_256_GCM: &str = "v1-aes-256-gcm";
+
+/// The algorithm of entries that seal `v2.` tokens (XAES-256-GCM, no seal
+/// budget): what `init` and every rotation write.
+pub const ALG_V2_XAES_256_GCM: &str = "v2-xaes-256-gcm";
+
+/// The algorithm name of a token format, as entries carry it.
+pub fn alg_name(format: TokenFormat) -> &'static str {
+    match format {
+        TokenFormat::V1 => ALG_V1_AES_256_GCM,
+        TokenFormat::V2 => ALG_V2_XAES_256_GCM,
+    }
+}
+
+fn alg_of(name: &str) -> Option<TokenFormat> {
+    match name {
+        ALG_V1_AES_256_GCM => Some(TokenFormat::V1),
+        ALG_V2_XAES_256_GCM => Some(TokenFormat::V2),
+        _ => None,
+    }
+}
 
 /// Most entries a document may hold (steady state holds one or two).
 pub const MAX_ENTRIES: usize = 64;
@@ -36,6 +57,9 @@ pub struct KeyEntry {
     /// Lets operators see key ids without KMS access, and readers check that
     /// what they unwrap is the key that was written.
     pub kid: Option<KeyId>,
+    /// The token format the key seals (`alg` in the document), fixed for
+    /// the entry's life; `V1` in documents from before `v2.` tokens.
+    pub alg: TokenFormat,
     /// The KEK URI that wrapped it (`local://…`, `aws-kms://…`, …).
     pub kek: String,
     /// The wrapped data key, as the KMS returned it.
@@ -56,6 +80,7 @@ impl std::fmt::Debug for KeyEntry {
         f.debug_struct("KeyEntry")
             .field("entry", &self.entry)
             .field("kid", &self.kid)
+            .field("alg", &self.alg)
             .field("kek", &self.kek)
             .field("activate_at", &self.activate_at)
             .field("retire_at", &self.retire_at)
@@ -210,17 +235,8 @@ impl Keyset {
             .ok_or_else(|| bad("payload.expires_at", "is missing"))
             .and_then(|t| parse_rfc3339(t).map_err(|p| bad("payload.expires_at", p)))?;
         for (i, e) in raw.keys.iter().enumerate() {
-            match e.alg.as_deref() {
-                Some(ALG_V1_AES_256_GCM) => {}
-                Some(other) => {
-                    return Err(bad(
-                        format!("keys[{i}].alg"),
-                        format!(
-                            "{other:?} is not an algorithm this release knows ({ALG_V1_AES_256_GCM:?})"
-                        ),
-                    ));
-                }
-                None => return Err(bad(format!("keys[{i}].alg"), "is missing")),
+            if e.alg.is_none() {
+                return Err(bad(format!("keys[{i}].alg"), "is missing"));
             }
             if e.kid.is_none() {
                 return Err(bad(format!("keys[{i}].kid"), "is missing"));
@@ -256,8 +272,20 @@ impl Keyset {
                     KeyId::from_hex(k).ok_or_else(|| bad(field("kid"), "must be 8 hex digits"))
                 })
                 .transpose()?;
+            let alg = match e.alg.as_deref() {
+                None => TokenFormat::V1,
+                Some(name) => alg_of(name).ok_or_else(|| {
+                    bad(
+                        field("alg"),
+                        format!(
+                            "{name:?} is not an algorithm this release knows ({ALG_V1_AES_256_GCM:?}, {ALG_V2_XAES_256_GCM:?})"
+                        ),
+                    )
+                })?,
+            };
             keys.push(KeyEntry {
                 kid,
+                alg,
                 created_at: time("created_at", &e.created_at)?,
                 activate_at: time("activate_at", &e.activate_at)?,
                 retire_at: e
@@ -375,7 +403,7 @@ impl Keyset {
                 .map(|e| RawEntry {
                     entry: e.entry.clone(),
                     kid: e.kid.map(KeyId::to_hex),
-                    alg: expires_at.map(|_| ALG_V1_AES_256_GCM.to_owned()),
+                    alg: expires_at.map(|_| alg_name(e.alg).to_owned()),
                     kek: e.kek.clone(),
                     wrapped: base64_turbo::STANDARD.encode(&e.wrapped),
                     created_at: format_rfc3339(e.created_at),
@@ -452,6 +480,7 @@ mod tests {
             keys: vec![KeyEntry {
                 entry: "k_1".into(),
                 kid: KeyId::from_hex("a014f40b"),
+                alg: TokenFormat::V1,
                 kek: "local:///tmp/kek".into(),
                 wrapped: vec![1, 2, 3],
                 created_at: 1_782_345_600.0,

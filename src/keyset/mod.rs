@@ -14,7 +14,8 @@ mod store;
 mod timing;
 
 pub use document::{
-    ALG_V1_AES_256_GCM, KEYSET_FORMAT, KeyEntry, Keyset, MAX_ENTRIES, MAX_TIME, is_representable,
+    ALG_V1_AES_256_GCM, ALG_V2_XAES_256_GCM, KEYSET_FORMAT, KeyEntry, Keyset, MAX_ENTRIES,
+    MAX_TIME, alg_name, is_representable,
 };
 pub(crate) use document::{document_time, random_id};
 /// The document's RFC 3339 time format: exposed for tests and fuzzing only

@@ -229,6 +229,16 @@ impl StoredKeyset {
     /// [`Error::Keyset`] when `doc` is invalid.
     pub fn unauthenticated(doc: &Keyset) -> Result<Self, Error> {
         doc.validate()?;
+        if let Some(i) = doc
+            .keys
+            .iter()
+            .position(|e| e.alg != crate::key::TokenFormat::V1)
+        {
+            return Err(bad(
+                &format!("keys[{i}].alg"),
+                "an unauthenticated document holds v1 keys only",
+            ));
+        }
         Self::from_bytes(&doc.to_json())
     }
 
@@ -318,6 +328,7 @@ mod tests {
             keys: vec![KeyEntry {
                 entry: "k_1".into(),
                 kid: crate::key::KeyId::from_hex("0a0b0c0d"),
+                alg: crate::key::TokenFormat::V1,
                 kek: "local:///k".into(),
                 wrapped: vec![1, 2, 3],
                 created_at: 1.0,

@@ -371,6 +371,7 @@ mod tests {
             keys: vec![KeyEntry {
                 entry: "k_1".into(),
                 kid: None,
+                alg: crate::key::TokenFormat::V1,
                 kek: "local:///k".into(),
                 wrapped: vec![1],
                 created_at: 1.0,

@@ -194,6 +194,16 @@ fn entry_moves(was: &KeyEntry, now_is: &KeyEntry) -> Result<(), (Refusal, String
             format!("entry {id} changed its key id"),
         ));
     }
+    if now_is.alg != was.alg {
+        return Err((
+            Refusal::KeyChanged,
+            format!(
+                "entry {id} changed its algorithm from {} to {}; a key serves one algorithm for life",
+                crate::keyset::alg_name(was.alg),
+                crate::keyset::alg_name(now_is.alg)
+            ),
+        ));
+    }
     if now_is.activate_at > was.activate_at {
         return Err((
             Refusal::ActivationDelayed,
@@ -244,6 +254,7 @@ mod tests {
                 retire_at: None,
                 seals_reserved: 0,
                 kid: None,
+                alg: crate::key::TokenFormat::V1,
             }],
             timing: Some(crate::keyset::Timing::new(30.0, 60.0, 600.0)),
         }

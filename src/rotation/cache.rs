@@ -86,7 +86,7 @@ impl KeyCache {
         };
         metrics::counter!("stateseal_kms_calls_total", "provider" => provider.scheme(), "op" => "unwrap", "outcome" => outcome)
             .increment(1);
-        let key = RingKey::new(&result?);
+        let key = RingKey::with_format(&result?, e.alg);
         // A re-wrap is only the same entry if it holds the same key.
         if let Some(recorded) = e.kid
             && recorded != key.kid()

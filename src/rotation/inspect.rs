@@ -156,7 +156,7 @@ pub async fn keyset_status(doc: &Keyset, registry: &ProviderRegistry, now: f64) 
         match unwrap_entry(doc, entry, registry).await {
             Ok((secret, kid)) => {
                 st.kid = Some(kid);
-                st.availability = match probe(RingKey::new(&secret)) {
+                st.availability = match probe(RingKey::with_format(&secret, entry.alg)) {
                     Ok(()) => Availability::Available,
                     Err(e) => Availability::Unavailable(e.to_string()),
                 };
@@ -186,7 +186,7 @@ pub async fn keyset_ring(
         let (secret, _) = unwrap_entry(doc, entry, registry)
             .await
             .map_err(|e| Error::KeysUnavailable(format!("entry {}: {e}", entry.entry)))?;
-        keys.push(Arc::new(RingKey::new(&secret)));
+        keys.push(Arc::new(RingKey::with_format(&secret, entry.alg)));
     }
     KeyRing::from_keys(keys)
 }

@@ -19,7 +19,7 @@ pub use inspect::{
     keyset_ring, keyset_status,
 };
 pub use operations::{
-    DEFAULT_MAX_LIVE_KEYS, RotationPlan, init_keyset, load_existing, load_verified,
+    DEFAULT_MAX_LIVE_KEYS, NEW_KEY_FORMAT, RotationPlan, init_keyset, load_existing, load_verified,
     operator_generation, plan_rotation, rotate_keyset, rotate_store_at,
 };
 pub use proof::unwrap_entry;

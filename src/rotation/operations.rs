@@ -9,7 +9,7 @@ use super::proof::{prove_live_keys, prove_new_key};
 use super::timeline::{RingPlan, RotateMode, ring_at, rotated};
 use super::trust::{DEFAULT_KEYSET_VALIDITY, KeysetTrust, VerifiedKeyset, seal_with_new_mac_key};
 use crate::error::Error;
-use crate::key::KeyId;
+use crate::key::{KeyId, TokenFormat};
 use crate::keyset::{
     KeyEntry, Keyset, KeysetStore, StoredKeyset, Timing, document_time, is_representable, random_id,
 };
@@ -421,7 +421,12 @@ fn check_time(now: f64) -> Result<(), Error> {
     }
 }
 
-/// A new entry under `kek`, its wrap proven to round-trip, and its key id.
+/// The format new keyset keys seal: `v2.` tokens carry no seal budget, so
+/// servers need not write the keyset to seal with them.
+pub const NEW_KEY_FORMAT: TokenFormat = TokenFormat::V2;
+
+/// A new entry under `kek` (a [`NEW_KEY_FORMAT`] key), its wrap proven to
+/// round-trip, and its key id.
 async fn new_entry(
     registry: &ProviderRegistry,
     kek: &str,
@@ -435,10 +440,11 @@ async fn new_entry(
         entry_id: &entry,
     };
     let dk = provider.generate(kek, ctx).await?;
-    let kid = prove_new_key(provider.as_ref(), kek, &dk, ctx).await?;
+    let kid = prove_new_key(provider.as_ref(), kek, &dk, ctx, NEW_KEY_FORMAT).await?;
     let entry = KeyEntry {
         entry,
         kid: Some(kid),
+        alg: NEW_KEY_FORMAT,
         kek: kek.to_owned(),
         wrapped: dk.wrapped,
         created_at: now,

@@ -6,7 +6,7 @@
 use subtle::ConstantTimeEq;
 
 use crate::error::Error;
-use crate::key::KeyId;
+use crate::key::{KeyId, TokenFormat};
 use crate::keyset::{KeyEntry, Keyset};
 use crate::provider::{DataKey, KeyProvider, ProviderRegistry, WrapContext};
 use crate::secret::Secret;
@@ -32,7 +32,7 @@ pub async fn unwrap_entry(
             },
         )
         .await?;
-    let kid = KeyId::of(&secret);
+    let kid = KeyId::of_format(&secret, entry.alg);
     if let Some(recorded) = entry.kid
         && recorded != kid
     {
@@ -74,12 +74,14 @@ pub(crate) async fn prove_live_keys(
     Ok(())
 }
 
-/// Unwraps a freshly generated key and checks it is the key generated.
+/// Unwraps a freshly generated key and checks it is the key generated; its
+/// key id as a key of `format`.
 pub(crate) async fn prove_new_key(
     provider: &dyn KeyProvider,
     kek: &str,
     dk: &DataKey,
     ctx: WrapContext<'_>,
+    format: TokenFormat,
 ) -> Result<KeyId, Error> {
     let back = provider.unwrap(kek, &dk.wrapped, ctx).await.map_err(|e| {
         Error::RotationRefused(format!(
@@ -91,5 +93,5 @@ pub(crate) async fn prove_new_key(
             "the new key's wrap under {kek} unwraps to another key"
         )));
     }
-    Ok(KeyId::of(&dk.plaintext))
+    Ok(KeyId::of_format(&dk.plaintext, format))
 }

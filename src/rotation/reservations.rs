@@ -9,8 +9,11 @@
 //! compare-and-swap write as a rotation, and reserves again before the block
 //! runs out. A process that dies wastes the rest of its block (the count errs
 //! high, never low); the scheduler rotates once `seals_reserved` reaches
-//! `max_seals_per_key`. Sealing is never blocked: seals beyond a reservation
-//! (the store was down for longer than a block lasts) are added to the next one.
+//! `max_seals_per_key`. A process may run one block past its reservation (the
+//! store was down for longer than a block lasts; those seals are added to the
+//! next reservation), and no further: past that it stops sealing with the key
+//! until a reservation lands. Only `v1.` keys have a budget: `v2.` keys
+//! (XAES-256-GCM) derive a key per message and need none.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -58,6 +61,11 @@ impl Reservations {
         let mut leases = self.leases();
         let lease = leases.entry(entry.to_owned()).or_default();
         lease.granted = lease.granted.saturating_add(amount);
+    }
+
+    /// Seals this process has reserved under `entry` so far.
+    pub(crate) fn granted_under(&self, entry: &str) -> u64 {
+        self.leases().get(entry).map_or(0, |l| l.granted)
     }
 
     /// Forgets entries the keyset no longer holds.

@@ -482,6 +482,7 @@ mod tests {
                 keys: vec![KeyEntry {
                     entry: "k_1".into(),
                     kid: Some(crate::key::KeyId::of(&dk.plaintext)),
+                    alg: crate::key::TokenFormat::V1,
                     kek: kek.into(),
                     wrapped: dk.wrapped,
                     created_at: NOW,

@@ -419,7 +419,11 @@ pub async fn run(s: &impl StoreUnderTest, dir: &Path) {
         0,
     )
     .await;
-    let v1 = StoredKeyset::unauthenticated(&forged).expect("v1");
+    let mut old_style = forged.clone();
+    for e in &mut old_style.keys {
+        e.alg = stateseal::TokenFormat::V1;
+    }
+    let v1 = StoredKeyset::unauthenticated(&old_style).expect("v1");
     b.refuses(
         "an unauthenticated document",
         json(&v1),

@@ -68,6 +68,7 @@ pub fn content(generation: u64, entry: &str) -> Keyset {
         keys: vec![KeyEntry {
             entry: entry.into(),
             kid: KeyId::from_hex("a014f40b"),
+            alg: stateseal::TokenFormat::V1,
             kek: "local:///contract/kek".into(),
             wrapped: vec![7; 60],
             created_at: 1_782_345_600.0,

@@ -152,7 +152,8 @@ fn an_accepted_unauthenticated_document_shows_everywhere() {
             let registry = local_registry();
             let (dir, store) = local_keyset("integrity-v1", &registry, Timing::default(), T0).await;
             // The same content, as the previous release wrote it.
-            let doc = keysets::content(&*store, &registry).await;
+            let doc =
+                keysets::v1_keys(&keysets::content(&*store, &registry).await, &registry).await;
             let path = dir.join("keyset.json");
             let v1 = stateseal::StoredKeyset::unauthenticated(&doc).expect("v1");
             std::fs::write(&path, v1.bytes()).expect("write");

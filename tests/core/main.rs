@@ -14,5 +14,6 @@ mod setup;
 mod store_contract;
 mod store_faults;
 mod timeline_props;
+mod token_vectors;
 mod vectors;
 mod vectors_verify;

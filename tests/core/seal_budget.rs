@@ -1,8 +1,11 @@
-//! The random-nonce bound across a fleet that restarts and grows: instances
-//! reserve seals in the keyset before they make them, so the keyset's count
-//! for a key is never below the seals actually made under it (by live and by
-//! dead processes), and the fleet rotates once that count reaches the limit,
-//! although no single process ever comes close to it.
+//! The random-nonce bound of `v1.` keys across a fleet that restarts and
+//! grows: instances reserve seals in the keyset before they make them, so the
+//! keyset's count for a key is never below the seals actually made under it
+//! (by live and by dead processes), and the fleet rotates once that count
+//! reaches the limit, although no single process ever comes close to it. The
+//! rotation brings a `v2.` key, which needs no reservation at all; a process
+//! that cannot reserve stops sealing with a `v1.` key one block past its
+//! reservation.
 
 use stateseal_testkit::keysets;
 use std::collections::{HashMap, HashSet};
@@ -11,7 +14,7 @@ use std::sync::Arc;
 use stateseal::provider::WrapContext;
 use stateseal::rotation::{SchedulerConfig, Timing};
 use stateseal::{
-    AesGcmCodec, KeyProvider, KeyRing, KeysetStore, LocalProvider, ManualClock, RingHandle,
+    AesGcmCodec, KeyProvider, KeysetStore, LocalProvider, ManualClock, RingHandle,
     RotationScheduler, StateCodec,
 };
 
@@ -80,13 +83,15 @@ async fn kid_of(store: &Arc<dyn KeysetStore>, entry: &str) -> String {
         )
         .await
         .expect("unwrap");
-    KeyRing::from_secrets(&[secret]).expect("ring").kids()[0].to_hex()
+    stateseal::KeyId::of_format(&secret, e.alg).to_hex()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_seal_budget_survives_restarts_and_fleet_growth() {
     let registry = local_registry();
     let (dir, store) = local_keyset("seal-budget", &registry, config().timing, T0).await;
+    // A keyset whose key was written before v2 tokens.
+    keysets::with_v1_keys(&*store, &registry).await;
     let mut rng = Rng(0x5eed_5eed);
     let mut fleet: Vec<Process> = (0..3).map(|_| start(&store)).collect();
     // Seals made under each key (by kid), by every process that ever lived.
@@ -94,6 +99,7 @@ async fn the_seal_budget_survives_restarts_and_fleet_growth() {
     // The most any one process sealed under each key.
     let mut most_by_one: HashMap<String, u64> = HashMap::new();
     let mut kids: HashMap<String, String> = HashMap::new();
+    let mut v1_kids: HashSet<String> = HashSet::new();
     let mut restarts = 0;
     for tick in 0..300u32 {
         let now = T0 + f64::from(tick);
@@ -120,13 +126,17 @@ async fn the_seal_budget_survives_restarts_and_fleet_growth() {
             let by_one = most_by_one.entry(kid).or_default();
             *by_one = (*by_one).max(ring.primary().seal_count());
         }
-        // The keyset never counts fewer seals than were made.
+        // The keyset never counts fewer seals than were made under a v1 key.
         let doc = keysets::content(&*store, &registry).await;
         for e in &doc.keys {
             if !kids.contains_key(&e.entry) {
                 kids.insert(e.entry.clone(), kid_of(&store, &e.entry).await);
             }
             let made_here = made.get(&kids[&e.entry]).copied().unwrap_or(0);
+            if e.alg != stateseal::TokenFormat::V1 {
+                continue; // no budget
+            }
+            v1_kids.insert(kids[&e.entry].clone());
             assert!(
                 made_here <= e.seals_reserved,
                 "tick {tick}: entry {} made {made_here} seals, reserved {}",
@@ -135,24 +145,109 @@ async fn the_seal_budget_survives_restarts_and_fleet_growth() {
             );
         }
     }
+    // One rotation by count, to a v2 key that seals with nothing reserved.
     let primaries: HashSet<&String> = made.keys().collect();
-    assert!(primaries.len() >= 3, "rotated by count: {made:?}");
+    assert_eq!(primaries.len(), 2, "rotated by count once: {made:?}");
+    let doc = keysets::content(&*store, &registry).await;
+    let newest = doc.keys.last().expect("entry");
+    assert_eq!(newest.alg, stateseal::TokenFormat::V2);
+    assert_eq!(newest.seals_reserved, 0);
+    assert!(made[&kids[&newest.entry]] > 0, "the v2 key sealed");
     assert!(restarts > 50, "{restarts}");
     // No key sealed far past the limit: rotation starts at the limit, and the old
     // key seals on for at most the propagation window (P = 3 s) and a refresh.
     let window = 5 * 8 * MAX_RATE;
-    for (kid, n) in &made {
-        assert!(*n <= LIMIT + window, "{kid}: {n} seals");
+    assert_eq!(v1_kids.len(), 1);
+    for kid in &v1_kids {
+        let n = made[kid];
+        assert!(n <= LIMIT + window, "{kid}: {n} seals");
     }
-    // What per-process counting would have missed: keys that passed the limit
-    // while no single process came near it.
-    let missed = made
-        .iter()
-        .filter(|(kid, n)| **n >= LIMIT && most_by_one[*kid] < LIMIT / 2)
-        .count();
+    // What per-process counting would have missed: the v1 key reached its
+    // fleet-wide budget and rotated while no single process came near it.
+    for kid in &v1_kids {
+        assert!(
+            most_by_one[kid] < LIMIT / 2,
+            "made {made:?}, most by one process {most_by_one:?}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A store that reads but refuses every write (a read-only server's credentials).
+#[derive(Debug)]
+struct ReadOnly(Arc<dyn KeysetStore>);
+
+impl KeysetStore for ReadOnly {
+    fn uri(&self) -> &str {
+        self.0.uri()
+    }
+    fn load(
+        &self,
+    ) -> stateseal::provider::BoxFuture<'_, Result<Option<stateseal::StoredKeyset>, stateseal::Error>>
+    {
+        self.0.load()
+    }
+    fn compare_and_swap<'a>(
+        &'a self,
+        _: Option<u64>,
+        _: &'a stateseal::StoredKeyset,
+    ) -> stateseal::provider::BoxFuture<'a, Result<(), stateseal::Error>> {
+        Box::pin(async {
+            Err(stateseal::Error::Store {
+                uri: "read-only".into(),
+                problem: "403 Forbidden".into(),
+            })
+        })
+    }
+}
+
+/// A process that cannot write the keyset seals one block with a v1 key and
+/// then stops, saying why, before sealing anything more; a v2 key it seals
+/// without limit.
+#[tokio::test]
+async fn a_process_that_cannot_reserve_stops_one_block_past_its_reservation() {
+    let registry = local_registry();
+    let (dir, store) = local_keyset("seal-budget-ro", &registry, config().timing, T0).await;
+    let start = |store: Arc<dyn KeysetStore>| {
+        let ring = Arc::new(RingHandle::empty());
+        let sched = RotationScheduler::new(
+            config()
+                .to_builder()
+                .seal_reservation_block(Some(3))
+                .renew_keyset(false)
+                .build()
+                .expect("config"),
+            Arc::new(ReadOnly(store)),
+            local_registry(),
+            ring.clone(),
+            Arc::new(ManualClock::new(T0)),
+        )
+        .expect("scheduler");
+        (sched, AesGcmCodec::new(ring))
+    };
+    // A v2 key: no budget, no write needed.
+    let (sched, codec) = start(store.clone());
+    sched.refresh_at(T0).await.expect("refresh");
+    for _ in 0..10 {
+        codec
+            .seal(b"x")
+            .expect("a v2 key seals without a reservation");
+    }
+    // A v1 key: three seals (one block, nothing reserved), then a refusal.
+    keysets::with_v1_keys(&*store, &registry).await;
+    let (sched, codec) = start(store.clone());
+    sched.refresh_at(T0 + 1.0).await.expect("refresh");
+    for _ in 0..3 {
+        codec.seal(b"x").expect("within the block");
+    }
+    let err = codec.seal(b"x").expect_err("past the block");
     assert!(
-        missed >= 1,
-        "made {made:?}, most by one process {most_by_one:?}"
+        matches!(err, stateseal::Error::SealBudgetExhausted { limit: 3, .. }),
+        "{err}"
     );
+    assert!(err.to_string().contains("reservation"), "{err}");
+    // Still refused after the next refresh, which cannot reserve either.
+    sched.refresh_at(T0 + 2.0).await.expect("refresh");
+    assert!(codec.seal(b"x").is_err());
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -89,17 +89,20 @@ async fn start_creates_waits_and_protects() {
     let config = Config::from_toml_str(&text).expect("config");
     let protection = start(&config, local_registry()).await.expect("start");
     assert!(protection.is_ready());
-    // Created (generation 1), then a first block of seals reserved before any seal (generation 2).
+    // Created (generation 1) with a v2 key, which seals without a budget: the
+    // server wrote nothing more to start sealing.
     let doc = stateseal_testkit::keysets::content(
         &stateseal::FileStore::new(dir.join("keyset.json")),
         &local_registry(),
     )
     .await;
-    assert_eq!(doc.generation, 2);
-    assert_eq!(doc.keys[0].seals_reserved, 1 << 20);
+    assert_eq!(doc.generation, 1);
+    assert_eq!(doc.keys[0].alg, stateseal::TokenFormat::V2);
+    assert_eq!(doc.keys[0].seals_reserved, 0);
     let boundary = protection.boundary();
     let round = RequestIdentity::from_json("tools/call", br#"{"name":"t"}"#).expect("id");
     let sealed = boundary.seal(&round, "s", &Ok(None)).expect("seal");
+    assert!(sealed.starts_with("v2."), "{sealed}");
     assert_eq!(
         boundary.open(&round, Some(&sealed), &Ok(None)),
         Ok(Some("s".to_owned()))

@@ -276,6 +276,7 @@ fn entry(id: &str, key: u8, activate_at: f64) -> KeyEntry {
                 .expect("ring")
                 .kids()[0],
         ),
+        alg: stateseal::TokenFormat::V1,
         entry: id.into(),
         kek: format!("{}://k", PlaintextWrap::SCHEME),
         wrapped: vec![key; 32],

@@ -9,6 +9,7 @@ use stateseal::{KeyEntry, Keyset};
 fn entry(n: usize, at: f64) -> KeyEntry {
     KeyEntry {
         kid: None,
+        alg: stateseal::TokenFormat::V1,
         entry: format!("k_{n}"),
         kek: "local:///k".into(),
         wrapped: vec![1],

@@ -54,8 +54,8 @@ def raw(token: str) -> bytes:
     return base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
 
 
-def encode(body: bytes) -> str:
-    return "v1." + base64.urlsafe_b64encode(body).decode().rstrip("=")
+def encode(body: bytes, prefix: str = "v2.") -> str:
+    return prefix + base64.urlsafe_b64encode(body).decode().rstrip("=")
 
 
 def test_round_trip_and_every_tampering_is_rejected(local_keyset: Keyset) -> None:
@@ -63,7 +63,8 @@ def test_round_trip_and_every_tampering_is_rejected(local_keyset: Keyset) -> Non
         b = boundary(codec)
         token = mint(b)
         assert verify(b, token) == "awaiting-confirm"
-        assert token.startswith("v1.")
+        # A keyset key seals v2 tokens (XAES-256-GCM, no seal budget).
+        assert token.startswith("v2.")
         # Any byte of the sealed body flipped.
         body = raw(token)
         for i in range(len(body)):
@@ -73,7 +74,7 @@ def test_round_trip_and_every_tampering_is_rejected(local_keyset: Keyset) -> Non
         # An alias base64 character (same bits modulo padding), junk, a newline, another prefix.
         last = token[-1]
         alias = chr(ord(last) + 1) if last not in "9_-zZ" else "A"
-        for bad in [token[:-1] + alias, token + "A", token + "\n", "v2." + token[3:], token[3:], token + "=="]:
+        for bad in [token[:-1] + alias, token + "A", token + "\n", "v1." + token[3:], token[3:], token + "=="]:
             assert rejected(b, bad), repr(bad[-8:])
         # The codec itself raises the SDK's exception, with a reason and nothing secret.
         with pytest.raises(InvalidRequestState) as e:

@@ -21,6 +21,7 @@ use super::timeline::{Phase, next_change_after, ring_at};
 use super::trust::{KeysetTrust, VerifiedKeyset};
 use crate::clock::{Clock, SystemClock};
 use crate::error::Error;
+use crate::key::{RingKey, TokenFormat};
 use crate::keyset::{Keyset, KeysetStore, StoredKeyset};
 use crate::provider::ProviderRegistry;
 use crate::ring::{KeyRing, RingHandle};
@@ -409,6 +410,9 @@ impl RotationScheduler {
             (Ok(()), Some((entry, amount, reserved))) => {
                 // The next refresh loads the new generation like any other write.
                 inner.reservations.granted(&entry, amount);
+                if let Some(ring) = inner.ring.current() {
+                    self.limit_seals(ring.primary(), &entry);
+                }
                 metrics::gauge!("stateseal_primary_key_seals_reserved").set(reserved as f64);
             }
             (Ok(()), None) => {
@@ -424,6 +428,23 @@ impl RotationScheduler {
         }
     }
 
+    /// Sets the seal budget of `key`, the primary of `entry`: a `v1.` key may
+    /// seal what this process reserved under the entry plus one block, and
+    /// then stops until a reservation lands (a process that cannot write the
+    /// keyset gets the one block). `v2.` keys, and every key with
+    /// reservations off, have no budget.
+    fn limit_seals(&self, key: &RingKey, entry: &str) {
+        let limit = match self.inner.config.seal_reservation_block {
+            Some(block) if key.format() == TokenFormat::V1 => self
+                .inner
+                .reservations
+                .granted_under(entry)
+                .saturating_add(block),
+            _ => u64::MAX,
+        };
+        key.set_seal_limit(limit);
+    }
+
     /// Adds this process's next seal reservation to `next` when one is due:
     /// (entry, amount, new total).
     fn reservation_due(&self, next: &mut Keyset) -> Option<(String, u64, u64)> {
@@ -433,9 +454,13 @@ impl RotationScheduler {
             .reservations
             .retain(|entry| next.entry(entry).is_some());
         let entry = lock(&inner.primary_entry).clone()?;
+        let e = next.keys.iter_mut().find(|e| e.entry == entry)?;
+        // Only v1 keys carry a seal budget.
+        if e.alg != TokenFormat::V1 {
+            return None;
+        }
         let used = inner.ring.current().map(|r| r.primary().seal_count())?;
         let amount = inner.reservations.due(&entry, used, min_block)?;
-        let e = next.keys.iter_mut().find(|e| e.entry == entry)?;
         e.seals_reserved = e.seals_reserved.saturating_add(amount);
         Some((entry, amount, e.seals_reserved))
     }
@@ -483,6 +508,7 @@ impl RotationScheduler {
         };
         keys.swap(0, p);
         let ring = KeyRing::from_keys(keys)?;
+        self.limit_seals(ring.primary(), &primary_entry);
         *lock(&inner.primary_entry) = Some(primary_entry);
         let kids: Vec<String> = ring.kids().iter().map(|k| k.to_hex()).collect();
         let phase = plan.as_ref().map(|p| p.phase);

@@ -26,7 +26,8 @@ impl RotationScheduler {
             .is_some_and(|p| now - primary.activate_at >= p);
         // The fleet's reservations under the key, or (reservations off) this process's own seals.
         let max = self.inner.config.max_seals_per_key;
-        let by_count = primary.seals_reserved >= max || ring.primary().seal_count() >= max;
+        let by_count = primary.alg == crate::key::TokenFormat::V1
+            && (primary.seals_reserved >= max || ring.primary().seal_count() >= max);
         if !(by_age || by_count) {
             return;
         }

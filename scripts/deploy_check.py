@@ -27,10 +27,20 @@ def check(ok, what):
         failures.append(what)
 
 
+def annotated(key, account):
+    return lambda docs, _env: key in sa(docs, account)["metadata"].get("annotations", {})
+
+
+# Per overlay: the store's scheme, and how the servers and the rotator get their identities.
 IDENTITY = {
-    "vault": ("vault-kv://", lambda docs: env(docs).get("STATESEAL_VAULT_AUTH") == "kubernetes"),
-    "aws": ("s3://", lambda docs: "eks.amazonaws.com/role-arn" in sa(docs)["metadata"].get("annotations", {})),
-    "gcp": ("gs://", lambda docs: "iam.gke.io/gcp-service-account" in sa(docs)["metadata"].get("annotations", {})),
+    "vault": ("vault-kv://", lambda docs, e: e.get("STATESEAL_VAULT_AUTH") == "kubernetes"),
+    "aws": ("s3://", annotated("eks.amazonaws.com/role-arn", "stateseal-example")),
+    "gcp": ("gs://", annotated("iam.gke.io/gcp-service-account", "stateseal-example")),
+}
+ROTATOR_IDENTITY = {
+    "vault": lambda docs, e: e.get("STATESEAL_VAULT_AUTH") == "kubernetes" and e.get("STATESEAL_VAULT_ROLE", "").endswith("-rotator"),
+    "aws": annotated("eks.amazonaws.com/role-arn", "stateseal-keyset-rotator"),
+    "gcp": annotated("iam.gke.io/gcp-service-account", "stateseal-keyset-rotator"),
 }
 
 
@@ -38,8 +48,12 @@ def kind(docs, k):
     return [d for d in docs if d and d.get("kind") == k]
 
 
-def sa(docs):
-    return kind(docs, "ServiceAccount")[0]
+def sa(docs, name):
+    return next(d for d in kind(docs, "ServiceAccount") if d["metadata"]["name"] == name)
+
+
+def config_map(docs, prefix):
+    return next(d for d in kind(docs, "ConfigMap") if d["metadata"]["name"].startswith(prefix))
 
 
 def container(docs):
@@ -83,12 +97,35 @@ for name in overlays:
     check(annotations.get("prometheus.io/path") == "/metrics", f"{name}: Prometheus scrapes /metrics")
     pdb = kind(docs, "PodDisruptionBudget")
     check(len(pdb) == 1 and pdb[0]["spec"]["minAvailable"] >= 2, f"{name}: a disruption budget keeps two serving")
-    config = tomllib.loads(kind(docs, "ConfigMap")[0]["data"]["fleet.toml"])
+    config = tomllib.loads(config_map(docs, "stateseal-fleet")["data"]["fleet.toml"])
     scheme, identity = IDENTITY[name]
     check(config["store"].startswith(scheme), f"{name}: the keyset store is {scheme}…")
-    check(identity(docs), f"{name}: the workload identity is configured")
+    check(identity(docs, env(docs)), f"{name}: the workload identity is configured")
     check(str(config.get("keyset_id", "")).startswith("ks_") and len(config.get("keyset_keks", [])) > 0,
           f"{name}: the keyset id and KEKs are pinned")
+    # Servers read; the rotator job writes.
+    check(config.get("rotation_period") == 0 and config.get("renew_keyset") is False,
+          f"{name}: the servers are read-only (rotation_period = 0, renew_keyset = false)")
+    jobs = kind(docs, "CronJob")
+    check(len(jobs) == 1, f"{name}: one keyset rotator CronJob")
+    if not jobs:
+        continue
+    job = jobs[0]["spec"]
+    job_pod = job["jobTemplate"]["spec"]["template"]["spec"]
+    rc = job_pod["containers"][0]
+    check(rc.get("command") == ["/usr/local/bin/stateseal"] and rc.get("args", [])[:2] == ["rotate", "--if-due"],
+          f"{name}: the rotator runs `stateseal rotate --if-due`")
+    check(job.get("concurrencyPolicy") == "Forbid", f"{name}: one rotator run at a time")
+    check(job_pod.get("serviceAccountName") == "stateseal-keyset-rotator"
+          and job_pod["securityContext"].get("runAsNonRoot") is True
+          and rc["securityContext"].get("readOnlyRootFilesystem") is True,
+          f"{name}: the rotator has its own service account, non-root, read-only")
+    rotator_env = config_map(docs, "stateseal-rotator")["data"]
+    check(rotator_env.get("STATESEAL_STORE") == config["store"]
+          and rotator_env.get("STATESEAL_KEYSET_ID") == config["keyset_id"]
+          and rotator_env.get("STATESEAL_KEYSET_KEKS", "").split(",") == config["keyset_keks"],
+          f"{name}: the rotator's store and pins are the servers'")
+    check(ROTATOR_IDENTITY[name](docs, rotator_env), f"{name}: the rotator's workload identity is configured")
 
 r = subprocess.run([tools / "hadolint", str(ROOT / "deploy/docker/Dockerfile")], capture_output=True, text=True)
 check(r.returncode == 0, "hadolint deploy/docker/Dockerfile" + ("" if r.returncode == 0 else f": {r.stdout}"))

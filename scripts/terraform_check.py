@@ -89,16 +89,22 @@ def check_vault(doc):
         paths = [value(r.get("path")) for r in rules]
         check(all(c <= allowed for c in caps), f"vault: policy {name} grants only {sorted(allowed)}")
         check(not any("*" in p or "+" in p for p in paths), f"vault: policy {name} has no wildcard paths")
-        check(
-            sorted(p.split("/", 1)[1].split("/", 1)[0] for p in paths if "/" in p)
-            == ["data", "data", "datakey", "decrypt"],
-            f"vault: policy {name} covers exactly datakey, decrypt, the keyset and its newest copy",
-        )
+        kinds = sorted(p.split("/", 1)[1].split("/", 1)[0] for p in paths if "/" in p)
         data = sorted(p for p in paths if p.split("/", 2)[1:2] == ["data"])
-        check(
-            len(data) == 2 and data[1] == data[0] + ".newest",
-            f"vault: policy {name}'s KV paths are the keyset and its .newest copy ({data})",
-        )
+        if name == "server":
+            check(kinds == ["data", "decrypt"], f"vault: policy server covers exactly decrypt and the keyset ({kinds})")
+            data_caps = [c for c, p in zip(caps, paths) if p.split("/", 2)[1:2] == ["data"]]
+            check(data_caps == [{"read"}], f"vault: policy server only reads the keyset ({data_caps})")
+        else:
+            check(
+                kinds == ["data", "data", "datakey", "decrypt"],
+                f"vault: policy {name} covers exactly datakey, decrypt, the keyset and its newest copy",
+            )
+            check(
+                len(data) == 2 and data[1] == data[0] + ".newest",
+                f"vault: policy {name}'s KV paths are the keyset and its .newest copy ({data})",
+            )
+    check(set(policies) == {"server", "rotator"}, f"vault: a server and a rotator policy ({sorted(policies)})")
     for rtype in ("vault_approle_auth_backend_role", "vault_kubernetes_auth_backend_role"):
         for name, r in resources(doc, rtype).items():
             check("token_max_ttl" in r, f"vault: {rtype}.{name} bounds token lifetime")
@@ -112,25 +118,27 @@ def check_aws(doc):
         check(value(k.get("key_usage")) == "ENCRYPT_DECRYPT", f"aws: key {name} is symmetric ENCRYPT_DECRYPT")
         check("policy" in k, f"aws: key {name} has an explicit key policy")
         check(prevent_destroy(k), f"aws: key {name} has prevent_destroy")
-    server = data_sources(doc, "aws_iam_policy_document").get("server", {})
-    statements = server.get("statement", [])
-    actions = sorted(value(a) for st in statements for a in st.get("actions", []))
-    check(
-        actions == ["kms:Decrypt", "kms:GenerateDataKey", "s3:GetObject", "s3:PutObject"],
-        f"aws: server policy grants exactly GenerateDataKey, Decrypt, GetObject, PutObject ({actions})",
-    )
-    kms_st = [st for st in statements if any(value(a).startswith("kms:") for a in st.get("actions", []))]
-    check(
-        all(
-            any(value(c.get("variable")) == "kms:EncryptionContextKeys" for c in st.get("condition", []))
-            for st in kms_st
-        ),
-        "aws: server KMS use requires stateseal's encryption context",
-    )
-    check(
-        all("*" not in str(st.get("resources")) for st in statements),
-        "aws: server policy names its resources (no wildcard)",
-    )
+    documents = data_sources(doc, "aws_iam_policy_document")
+    expected = {
+        "server": ["kms:Decrypt", "s3:GetObject"],
+        "rotator": ["kms:Decrypt", "kms:GenerateDataKey", "s3:GetObject", "s3:PutObject"],
+    }
+    for name, want in expected.items():
+        statements = documents.get(name, {}).get("statement", [])
+        actions = sorted(value(a) for st in statements for a in st.get("actions", []))
+        check(actions == want, f"aws: {name} policy grants exactly {want} ({actions})")
+        kms_st = [st for st in statements if any(value(a).startswith("kms:") for a in st.get("actions", []))]
+        check(
+            bool(kms_st) and all(
+                any(value(c.get("variable")) == "kms:EncryptionContextKeys" for c in st.get("condition", []))
+                for st in kms_st
+            ),
+            f"aws: {name} KMS use requires stateseal's encryption context",
+        )
+        check(
+            all("*" not in str(st.get("resources")) for st in statements),
+            f"aws: {name} policy names its resources (no wildcard)",
+        )
     versioning = resources(doc, "aws_s3_bucket_versioning")
     check(
         any(value(v["versioning_configuration"][0].get("status")) == "Enabled" for v in versioning.values()),
@@ -154,9 +162,14 @@ def check_gcp(doc):
         check("protection_level" in tmpl, f"gcp: key {name} sets its protection level")
         check(prevent_destroy(k), f"gcp: key {name} has prevent_destroy")
     members = resources(doc, "google_kms_crypto_key_iam_member")
+    roles = {n: value(m.get("role")) for n, m in members.items()}
     check(
-        [value(m.get("role")) for m in members.values()] == ["roles/cloudkms.cryptoKeyEncrypterDecrypter"],
-        "gcp: one binding, cryptoKeyEncrypterDecrypter",
+        roles == {
+            "servers": "roles/cloudkms.cryptoKeyDecrypter",
+            "servers_wrap": "roles/cloudkms.cryptoKeyEncrypterDecrypter",
+            "rotator": "roles/cloudkms.cryptoKeyEncrypterDecrypter",
+        },
+        f"gcp: servers decrypt; wrapping only for servers that write, and for the rotator ({roles})",
     )
     check(
         all("crypto_key_id" in m and "serviceAccount:" in value(m.get("member", "")) for m in members.values()),

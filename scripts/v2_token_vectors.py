@@ -59,5 +59,6 @@ cases = [
     case("empty_payload", bytes(range(32)), bytes(range(100, 124)), b""),
     case("claims", bytes([0x42] * 32), bytes(range(24)), CLAIMS.encode()),
     case("long_secret_kilobyte", bytes(range(64)), bytes([0xFF] * 24), ("x" * 1024).encode()),
+    case("sixteen_kib", bytes([7] * 32), bytes(range(50, 74)), ("y" * 16384).encode()),
 ]
 print(json.dumps({"generator": "scripts/v2_token_vectors.py (cryptography, independent of stateseal)", "cases": cases}, indent=2))

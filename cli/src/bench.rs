@@ -12,7 +12,10 @@
 //! payload of the same size are the floor stateseal adds to. `args_sha256`
 //! is the SHA-256 of the request's canonical arguments alone, the part of
 //! `identity` any implementation of the format must do: `raw_seal +
-//! args_sha256` is the least `identity + mint` can cost.
+//! args_sha256` is the least `identity + mint` can cost. `round_v2` is the
+//! round with a `v2.` key (XAES-256-GCM, what keyset keys seal with) instead
+//! of the `v1.` key of the rows above, with its ratio to the v1 round taken
+//! round by round in the same run.
 
 use std::hint::black_box;
 use std::io::Write;
@@ -23,7 +26,9 @@ use aws_lc_rs::aead::{AES_256_GCM, Aad, LessSafeKey, Nonce, UnboundKey};
 use aws_lc_rs::digest::{SHA256, digest};
 use base64_turbo::URL_SAFE_NO_PAD;
 use clap::Args;
-use stateseal::{AesGcmCodec, Envelope, KeyRing, RequestIdentity, RingHandle, Secret};
+use stateseal::{
+    AesGcmCodec, Envelope, KeyRing, RequestIdentity, RingHandle, RingKey, Secret, TokenFormat,
+};
 
 use crate::error::CliError;
 
@@ -97,12 +102,14 @@ fn median_of_rounds(samples: &[Vec<f64>], f: impl Fn(usize) -> f64) -> f64 {
 
 pub(crate) fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let fail = |e: stateseal::Error| CliError::Failed(format!("bench setup: {e}"));
-    let ring = Arc::new(RingHandle::new(
-        KeyRing::from_secrets(&[Secret::generate().map_err(fail)?]).map_err(fail)?,
-    ));
-    let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("bench"))
-        .build()
-        .map_err(fail)?;
+    let secret = Secret::generate().map_err(fail)?;
+    let envelope_of = |format| {
+        let key = Arc::new(RingKey::with_format(&secret, format));
+        let ring = Arc::new(RingHandle::new(KeyRing::from_keys(vec![key])?));
+        Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("bench")).build()
+    };
+    let envelope = envelope_of(TokenFormat::V1).map_err(fail)?;
+    let envelope_v2 = envelope_of(TokenFormat::V2).map_err(fail)?;
     let params = params();
     let id = RequestIdentity::from_serde("tools/call", &params).map_err(fail)?;
     let cipher = LessSafeKey::new(
@@ -124,7 +131,7 @@ pub(crate) fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError>
     if !args.json {
         writeln!(
             out,
-            "{:>8} {:>12} {:>12} {:>12} {:>12} {:>12} {:>9} {:>9}",
+            "{:>8} {:>12} {:>12} {:>12} {:>12} {:>12} {:>9} {:>9} {:>12} {:>9}",
             "state_B",
             "identity_ns",
             "mint_ns",
@@ -132,7 +139,9 @@ pub(crate) fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError>
             "raw_seal_ns",
             "raw_open_ns",
             "nonce_ns",
-            "sha_ns"
+            "sha_ns",
+            "round_v2_ns",
+            "v2/v1"
         )
         .map_err(io)?;
     }
@@ -196,6 +205,13 @@ pub(crate) fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError>
         let mut args_sha256 = || {
             black_box(digest(&SHA256, black_box(&canonical)));
         };
+        let token_v2 = envelope_v2.mint(&id, &state, None).map_err(fail)?;
+        let mut mint_v2 = || {
+            black_box(envelope_v2.mint(&id, black_box(&state), None).ok());
+        };
+        let mut verify_v2 = || {
+            black_box(envelope_v2.verify(&id, black_box(&token_v2), None).ok());
+        };
         let s = interleaved_ns(
             budget,
             &mut [
@@ -206,6 +222,8 @@ pub(crate) fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError>
                 &mut raw_open,
                 &mut nonce_draw,
                 &mut args_sha256,
+                &mut mint_v2,
+                &mut verify_v2,
             ],
         );
         let [
@@ -217,6 +235,10 @@ pub(crate) fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError>
             nonce_draw,
             args_sha256,
         ] = [0, 1, 2, 3, 4, 5, 6].map(|op| median_of_rounds(&s, |r| s[op][r]));
+        let round_v1 = |r: usize| s[0][r] + s[1][r] + s[2][r];
+        let round_v2 = |r: usize| s[0][r] + s[7][r] + s[8][r];
+        let round_v2_ns = median_of_rounds(&s, round_v2);
+        let v2_ratio = median_of_rounds(&s, |r| round_v2(r) / round_v1(r));
         // Ratios to the floor, taken round by round (same patch of machine time).
         let ratio = |op: usize, raw: usize, with_identity: bool| {
             median_of_rounds(&s, |r| {
@@ -244,7 +266,14 @@ pub(crate) fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError>
                 "op": "round",
                 "state_bytes": size,
                 // What a boundary does per request: identity once, verify the echo, mint the next.
-                "ns_per_op": round(median_of_rounds(&s, |r| s[0][r] + s[1][r] + s[2][r])),
+                "ns_per_op": round(median_of_rounds(&s, round_v1)),
+            }));
+            lines.push(serde_json::json!({
+                "op": "round_v2",
+                "state_bytes": size,
+                // The same round with a v2 key; its ratio to the v1 round, round by round.
+                "ns_per_op": round(round_v2_ns),
+                "ratio_to_v1_round": cents(v2_ratio),
             }));
             lines.push(serde_json::json!({
                 "op": "mint_lower_bound",
@@ -268,7 +297,7 @@ pub(crate) fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError>
         } else {
             writeln!(
                 out,
-                "{size:>8} {identity:>12.0} {mint:>12.0} {verify:>12.0} {raw_seal:>12.0} {raw_open:>12.0} {nonce_draw:>9.0} {args_sha256:>9.0}"
+                "{size:>8} {identity:>12.0} {mint:>12.0} {verify:>12.0} {raw_seal:>12.0} {raw_open:>12.0} {nonce_draw:>9.0} {args_sha256:>9.0} {round_v2_ns:>12.0} {v2_ratio:>9.2}"
             )
             .map_err(io)?;
         }

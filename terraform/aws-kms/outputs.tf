@@ -9,6 +9,11 @@ output "store_uri" {
 }
 
 output "server_policy_arn" {
-  description = "Attach to the MCP servers' roles."
+  description = "Attach to the MCP servers' roles: decrypt data keys and read the keyset (servers that also write it get rotator_policy_arn too)."
   value       = aws_iam_policy.server.arn
+}
+
+output "rotator_policy_arn" {
+  description = "Attach to the keyset rotator's role (the scheduled `stateseal rotate --if-due`)."
+  value       = aws_iam_policy.rotator.arn
 }

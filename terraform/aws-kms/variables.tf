@@ -16,7 +16,7 @@ variable "keyset_key" {
 }
 
 variable "server_role_arns" {
-  description = "IAM role ARNs of the MCP servers (and operators) allowed to use the key through the key policy."
+  description = "IAM role ARNs of the MCP servers, the keyset rotator and operators allowed to use the key through the key policy (each still needs its IAM policy: server_policy_arn or rotator_policy_arn)."
   type        = list(string)
   default     = []
 }

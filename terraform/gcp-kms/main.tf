@@ -23,10 +23,25 @@ resource "google_kms_crypto_key" "kek" {
   }
 }
 
-# Encrypt and decrypt on this key only, for the servers only (a member binding:
-# it adds the servers without taking the role from anyone else).
+# On this key only (member bindings: they add a member without taking the
+# role from anyone else). Read-only servers only decrypt (unwrap); servers
+# that write the keyset, and the rotator, also encrypt (wrap new keys).
 resource "google_kms_crypto_key_iam_member" "servers" {
+  crypto_key_id = google_kms_crypto_key.kek.id
+  role          = "roles/cloudkms.cryptoKeyDecrypter"
+  member        = "serviceAccount:${var.server_service_account}"
+}
+
+resource "google_kms_crypto_key_iam_member" "servers_wrap" {
+  count         = var.servers_write_keyset ? 1 : 0
   crypto_key_id = google_kms_crypto_key.kek.id
   role          = "roles/cloudkms.cryptoKeyEncrypterDecrypter"
   member        = "serviceAccount:${var.server_service_account}"
+}
+
+resource "google_kms_crypto_key_iam_member" "rotator" {
+  count         = var.rotator_service_account == null ? 0 : 1
+  crypto_key_id = google_kms_crypto_key.kek.id
+  role          = "roles/cloudkms.cryptoKeyEncrypterDecrypter"
+  member        = "serviceAccount:${var.rotator_service_account}"
 }

@@ -64,12 +64,26 @@ resource "google_project_iam_custom_role" "keyset_writer" {
   permissions = ["storage.objects.create", "storage.objects.delete", "storage.objects.get"]
 }
 
-# The servers: the document and its newest copy only. They write them when they reserve seal
-# blocks or rotate by age (the defaults); with both off, read is enough.
+# The servers: the document and its newest copy only. Read by default: with
+# v2 keys sealing needs no write, and the rotator renews and rotates.
 resource "google_storage_bucket_iam_member" "servers" {
   bucket = google_storage_bucket.keyset.name
   role   = var.servers_write_keyset ? google_project_iam_custom_role.keyset_writer.id : google_project_iam_custom_role.keyset_reader.id
   member = "serviceAccount:${var.server_service_account}"
+  condition {
+    title = "stateseal-keyset-object"
+    # The document and the copy of the newest document every writer keeps beside it.
+    expression = "resource.name == \"${local.keyset_resource}\" || resource.name == \"${local.keyset_resource}.newest\""
+  }
+}
+
+# The rotator (`stateseal rotate --if-due` on a schedule, deploy/kubernetes
+# CronJob): create and replace the same two objects.
+resource "google_storage_bucket_iam_member" "rotator" {
+  count  = var.rotator_service_account == null ? 0 : 1
+  bucket = google_storage_bucket.keyset.name
+  role   = google_project_iam_custom_role.keyset_writer.id
+  member = "serviceAccount:${var.rotator_service_account}"
   condition {
     title = "stateseal-keyset-object"
     # The document and the copy of the newest document every writer keeps beside it.

@@ -81,7 +81,14 @@ variable "operator_members" {
 }
 
 variable "servers_write_keyset" {
-  description = "Whether the servers may write the keyset: needed for seal reservations and rotation by age (both on by default). With both off (seal_reservation_block and rotation_period unset), false leaves the servers read-only."
+  description = "Whether the servers may write the keyset (renewals, rotation by age) and wrap new keys. Default false: servers decrypt and read, and the rotator job (`stateseal rotate --if-due`, rotator_service_account) writes."
   type        = bool
-  default     = true
+  default     = false
+}
+
+variable "rotator_service_account" {
+  description = "Email of the service account the keyset rotator job runs as (KMS encrypt/decrypt and keyset writes), or null for none."
+  type        = string
+  default     = null
+  nullable    = true
 }

@@ -40,7 +40,24 @@ locals {
   key_path = "${vault_mount.transit.path}/keys/${vault_transit_secret_backend_key.kek.name}"
 }
 
+# Servers read: unwrap data keys and read the keyset. With v2 keys (what
+# `stateseal init` and every rotation write) nothing else is needed to seal.
 data "vault_policy_document" "server" {
+  rule {
+    path         = "${vault_mount.transit.path}/decrypt/${vault_transit_secret_backend_key.kek.name}"
+    capabilities = ["update"]
+    description  = "unwrap data keys"
+  }
+  rule {
+    path         = "${vault_mount.kv.path}/data/${var.keyset_path}"
+    capabilities = ["read"]
+    description  = "read the keyset document"
+  }
+}
+
+# The rotator (`stateseal rotate --if-due` on a schedule, deploy/kubernetes
+# CronJob) also generates keys and writes the document and its newest copy.
+data "vault_policy_document" "rotator" {
   rule {
     path         = "${vault_mount.transit.path}/datakey/plaintext/${vault_transit_secret_backend_key.kek.name}"
     capabilities = ["update"]
@@ -63,6 +80,16 @@ data "vault_policy_document" "server" {
   }
 }
 
+resource "vault_policy" "rotator" {
+  name   = "${var.policy_name}-rotator"
+  policy = data.vault_policy_document.rotator.hcl
+}
+
+locals {
+  # Servers that write the keyset themselves (renewals, rotation by age) hold the rotator's policy too.
+  server_policies = var.servers_write_keyset ? [vault_policy.server.name, vault_policy.rotator.name] : [vault_policy.server.name]
+}
+
 resource "vault_policy" "server" {
   name   = var.policy_name
   policy = data.vault_policy_document.server.hcl
@@ -72,7 +99,7 @@ resource "vault_approle_auth_backend_role" "server" {
   count          = var.approle_mount == null ? 0 : 1
   backend        = var.approle_mount
   role_name      = var.policy_name
-  token_policies = [vault_policy.server.name]
+  token_policies = local.server_policies
   token_ttl      = var.token_ttl
   token_max_ttl  = var.token_max_ttl
   # Secret ids are delivered to servers out of band and expire.
@@ -85,7 +112,18 @@ resource "vault_kubernetes_auth_backend_role" "server" {
   role_name                        = var.policy_name
   bound_service_account_names      = var.kubernetes_service_accounts
   bound_service_account_namespaces = var.kubernetes_namespaces
-  token_policies                   = [vault_policy.server.name]
+  token_policies                   = local.server_policies
+  token_ttl                        = var.token_ttl
+  token_max_ttl                    = var.token_max_ttl
+}
+
+resource "vault_kubernetes_auth_backend_role" "rotator" {
+  count                            = var.kubernetes_mount == null ? 0 : 1
+  backend                          = var.kubernetes_mount
+  role_name                        = "${var.policy_name}-rotator"
+  bound_service_account_names      = var.rotator_service_accounts
+  bound_service_account_namespaces = var.kubernetes_namespaces
+  token_policies                   = [vault_policy.rotator.name]
   token_ttl                        = var.token_ttl
   token_max_ttl                    = var.token_max_ttl
 }

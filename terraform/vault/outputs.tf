@@ -17,3 +17,8 @@ output "approle_role_name" {
   description = "The AppRole role (read its role id and issue secret ids for the servers)."
   value       = var.approle_mount == null ? null : vault_approle_auth_backend_role.server[0].role_name
 }
+
+output "rotator_policy_name" {
+  description = "The rotator's policy: data-key generation and keyset writes (`stateseal rotate --if-due`)."
+  value       = vault_policy.rotator.name
+}

@@ -71,3 +71,15 @@ variable "key_auto_rotate_period" {
   type        = number
   default     = 2592000
 }
+
+variable "servers_write_keyset" {
+  description = "Whether the servers may write the keyset (renewals, rotation by age). Default false: servers read, and the rotator job (`stateseal rotate --if-due`, role <policy_name>-rotator) writes."
+  type        = bool
+  default     = false
+}
+
+variable "rotator_service_accounts" {
+  description = "Service account names the rotator's Kubernetes role accepts."
+  type        = list(string)
+  default     = ["stateseal-keyset-rotator"]
+}

@@ -263,6 +263,7 @@ impl RingKey {
     }
 
     /// Sets the seal budget (the scheduler's, from this process's reservations).
+    #[cfg(any(feature = "keys", test))]
     pub(crate) fn set_seal_limit(&self, limit: u64) {
         self.seal_limit.store(limit, Ordering::Relaxed);
     }

@@ -92,9 +92,17 @@ def check_vault(doc):
         kinds = sorted(p.split("/", 1)[1].split("/", 1)[0] for p in paths if "/" in p)
         data = sorted(p for p in paths if p.split("/", 2)[1:2] == ["data"])
         if name == "server":
-            check(kinds == ["data", "decrypt"], f"vault: policy server covers exactly decrypt and the keyset ({kinds})")
-            data_caps = [c for c, p in zip(caps, paths) if p.split("/", 2)[1:2] == ["data"]]
-            check(data_caps == [{"read"}], f"vault: policy server only reads the keyset ({data_caps})")
+            check(
+                kinds == ["data", "decrypt", "metadata"],
+                f"vault: policy server covers exactly decrypt, the keyset and its metadata ({kinds})",
+            )
+            kv_caps = [c for c, p in zip(caps, paths) if p.split("/", 2)[1:2] in (["data"], ["metadata"])]
+            check(kv_caps == [{"read"}, {"read"}], f"vault: policy server only reads the keyset ({kv_caps})")
+            meta = [p for p in paths if p.split("/", 2)[1:2] == ["metadata"]]
+            check(
+                [m.replace("/metadata/", "/data/", 1) for m in meta] == data,
+                f"vault: the server's metadata path is the keyset's ({meta})",
+            )
         else:
             check(
                 kinds == ["data", "data", "datakey", "decrypt"],

@@ -53,6 +53,13 @@ pub enum Error {
     /// nothing is sealed, every echo is rejected.
     #[error("no key ring is loaded yet; the instance is not ready")]
     NotReady,
+    /// The instance has had no usable keyset document for longer than its
+    /// staleness bound: the fleet may have moved to a key it does not know,
+    /// so it seals nothing new; states it sealed before still verify.
+    #[error(
+        "the keyset store has been unusable for longer than max_store_staleness: not sealing until it is back (states already sealed still verify)"
+    )]
+    SealingStopped,
     /// No key of the keyset can seal now (its unwraps failed, or every key has
     /// retired): nothing is sealed and every echo is rejected until a refresh
     /// succeeds. The message names the first failing entry and why.

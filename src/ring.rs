@@ -4,8 +4,6 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
-use std::sync::OnceLock;
-
 use arc_swap::{ArcSwapOption, Guard};
 
 use crate::error::Error;
@@ -50,6 +48,7 @@ pub struct KeyRing {
     keys: Vec<Arc<RingKey>>,
     order: Vec<KeyId>,
     by_kid: KidMap,
+    seals: bool,
 }
 
 impl KeyRing {
@@ -111,7 +110,38 @@ impl KeyRing {
             keys,
             order,
             by_kid,
+            seals: true,
         })
+    }
+
+    /// This ring, verifying only: every key still unseals, nothing seals
+    /// ([`Error::SealingStopped`]). What an instance cut off from its keyset
+    /// holds: the fleet may have moved on to a key it does not know, so it
+    /// seals nothing new, while the states it sealed live out their TTL.
+    ///
+    /// ```
+    /// use stateseal::{AesGcmCodec, Error, KeyRing, RingHandle, Secret, StateCodec};
+    /// use std::sync::Arc;
+    /// let ring = KeyRing::from_secrets(&[Secret::new(vec![3; 32])?])?;
+    /// let handle = Arc::new(RingHandle::new(ring));
+    /// let token = AesGcmCodec::new(handle.clone()).seal(b"s")?;
+    /// let ring = KeyRing::from_secrets(&[Secret::new(vec![3; 32])?])?.verifying_only();
+    /// assert!(!ring.seals());
+    /// handle.store(ring);
+    /// let codec = AesGcmCodec::new(handle);
+    /// assert_eq!(codec.unseal(&token)?, b"s");
+    /// assert_eq!(codec.seal(b"t"), Err(Error::SealingStopped));
+    /// # Ok::<(), stateseal::Error>(())
+    /// ```
+    #[must_use]
+    pub fn verifying_only(mut self) -> Self {
+        self.seals = false;
+        self
+    }
+
+    /// Whether the primary key may seal (see [`KeyRing::verifying_only`]).
+    pub fn seals(&self) -> bool {
+        self.seals
     }
 
     /// A ring holding one fresh random key that lives only in this process.
@@ -160,8 +190,6 @@ impl KeyRing {
     }
 }
 
-type MissHook = Box<dyn Fn() + Send + Sync>;
-
 /// A shared, atomically swappable [`KeyRing`].
 ///
 /// The codec loads the ring once per seal or unseal: no lock, no
@@ -181,7 +209,6 @@ type MissHook = Box<dyn Fn() + Send + Sync>;
 /// ```
 pub struct RingHandle {
     ring: ArcSwapOption<KeyRing>,
-    on_miss: OnceLock<MissHook>,
 }
 
 impl std::fmt::Debug for RingHandle {
@@ -197,7 +224,6 @@ impl RingHandle {
     pub fn new(ring: KeyRing) -> Self {
         Self {
             ring: ArcSwapOption::from_pointee(ring),
-            on_miss: OnceLock::new(),
         }
     }
 
@@ -205,7 +231,6 @@ impl RingHandle {
     pub fn empty() -> Self {
         Self {
             ring: ArcSwapOption::empty(),
-            on_miss: OnceLock::new(),
         }
     }
 
@@ -228,20 +253,6 @@ impl RingHandle {
     /// Removes the ring: from now on nothing seals and every echo is rejected.
     pub fn clear(&self) {
         self.ring.store(None);
-    }
-
-    /// Installs the callback run when an unseal meets an unknown key id or no
-    /// ring (the scheduler uses it to refresh early). It must not block. Only
-    /// the first installed hook is kept; returns whether this one was.
-    pub fn set_miss_hook(&self, hook: impl Fn() + Send + Sync + 'static) -> bool {
-        self.on_miss.set(Box::new(hook)).is_ok()
-    }
-
-    /// Reports a key-id miss (called by codecs).
-    pub fn report_miss(&self) {
-        if let Some(hook) = self.on_miss.get() {
-            hook();
-        }
     }
 }
 

@@ -89,11 +89,14 @@ fn run(args: &Args) -> Result<bool, String> {
     let secret_id_file = dir.join("secret-id");
     let mut secret_id = faults::issue_secret_id(&bao, &secret_id_file);
     let config = dir.join("fleet.toml");
+    // The Vault outage (up to 20 s) outlasts the default staleness bound of
+    // this short profile (2P = 8 s): without a larger bound every server would
+    // stop sealing during it, as it should in a fleet whose P is this small.
     std::fs::write(
         &config,
         format!(
             "store = {STORE:?}\naudience = \"stateseal-soak\"\nrefresh_interval = 1\nmax_skew = 2\nttl = 20\n\
-             rotation_period = 0\nready_timeout = 20\n"
+             rotation_period = 0\nready_timeout = 20\nmax_store_staleness = 60\n"
         ),
     )
     .map_err(|e| e.to_string())?;

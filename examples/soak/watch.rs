@@ -24,6 +24,7 @@ fn soak_rules(production: &str) -> Result<String, String> {
         ("for: 15m", "for: 5s"),
         ("for: 1h", "for: 5s"),
         ("[5m]", "[10s]"),
+        ("offset 5m", "offset 10s"),
         ("[10m]", "[20s]"),
     ];
     let mut rules = production.to_owned();

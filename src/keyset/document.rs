@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
+use super::claim::{RawClaim, RotationClaim};
 use super::timing::Timing;
 use crate::error::Error;
 use crate::key::{KeyId, TokenFormat};
@@ -101,6 +102,9 @@ pub struct Keyset {
     /// The fleet's timing profile, written by `init` (`None` in documents from
     /// before profiles: rotations then use the caller's timing).
     pub timing: Option<Timing>,
+    /// A server's claim on the next rotation (authenticated documents only;
+    /// every rotation clears it).
+    pub rotation_claim: Option<RotationClaim>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -114,6 +118,8 @@ struct RawKeyset {
     expires_at: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     timing: Option<RawTiming>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    rotation_claim: Option<RawClaim>,
     keys: Vec<RawEntry>,
 }
 
@@ -209,10 +215,13 @@ impl Keyset {
                 format!("expected {KEYSET_FORMAT:?}, found {:?}", raw.format),
             ));
         }
-        if raw.expires_at.is_some() || raw.keys.iter().any(|e| e.alg.is_some()) {
+        if raw.expires_at.is_some()
+            || raw.rotation_claim.is_some()
+            || raw.keys.iter().any(|e| e.alg.is_some())
+        {
             return Err(bad(
                 "document",
-                "expires_at and alg belong in an authenticated (v2) payload",
+                "expires_at, rotation_claim and alg belong in an authenticated (v2) payload",
             ));
         }
         Self::from_raw(raw)
@@ -307,6 +316,7 @@ impl Keyset {
                 Timing::new(t.refresh_interval, t.max_skew, t.state_ttl)
                     .with_propagation(t.propagation)
             }),
+            rotation_claim: raw.rotation_claim.map(RawClaim::into_claim).transpose()?,
         };
         doc.validate()?;
         Ok(doc)
@@ -325,6 +335,9 @@ impl Keyset {
         }
         if let Some(t) = &self.timing {
             t.validate().map_err(|e| bad("timing", e.to_string()))?;
+        }
+        if let Some(c) = &self.rotation_claim {
+            super::claim::validate(c)?;
         }
         for (i, e) in self.keys.iter().enumerate() {
             if !e.entry.starts_with("k_") || e.entry.len() < 3 {
@@ -397,6 +410,12 @@ impl Keyset {
                 state_ttl: t.ttl,
                 propagation: t.propagation,
             }),
+            // The unauthenticated form never carries one.
+            rotation_claim: self
+                .rotation_claim
+                .as_ref()
+                .filter(|_| expires_at.is_some())
+                .map(RawClaim::from_claim),
             keys: self
                 .keys
                 .iter()
@@ -477,6 +496,7 @@ mod tests {
             id: "ks_abc".into(),
             generation: 3,
             timing: Some(Timing::new(30.0, 60.0, 600.0)),
+            rotation_claim: None,
             keys: vec![KeyEntry {
                 entry: "k_1".into(),
                 kid: KeyId::from_hex("a014f40b"),

@@ -6,6 +6,8 @@
 //! order (caps, envelope, pins, bound MAC-key unwrap, tag, payload, KEKs,
 //! freshness).
 
+mod claim;
+mod conditional;
 mod document;
 mod mac;
 mod pins;
@@ -13,6 +15,8 @@ mod sealed;
 mod store;
 mod timing;
 
+pub use claim::{INSTANCE_ID_RULE, RotationClaim, is_instance_id};
+pub use conditional::{ConditionalLoad, StoreVersion};
 pub use document::{
     ALG_V1_AES_256_GCM, ALG_V2_XAES_256_GCM, KEYSET_FORMAT, KeyEntry, Keyset, MAX_ENTRIES,
     MAX_TIME, alg_name, is_representable,

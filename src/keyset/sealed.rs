@@ -325,6 +325,7 @@ mod tests {
             id: "ks_a".into(),
             generation: 2,
             timing: None,
+            rotation_claim: None,
             keys: vec![KeyEntry {
                 entry: "k_1".into(),
                 kid: crate::key::KeyId::from_hex("0a0b0c0d"),

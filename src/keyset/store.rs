@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 
+use super::conditional::{ConditionalLoad, FileVersion, StoreVersion, file_identity};
 use super::document::random_id;
 use super::sealed::{MAX_DOCUMENT_BYTES, StoredKeyset};
 use crate::error::Error;
@@ -26,6 +27,26 @@ pub trait KeysetStore: Send + Sync + fmt::Debug {
     /// verifies it), or `None` when the store holds none yet. A document larger
     /// than [`MAX_DOCUMENT_BYTES`] is refused after one bounded read.
     fn load(&self) -> BoxFuture<'_, Result<Option<StoredKeyset>, Error>>;
+
+    /// The document, unless it is still the one read at version `seen`: a
+    /// refresh that finds nothing new costs the store a conditional request
+    /// (S3 and GCS `If-None-Match` on the ETag, a Vault KV metadata read, a
+    /// file's `stat`) instead of a download, a parse and a tag check.
+    ///
+    /// The default reads in full and names no version (so it never answers
+    /// [`ConditionalLoad::Unchanged`]); a store that can do better overrides it.
+    fn load_if_changed<'a>(
+        &'a self,
+        seen: Option<&'a StoreVersion>,
+    ) -> BoxFuture<'a, Result<ConditionalLoad, Error>> {
+        let _ = seen;
+        Box::pin(async move {
+            Ok(ConditionalLoad::Current {
+                document: self.load().await?,
+                version: None,
+            })
+        })
+    }
 
     /// Writes `doc` if the stored generation is still `expected` (`None`: the
     /// store must be empty). `doc`'s generation must be above `expected`.
@@ -221,6 +242,40 @@ impl FileStore {
         }
     }
 
+    /// A `stat` when the document is the one read at `seen` (a settled
+    /// identity), else a read compared by digest (see `FileVersion`).
+    fn read_if_changed(&self, seen: Option<&StoreVersion>) -> Result<ConditionalLoad, Error> {
+        use std::io::Read;
+        let now = std::time::SystemTime::now();
+        if let Some(seen) = seen
+            && let Ok(meta) = fs::metadata(&self.path)
+            && FileVersion::identity_matches(seen, file_identity(&meta, now).as_deref())
+        {
+            return Ok(ConditionalLoad::Unchanged);
+        }
+        let read = File::open(&self.path).and_then(|f| {
+            let meta = f.metadata()?;
+            let mut bytes = Vec::new();
+            f.take(MAX_DOCUMENT_BYTES as u64 + 1)
+                .read_to_end(&mut bytes)?;
+            Ok((FileVersion::new(&meta, &bytes, now), bytes))
+        });
+        match read {
+            Ok((version, _)) if seen.is_some_and(|s| version.digest_matches(s)) => {
+                Ok(ConditionalLoad::Unchanged)
+            }
+            Ok((version, bytes)) => Ok(ConditionalLoad::Current {
+                document: Some(StoredKeyset::from_bytes(&bytes)?),
+                version: Some(version.to_version()),
+            }),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(ConditionalLoad::Current {
+                document: None,
+                version: None,
+            }),
+            Err(e) => Err(self.io("read", &e)),
+        }
+    }
+
     fn temporary_prefix(&self) -> std::ffi::OsString {
         let mut prefix = self
             .path
@@ -315,6 +370,22 @@ impl KeysetStore for FileStore {
         })
     }
 
+    fn load_if_changed<'a>(
+        &'a self,
+        seen: Option<&'a StoreVersion>,
+    ) -> BoxFuture<'a, Result<ConditionalLoad, Error>> {
+        let this = self.clone();
+        let seen = seen.cloned();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || this.read_if_changed(seen.as_ref()))
+                .await
+                .map_err(|e| Error::Store {
+                    uri: String::new(),
+                    problem: format!("read task failed: {e}"),
+                })?
+        })
+    }
+
     fn compare_and_swap<'a>(
         &'a self,
         expected: Option<u64>,
@@ -368,6 +439,7 @@ mod tests {
             id: "ks_t".into(),
             generation,
             timing: None,
+            rotation_claim: None,
             keys: vec![KeyEntry {
                 entry: "k_1".into(),
                 kid: None,

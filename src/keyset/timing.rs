@@ -7,7 +7,8 @@ use crate::error::Error;
 /// Timing parameters, in seconds.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Timing {
-    /// R: how often instances re-read the keyset (jittered ±10%).
+    /// R: how often instances re-read the keyset at the least (each wait is
+    /// drawn from the last tenth below R, see `rotation::RefreshPacing`).
     pub refresh_interval: f64,
     /// S: the largest clock difference between instances.
     pub max_skew: f64,

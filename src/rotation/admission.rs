@@ -257,6 +257,7 @@ mod tests {
                 alg: crate::key::TokenFormat::V1,
             }],
             timing: Some(crate::keyset::Timing::new(30.0, 60.0, 600.0)),
+            rotation_claim: None,
         }
     }
 

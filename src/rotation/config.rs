@@ -26,9 +26,10 @@ pub struct SchedulerConfig {
     pub max_key_age: f64,
     /// How long past `max_key_age` a key keeps serving while the KMS is unreachable (default 24 h).
     pub outage_grace: f64,
-    /// Once the keyset store has been unreadable (or held only refused documents)
-    /// this long, the instance stops sealing and reports not-ready
-    /// (`None`, the default: the same as `outage_grace`).
+    /// Once the keyset store has been unreadable (or held only refused
+    /// documents) this long, the instance stops sealing and reports not-ready;
+    /// states it sealed still verify. `None`, the default, derives it from the
+    /// fleet's timing profile: 2P (see [`SchedulerConfig::store_staleness_limit`]).
     pub max_store_staleness: Option<f64>,
     /// Rotate when the primary key is this old (default 30 days; `None`: never by age).
     pub rotation_period: Option<f64>,
@@ -41,8 +42,6 @@ pub struct SchedulerConfig {
     /// (default 2^20; `None`: no reservations, each instance counts only its own
     /// seals, which restarts and fleet growth defeat).
     pub seal_reservation_block: Option<u64>,
-    /// Least time between two early refreshes triggered by unknown key ids (default 1 s).
-    pub early_refresh_min_interval: f64,
     /// Refresh interval jitter as a fraction (default 0.1 = ±10%).
     pub jitter: f64,
     /// Which keyset documents this instance believes: pins, minimum
@@ -55,6 +54,9 @@ pub struct SchedulerConfig {
     /// validity is left (default true; read-only servers set false and leave
     /// it to the rotator).
     pub renew_keyset: bool,
+    /// This instance's name in rotation claims and rendezvous hashing (`None`,
+    /// the default: a random `i_…` id drawn at start; a pod name fits).
+    pub instance_id: Option<String>,
 }
 
 impl Default for SchedulerConfig {
@@ -67,11 +69,11 @@ impl Default for SchedulerConfig {
             rotation_period: Some(30.0 * 24.0 * 3600.0),
             max_seals_per_key: 1 << 31,
             seal_reservation_block: Some(1 << 20),
-            early_refresh_min_interval: 1.0,
             jitter: 0.1,
             trust: TrustPolicy::default(),
             keyset_validity: DEFAULT_KEYSET_VALIDITY,
             renew_keyset: true,
+            instance_id: None,
         }
     }
 }
@@ -87,9 +89,27 @@ impl SchedulerConfig {
         SchedulerConfigBuilder(self.clone())
     }
 
-    /// The store staleness limit in force: `max_store_staleness`, or `outage_grace`.
-    pub fn store_staleness_limit(&self) -> f64 {
-        self.max_store_staleness.unwrap_or(self.outage_grace)
+    /// The store staleness limit in force for a fleet on `timing`:
+    /// `max_store_staleness`, or by default 2P.
+    ///
+    /// Why 2P: an instance cut off from the store right after its last read
+    /// keeps its primary K. The fleet may rotate at once: the new key
+    /// activates P later, and K retires P + T + S after that. A state the cut-off
+    /// instance seals at time s lives until s + T, on clocks up to S apart; it
+    /// verifies everywhere as long as s + T + S ≤ t0 + 2P + T + S, i.e. while it
+    /// has been cut off for at most 2P. (A compromise rotation retires K at once
+    /// and breaks every state under it, by design.)
+    ///
+    /// ```
+    /// use stateseal::rotation::{SchedulerConfig, Timing};
+    /// let timing = Timing::new(30.0, 60.0, 600.0); // P = 2R + S = 120 s
+    /// assert_eq!(SchedulerConfig::default().store_staleness_limit(&timing), 240.0);
+    /// let explicit = SchedulerConfig::builder().max_store_staleness(Some(60.0)).build()?;
+    /// assert_eq!(explicit.store_staleness_limit(&timing), 60.0);
+    /// # Ok::<(), stateseal::Error>(())
+    /// ```
+    pub fn store_staleness_limit(&self, timing: &Timing) -> f64 {
+        self.max_store_staleness.unwrap_or(2.0 * timing.propagation)
     }
 
     /// Checks every field; the error names the one to fix.
@@ -136,12 +156,16 @@ impl SchedulerConfig {
                 "seal_reservation_block must be between 1 and max_seals_per_key".into(),
             ));
         }
-        positive(
-            "early_refresh_min_interval",
-            self.early_refresh_min_interval,
-        )?;
         if !(0.0..0.5).contains(&self.jitter) {
             return Err(Error::Config("jitter must be in [0, 0.5)".into()));
+        }
+        if let Some(id) = &self.instance_id
+            && !crate::keyset::is_instance_id(id)
+        {
+            return Err(Error::Config(format!(
+                "instance_id {}",
+                crate::keyset::INSTANCE_ID_RULE
+            )));
         }
         let least = 4.0 * (self.timing.propagation + self.timing.max_skew);
         if !(self.keyset_validity.is_finite() && self.keyset_validity >= least) {
@@ -216,6 +240,12 @@ impl SchedulerConfigBuilder {
     /// Sets `renew_keyset`.
     pub fn renew_keyset(mut self, renew: bool) -> Self {
         self.0.renew_keyset = renew;
+        self
+    }
+
+    /// Sets `instance_id`.
+    pub fn instance_id(mut self, id: impl Into<String>) -> Self {
+        self.0.instance_id = Some(id.into());
         self
     }
 

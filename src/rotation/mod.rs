@@ -24,7 +24,8 @@ pub use operations::{
 };
 pub use proof::unwrap_entry;
 pub use rewrite::{renew_keyset, upgrade_keyset};
-pub use scheduler::{RotationScheduler, SchedulerStatus};
+pub(crate) use scheduler::unit_draw;
+pub use scheduler::{CLAIM_TTL, RefreshPacing, RotationScheduler, SchedulerStatus};
 pub use timeline::{Phase, RotateMode, Timing};
 /// The timeline as pure functions of (document, time): exposed for property
 /// tests and fuzzing only (feature `internals`, no stability promise).

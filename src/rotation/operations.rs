@@ -72,6 +72,7 @@ pub async fn init_keyset(
         generation: first_generation(store).await?,
         keys: vec![new],
         timing: Some(timing),
+        rotation_claim: None,
     };
     let (stored, _) =
         seal_with_new_mac_key(registry, &doc, kek, now + DEFAULT_KEYSET_VALIDITY).await?;

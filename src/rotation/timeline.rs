@@ -175,6 +175,8 @@ pub fn rotated(
         new.activate_at + timing.retire_delay()
     });
     let mut next = doc.clone();
+    // The claim on this rotation is spent.
+    next.rotation_claim = None;
     // Entries out of every instance's ring (even one S behind) are dropped.
     next.keys
         .retain(|e| e.retire_at.is_none_or(|r| r + timing.max_skew > now));

@@ -236,21 +236,30 @@ impl KeysetTrust {
         for (i, e) in verified.doc.keys.iter().enumerate() {
             self.check_kek(uri, &format!("keys[{i}] ({})", e.entry), e)?;
         }
-        if let Some(expires_at) = verified.expires_at
-            && let Some(now) = now
-            && now >= expires_at
-        {
-            return Err(refuse(
+        if let Some(now) = now {
+            Self::check_fresh(uri, &verified, now)?;
+        }
+        Ok(verified)
+    }
+
+    /// Whether `verified`, opened earlier, is still fresh at `now` (what a
+    /// conditional read that finds the document unchanged still has to ask).
+    ///
+    /// # Errors
+    /// [`Error::KeysetRefused`] (`expired`) past its `expires_at`.
+    pub fn check_fresh(uri: &str, verified: &VerifiedKeyset, now: f64) -> Result<(), Error> {
+        match verified.expires_at {
+            Some(expires_at) if now >= expires_at => Err(refuse(
                 uri,
                 Refusal::Expired,
                 format!(
                     "generation {} went stale {:.0}s ago; a writer with the KEK renews it (`stateseal rotate`, `stateseal keyset renew`, or a server that may write)",
-                    stored.generation(),
+                    verified.doc.generation,
                     now - expires_at
                 ),
-            ));
+            )),
+            _ => Ok(()),
         }
-        Ok(verified)
     }
 
     fn check_kek(&self, uri: &str, what: &str, e: &KeyEntry) -> Result<(), Error> {
@@ -479,6 +488,7 @@ mod tests {
                 id: id.into(),
                 generation: 3,
                 timing: Some(Timing::default()),
+                rotation_claim: None,
                 keys: vec![KeyEntry {
                     entry: "k_1".into(),
                     kid: Some(crate::key::KeyId::of(&dk.plaintext)),

@@ -61,7 +61,9 @@ pub struct Config {
     /// Keep serving cached keys this long past `max_key_age` while the KMS is down (default 86400).
     #[serde(default = "defaults::outage_grace")]
     pub outage_grace: f64,
-    /// Not ready once the keyset store has been unreadable this long (default: `outage_grace`).
+    /// Stop sealing (not ready; sealed states still verify) once the keyset
+    /// store has been unusable this long (default: 2P, see
+    /// `SchedulerConfig::store_staleness_limit`).
     #[serde(default)]
     pub max_store_staleness: Option<f64>,
     /// Rotate the primary key at this age; 0 disables (default 30 days).

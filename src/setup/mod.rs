@@ -134,6 +134,9 @@ pub async fn start_with_clock(
         Arc::clone(&clock),
     )?;
     let deadline = Instant::now() + Duration::from_secs_f64(config.ready_timeout);
+    // A fleet started at once (or a KMS quota it shares) is retried spread out.
+    let pacing = scheduler.pacing();
+    let mut failures = 0u32;
     loop {
         match scheduler.refresh().await {
             Ok(_) => break,
@@ -143,7 +146,12 @@ pub async fn start_with_clock(
                     config.store, config.ready_timeout
                 )));
             }
-            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+            Err(_) => {
+                failures = failures.saturating_add(1);
+                let wait = pacing.after_failure(failures, crate::rotation::unit_draw());
+                let left = deadline.saturating_duration_since(Instant::now());
+                tokio::time::sleep(Duration::from_secs_f64(wait).min(left)).await;
+            }
         }
     }
     let refresh = scheduler.spawn();

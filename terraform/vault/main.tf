@@ -53,6 +53,11 @@ data "vault_policy_document" "server" {
     capabilities = ["read"]
     description  = "read the keyset document"
   }
+  rule {
+    path         = "${vault_mount.kv.path}/metadata/${var.keyset_path}"
+    capabilities = ["read"]
+    description  = "conditional refresh: the keyset's current version, without its data"
+  }
 }
 
 # The rotator (`stateseal rotate --if-due` on a schedule, deploy/kubernetes

@@ -8,6 +8,8 @@
 //! - routing: `object_store` percent-encodes the whole object path
 //!   (`/stateseal%2Dkeys/fleet%2Fkeyset%2Ejson`); the front decodes it and
 //!   forwards reads to the emulator's XML API and writes to its JSON upload;
+//! - conditional reads: `GET` with `If-None-Match` naming the object's
+//!   current ETag is answered `304 Not Modified` with no body;
 //! - preconditions: `PUT` with `x-goog-if-generation-match: 0` on an existing
 //!   object, or with a generation that is not the current one, is answered
 //!   `412 Precondition Failed` and changes nothing. Writes are serialised so
@@ -44,6 +46,7 @@ struct Shared {
     down: AtomicBool,
     refused: AtomicUsize,
     writes: AtomicUsize,
+    not_modified: AtomicUsize,
     /// Held from the precondition check to the end of the write.
     writing: Mutex<()>,
 }
@@ -56,6 +59,7 @@ impl GcsPreconditionFront {
             down: AtomicBool::new(false),
             refused: AtomicUsize::new(0),
             writes: AtomicUsize::new(0),
+            not_modified: AtomicUsize::new(0),
             writing: Mutex::new(()),
         });
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
@@ -98,6 +102,11 @@ impl GcsPreconditionFront {
         self.shared.refused.load(Ordering::SeqCst)
     }
 
+    /// Reads answered `304 Not Modified` so far.
+    pub fn not_modified(&self) -> usize {
+        self.shared.not_modified.load(Ordering::SeqCst)
+    }
+
     /// Writes that landed so far.
     pub fn writes(&self) -> usize {
         self.shared.writes.load(Ordering::SeqCst)
@@ -133,7 +142,7 @@ async fn handle(
     };
     // The emulator is reached with blocking I/O.
     tokio::task::spawn_blocking(move || match method {
-        Method::GET | Method::HEAD => shared.read(&method, &bucket, &object),
+        Method::GET | Method::HEAD => shared.read(&method, &headers, &bucket, &object),
         Method::PUT => shared.write(&headers, &bucket, &object, &body),
         _ => not_implemented(&method, &uri),
     })
@@ -150,7 +159,7 @@ fn not_implemented(method: &Method, uri: &Uri) -> Response {
 }
 
 impl Shared {
-    fn read(&self, method: &Method, bucket: &str, object: &str) -> Response {
+    fn read(&self, method: &Method, headers: &HeaderMap, bucket: &str, object: &str) -> Response {
         let path: Vec<String> = object.split('/').map(encode).collect();
         let r = self.api.read(bucket, &path.join("/"));
         let mut out = HeaderMap::new();
@@ -167,6 +176,14 @@ impl Shared {
             }
         }
         let status = StatusCode::from_u16(r.status).unwrap_or(StatusCode::BAD_GATEWAY);
+        let unchanged = status == StatusCode::OK
+            && headers
+                .get("if-none-match")
+                .is_some_and(|wanted| out.get("etag").is_some_and(|etag| etag == wanted));
+        if unchanged {
+            self.not_modified.fetch_add(1, Ordering::SeqCst);
+            return (StatusCode::NOT_MODIFIED, out).into_response();
+        }
         let body = if *method == Method::HEAD {
             Vec::new()
         } else {

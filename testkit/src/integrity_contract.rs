@@ -31,16 +31,22 @@ use crate::store_contract::StoreUnderTest;
 
 const T0: f64 = 1_782_345_600.0;
 
-/// The `local` provider, counting unwraps: "zero KMS calls" is measured here.
+/// The `local` provider, counting its calls: "zero KMS calls" is measured here.
 #[derive(Debug, Default)]
 pub struct CountingLocal {
     unwraps: AtomicU64,
+    generates: AtomicU64,
 }
 
 impl CountingLocal {
     /// Unwraps asked for so far.
     pub fn unwraps(&self) -> u64 {
         self.unwraps.load(Ordering::SeqCst)
+    }
+
+    /// Data keys generated so far.
+    pub fn generates(&self) -> u64 {
+        self.generates.load(Ordering::SeqCst)
     }
 }
 
@@ -53,6 +59,7 @@ impl KeyProvider for CountingLocal {
         kek: &'a str,
         ctx: WrapContext<'a>,
     ) -> BoxFuture<'a, Result<DataKey, Error>> {
+        self.generates.fetch_add(1, Ordering::SeqCst);
         Box::pin(async move { LocalProvider::new().generate(kek, ctx).await })
     }
     fn unwrap<'a>(

@@ -25,9 +25,11 @@ pub fn round() -> RequestIdentity {
 
 impl Member {
     /// A member of the keyset in `store` (a `file://` one: nothing pinned),
-    /// its clock at `t0`: `max_key_age` 1 h, `outage_grace` 24 h, no
-    /// automatic rotation, no seal reservations and no renewals (so a test
-    /// can count the keyset's generations).
+    /// its clock at `t0`: `max_key_age` 1 h, `outage_grace` 24 h, store
+    /// outages ridden out for 24 h too (`max_store_staleness`, above its 2P
+    /// default: these members test outages, not partitions), no automatic
+    /// rotation, no seal reservations and no renewals (so a test can count
+    /// the keyset's generations).
     pub fn new(registry: &ProviderRegistry, store: Arc<dyn KeysetStore>, t0: f64) -> Self {
         Self::with_trust(registry, store, t0, TrustPolicy::default())
     }
@@ -50,6 +52,7 @@ impl Member {
         let config = SchedulerConfig::builder()
             .max_key_age(3600.0)
             .outage_grace(86_400.0)
+            .max_store_staleness(Some(86_400.0))
             .rotation_period(None)
             .seal_reservation_block(None)
             .renew_keyset(false)

@@ -14,11 +14,16 @@
 //!   is the scheduler's job, so the store must not hide it);
 //! - an outage is an error, never `None` (which would mean "no keyset"), and
 //!   the store works again once the service is back;
-//! - a handle without permission gets an error on both load and write.
+//! - a handle without permission gets an error on both load and write;
+//! - a conditional read naming the version of the document in place answers
+//!   `Unchanged` (from any handle); after any write it returns the new
+//!   document, and a version the store never gave, an outage or a denied
+//!   handle never count as `Unchanged`. A store that names no versions skips
+//!   these cases and says so.
 
 use std::sync::Arc;
 
-use stateseal::keyset::{MAX_DOCUMENT_BYTES, MacKey, MacKeyRef};
+use stateseal::keyset::{ConditionalLoad, MAX_DOCUMENT_BYTES, MacKey, MacKeyRef, StoreVersion};
 use stateseal::rotation::Timing;
 use stateseal::{Error, KeyEntry, KeyId, Keyset, KeysetStore, Secret, StoredKeyset};
 
@@ -65,6 +70,7 @@ pub fn content(generation: u64, entry: &str) -> Keyset {
         generation,
         // Every optional field set, so every store proves it keeps them.
         timing: Some(Timing::new(30.0, 60.0, 600.0)),
+        rotation_claim: None,
         keys: vec![KeyEntry {
             entry: entry.into(),
             kid: KeyId::from_hex("a014f40b"),
@@ -81,6 +87,75 @@ pub fn content(generation: u64, entry: &str) -> Keyset {
 
 fn is_conflict(r: &Result<(), Error>) -> bool {
     matches!(r, Err(Error::Conflict { .. }))
+}
+
+/// A full conditional read: the document and its version.
+async fn read_versioned(store: &dyn KeysetStore) -> (Option<StoredKeyset>, Option<StoreVersion>) {
+    match store.load_if_changed(None).await.expect("conditional read") {
+        ConditionalLoad::Current { document, version } => (document, version),
+        other => panic!("a read naming no version must return the document, got {other:?}"),
+    }
+}
+
+fn is_unchanged(r: &Result<ConditionalLoad, Error>) -> bool {
+    matches!(r, Ok(ConditionalLoad::Unchanged))
+}
+
+/// The conditional-read cases on a store holding a document; returns the
+/// version of what it holds afterwards.
+async fn conditional_reads(s: &impl StoreUnderTest, store: &dyn KeysetStore) {
+    let current = store.load().await.expect("load").expect("a document");
+    let (doc, version) = read_versioned(store).await;
+    assert_eq!(doc.as_ref(), Some(&current));
+    let Some(version) = version else {
+        println!(
+            "store contract {}: names no versions; conditional cases not run",
+            store.uri()
+        );
+        return;
+    };
+    assert!(
+        is_unchanged(&store.load_if_changed(Some(&version)).await),
+        "nothing was written: unchanged"
+    );
+    assert!(
+        is_unchanged(&s.open().load_if_changed(Some(&version)).await),
+        "another handle sees the same version"
+    );
+    let foreign = StoreVersion::new("\"never-given-by-this-store\"");
+    match store.load_if_changed(Some(&foreign)).await {
+        Ok(ConditionalLoad::Current { document, .. }) => {
+            assert_eq!(document, Some(current.clone()))
+        }
+        other => panic!("a version the store never gave must return the document, got {other:?}"),
+    }
+    // A write: the next conditional read returns it, with another version.
+    let next = document(current.generation() + 1, "k_conditional");
+    store
+        .compare_and_swap(Some(current.generation()), &next)
+        .await
+        .expect("write");
+    let after = match store.load_if_changed(Some(&version)).await {
+        Ok(ConditionalLoad::Current {
+            document: Some(d),
+            version: after,
+        }) => {
+            assert_eq!(d, next, "the document written");
+            after
+        }
+        other => panic!("after a write a conditional read must return it, got {other:?}"),
+    };
+    assert_ne!(after.as_ref(), Some(&version));
+    // Put back as an operator or a restore would: never taken for the one in place.
+    s.put_raw(&serde_json::from_slice(current.bytes()).expect("json"));
+    if let Some(after) = after {
+        match store.load_if_changed(Some(&after)).await {
+            Ok(ConditionalLoad::Current { document, .. }) => {
+                assert_eq!(document, Some(current.clone()));
+            }
+            other => panic!("a restored document must be returned, got {other:?}"),
+        }
+    }
 }
 
 /// Runs the whole contract; panics with the case that failed.
@@ -147,6 +222,8 @@ pub async fn run(s: &impl StoreUnderTest) {
     ));
     assert_eq!(store.load().await.expect("load"), current);
 
+    conditional_reads(s, store.as_ref()).await;
+
     // Not a keyset: an error that names the document, never "no keyset".
     s.put_raw(&serde_json::json!({"format": "not-a-keyset"}));
     match store.load().await {
@@ -181,10 +258,21 @@ pub async fn run(s: &impl StoreUnderTest) {
     s.put_raw(&serde_json::from_slice(first.bytes()).expect("json"));
     assert_eq!(store.load().await.expect("load"), Some(first.clone()));
 
-    // Outage: an error, then recovery.
+    // Outage: an error (never "unchanged"), then recovery.
+    let (_, version) = read_versioned(store.as_ref()).await;
     s.break_service();
     let during = s.open().load().await;
+    let during_conditional = match &version {
+        Some(v) => Some(s.open().load_if_changed(Some(v)).await),
+        None => None,
+    };
     s.repair_service();
+    if let Some(r) = during_conditional {
+        assert!(
+            matches!(r, Err(Error::Store { .. })),
+            "an unreachable store must answer a conditional read with Error::Store, got {r:?}"
+        );
+    }
     assert!(
         matches!(during, Err(Error::Store { .. })),
         "an unreachable store must be Error::Store, got {during:?}"
@@ -206,6 +294,10 @@ pub async fn run(s: &impl StoreUnderTest) {
         }
     };
     assert!(denied.load().await.is_err(), "a denied load succeeded");
+    if let Some(v) = &version {
+        let r = denied.load_if_changed(Some(v)).await;
+        assert!(r.is_err(), "a denied conditional read must fail, got {r:?}");
+    }
     let second = document(first.generation() + 1, "k_denied");
     assert!(
         denied

@@ -78,6 +78,9 @@ async fn a_writer_renews_before_the_document_goes_stale() {
     );
     reader.refresh_at(at + 30.0).await.expect("refresh");
     let stale = at + WEEK + 1.0;
+    // Its last read finds the document unchanged, and still fresh...
+    reader.refresh_at(stale - 10.0).await.expect("refresh");
+    // ...the next one, unchanged too, finds it stale.
     let err = reader.refresh_at(stale).await.unwrap_err();
     assert!(
         matches!(

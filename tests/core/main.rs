@@ -1,16 +1,19 @@
 //! Integration tests of the core crate: the Python SDK's vectors and live interop.
 
 mod boundary_json;
+mod cheap_reads;
 mod fleet;
 mod interop;
 mod keyset_integrity;
 mod limits;
 mod no_leak;
 mod observability;
+mod one_rotator;
 mod outage;
 mod provider_contract;
 mod seal_budget;
 mod setup;
+mod staleness;
 mod store_contract;
 mod store_faults;
 mod timeline_props;

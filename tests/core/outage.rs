@@ -230,13 +230,18 @@ async fn rotates_automatically_by_age_and_by_seal_count_exactly_once() {
     a.refresh_at(s.t0).await.expect("refresh");
     b.refresh_at(s.t0).await.expect("refresh");
     assert_eq!(keysets::content(&*s.store, &s.registry).await.generation, 1);
-    a.refresh_at(s.t0 + 1_000.0).await.expect("refresh");
-    b.refresh_at(s.t0 + 1_000.5).await.expect("refresh");
+    // Each takes its turn within the rendezvous window (4R) after the rotation fell due.
+    let mut t = s.t0 + 1_000.0;
+    while t <= s.t0 + 1_000.0 + 5.0 * s.config.timing.refresh_interval {
+        a.refresh_at(t).await.expect("refresh");
+        b.refresh_at(t + 0.5).await.expect("refresh");
+        t += 10.0;
+    }
     let doc = keysets::content(&*s.store, &s.registry).await;
     assert_eq!(
         (doc.generation, doc.keys.len()),
-        (2, 2),
-        "one rotation, not two"
+        (3, 2),
+        "one claim and one rotation, not two"
     );
     // By seal count: an instance that sealed max_seals_per_key states rotates.
     let s2 = {
@@ -258,7 +263,8 @@ async fn rotates_automatically_by_age_and_by_seal_count_exactly_once() {
     }
     c.refresh_at(s2.t0 + 30.0).await.expect("refresh");
     let doc = keysets::content(&*s2.store, &s2.registry).await;
-    assert_eq!(doc.generation, 3);
+    // The v1 rewrite, the claim, the rotation.
+    assert_eq!(doc.generation, 4);
     // The new key is a v2 key: it never rotates by count.
     assert_eq!(
         doc.keys.last().map(|e| e.alg),

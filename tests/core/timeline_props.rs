@@ -25,6 +25,7 @@ fn entry(n: usize, at: f64) -> KeyEntry {
 fn history(timing: &Timing, gaps: &[(f64, f64, u8)], t0: f64) -> Vec<(f64, Keyset)> {
     let mut doc = Keyset {
         timing: None,
+        rotation_claim: None,
         id: "ks_p".into(),
         generation: 1,
         keys: vec![entry(0, t0)],

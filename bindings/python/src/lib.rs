@@ -32,6 +32,10 @@ fn reason(e: &Error) -> String {
     match e {
         Error::Rejected(r) => r.as_str().to_owned(),
         Error::NotReady => "not ready: no key ring loaded".to_owned(),
+        Error::SealingStopped => {
+            "not sealing: the keyset store has been unusable for longer than max_store_staleness"
+                .to_owned()
+        }
         Error::Seal(why) => format!("seal failed: {why}"),
         Error::Random => "the operating system's random source failed".to_owned(),
         _ => "rejected".to_owned(),

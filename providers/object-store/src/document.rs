@@ -13,11 +13,11 @@ use std::time::Duration;
 
 use object_store::path::Path;
 use object_store::{
-    BackoffConfig, ClientOptions, ObjectStore, PutMode, PutOptions, PutPayload, RetryConfig,
-    UpdateVersion,
+    BackoffConfig, ClientOptions, GetOptions, ObjectStore, PutMode, PutOptions, PutPayload,
+    RetryConfig, UpdateVersion,
 };
-use stateseal::keyset::MAX_DOCUMENT_BYTES;
 use stateseal::keyset::check_next_generation;
+use stateseal::keyset::{ConditionalLoad, MAX_DOCUMENT_BYTES, StoreVersion};
 use stateseal::provider::BoxFuture;
 use stateseal::{Error, StoredKeyset};
 use tokio::sync::OnceCell;
@@ -39,6 +39,17 @@ pub(crate) struct ObjectDocument<C> {
 
 /// The version a read saw: what the next conditional write names.
 struct Version(UpdateVersion);
+
+/// What one (conditional) read of the object found (consumed at once).
+#[allow(clippy::large_enum_variant)]
+enum Fetched {
+    /// `304 Not Modified`: still the version named.
+    NotModified,
+    /// No object.
+    Missing,
+    /// The document and the version it was read at.
+    Found(StoredKeyset, Version),
+}
 
 impl<C: Connect> ObjectDocument<C> {
     /// Parses `uri` (`<scheme>://<bucket>/<object>`) with the cloud's bucket rule.
@@ -95,10 +106,26 @@ impl<C: Connect> ObjectDocument<C> {
 
     /// The document and the version it was read at (`None`: no object).
     async fn read(&self) -> Result<Option<(StoredKeyset, Version)>, Error> {
+        match self.fetch(None).await? {
+            Fetched::Found(doc, version) => Ok(Some((doc, version))),
+            Fetched::Missing | Fetched::NotModified => Ok(None),
+        }
+    }
+
+    /// One read, conditional on the ETag `seen` when there is one (S3 and
+    /// the GCS XML API both answer `If-None-Match` with `304`).
+    async fn fetch(&self, seen: Option<&StoreVersion>) -> Result<Fetched, Error> {
         let client = self.client().await?;
-        let got = match client.get(&self.path).await {
+        let options = GetOptions {
+            if_none_match: seen.map(|v| v.as_str().to_owned()),
+            ..GetOptions::default()
+        };
+        let got = match client.get_opts(&self.path, options).await {
             Ok(g) => g,
-            Err(object_store::Error::NotFound { .. }) => return Ok(None),
+            Err(object_store::Error::NotFound { .. }) => return Ok(Fetched::Missing),
+            Err(object_store::Error::NotModified { .. }) if seen.is_some() => {
+                return Ok(Fetched::NotModified);
+            }
             Err(e) => return Err(self.error(format!("read: {}", short(&e)))),
         };
         let version = UpdateVersion {
@@ -124,11 +151,31 @@ impl<C: Connect> ObjectDocument<C> {
             .bytes()
             .await
             .map_err(|e| self.error(format!("read: {}", short(&e))))?;
-        Ok(Some((StoredKeyset::from_bytes(&bytes)?, Version(version))))
+        Ok(Fetched::Found(
+            StoredKeyset::from_bytes(&bytes)?,
+            Version(version),
+        ))
     }
 
     pub(crate) async fn load(&self) -> Result<Option<StoredKeyset>, Error> {
         Ok(self.read().await?.map(|(d, _)| d))
+    }
+
+    pub(crate) async fn load_if_changed(
+        &self,
+        seen: Option<&StoreVersion>,
+    ) -> Result<ConditionalLoad, Error> {
+        Ok(match self.fetch(seen).await? {
+            Fetched::NotModified => ConditionalLoad::Unchanged,
+            Fetched::Missing => ConditionalLoad::Current {
+                document: None,
+                version: None,
+            },
+            Fetched::Found(document, Version(v)) => ConditionalLoad::Current {
+                document: Some(document),
+                version: v.e_tag.map(StoreVersion::new),
+            },
+        })
     }
 
     pub(crate) async fn compare_and_swap(
@@ -179,6 +226,13 @@ macro_rules! keyset_store_over_document {
 
             fn load(&self) -> BoxFuture<'_, Result<Option<StoredKeyset>, Error>> {
                 Box::pin(self.0.load())
+            }
+
+            fn load_if_changed<'a>(
+                &'a self,
+                seen: Option<&'a stateseal::keyset::StoreVersion>,
+            ) -> BoxFuture<'a, Result<stateseal::keyset::ConditionalLoad, Error>> {
+                Box::pin(self.0.load_if_changed(seen))
             }
 
             fn compare_and_swap<'a>(

@@ -6,11 +6,14 @@
 //! cannot both succeed, which is what makes concurrent rotations safe.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use stateseal::keyset::check_next_generation;
+use stateseal::keyset::{ConditionalLoad, StoreVersion, check_next_generation};
 use stateseal::provider::BoxFuture;
 use stateseal::{Error, KeysetStore, StoredKeyset};
-use vaultrs::api::kv2::requests::{ReadSecretRequest, SetSecretRequest, SetSecretRequestOptions};
+use vaultrs::api::kv2::requests::{
+    ReadSecretMetadataRequest, ReadSecretRequest, SetSecretRequest, SetSecretRequestOptions,
+};
 use vaultrs::error::ClientError;
 
 use crate::session::{CallError, Session};
@@ -22,6 +25,16 @@ pub struct VaultKvStore {
     uri: String,
     mount: String,
     path: String,
+    /// Set once the token turns out not to read KV metadata: conditional
+    /// reads then fall back to full ones (the policy in `terraform/vault`
+    /// grants `read` on `<mount>/metadata/<path>`).
+    metadata_denied: Arc<AtomicBool>,
+}
+
+/// A KV version as this store names it: the number, and whether that
+/// version is deleted or destroyed (a soft delete keeps the number).
+fn kv_version(version: u64, deletion_time: &str, destroyed: bool) -> StoreVersion {
+    StoreVersion::new(format!("{version}:{deletion_time}:{destroyed}"))
 }
 
 /// Splits `vault-kv://<mount>/<path>` into the mount (first segment) and the path.
@@ -53,7 +66,55 @@ impl VaultKvStore {
             uri: uri.to_owned(),
             mount,
             path,
+            metadata_denied: Arc::new(AtomicBool::new(false)),
         })
+    }
+
+    /// The version of the secret now, from its metadata (a small read that
+    /// leaves the data where it is); `None` when the token may not read it.
+    async fn current_version(&self) -> Result<Option<StoreVersion>, Error> {
+        if self.metadata_denied.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        let result = self
+            .session
+            .call(crate::SCHEME, "kv metadata read", |client| async move {
+                let endpoint = ReadSecretMetadataRequest::builder()
+                    .mount(self.mount.as_str())
+                    .path(self.path.as_str())
+                    .build()
+                    .map_err(|_| ClientError::InvalidLoginMethodError)?;
+                vaultrs::api::exec_with_result(&*client, endpoint).await
+            })
+            .await;
+        match result {
+            Ok(meta) => {
+                let current = meta.versions.get(&meta.current_version.to_string());
+                Ok(Some(kv_version(
+                    meta.current_version,
+                    current.map_or("", |v| v.deletion_time.as_str()),
+                    current.is_some_and(|v| v.destroyed),
+                )))
+            }
+            // No secret yet: a full read says so.
+            Err(CallError::Vault(ClientError::APIError { code: 404, .. })) => Ok(None),
+            Err(CallError::Vault(ClientError::APIError { code: 403, .. })) => {
+                self.metadata_denied.store(true, Ordering::Relaxed);
+                tracing::warn!(store = %self.uri, "this token may not read the keyset's KV metadata; every refresh reads the whole secret (grant read on <mount>/metadata/<path>)");
+                Ok(None)
+            }
+            Err(e) => Err(self.vault_error("kv metadata read", e)),
+        }
+    }
+
+    async fn read_if_changed(&self, seen: Option<&StoreVersion>) -> Result<ConditionalLoad, Error> {
+        if let Some(seen) = seen
+            && self.current_version().await?.as_ref() == Some(seen)
+        {
+            return Ok(ConditionalLoad::Unchanged);
+        }
+        let (document, version) = self.read_versioned().await?;
+        Ok(ConditionalLoad::Current { document, version })
     }
 
     fn store_error(&self, problem: impl Into<String>) -> Error {
@@ -72,6 +133,21 @@ impl VaultKvStore {
 
     /// The document and the KV version it was read at (0: no secret yet).
     async fn read(&self) -> Result<(Option<StoredKeyset>, u64), Error> {
+        let (doc, version) = self.read_inner().await?;
+        Ok((doc, version.map_or(0, |(v, _)| v)))
+    }
+
+    /// The document and its version as [`kv_version`] names it.
+    async fn read_versioned(&self) -> Result<(Option<StoredKeyset>, Option<StoreVersion>), Error> {
+        let (doc, version) = self.read_inner().await?;
+        Ok((doc, version.map(|(_, v)| v)))
+    }
+
+    /// The document, with the KV version number and its [`kv_version`].
+    #[allow(clippy::type_complexity)]
+    async fn read_inner(
+        &self,
+    ) -> Result<(Option<StoredKeyset>, Option<(u64, StoreVersion)>), Error> {
         let result = self
             .session
             .call(crate::SCHEME, "kv read", |client| async move {
@@ -89,13 +165,16 @@ impl VaultKvStore {
             Err(CallError::Vault(ClientError::APIError { code: 404, errors }))
                 if errors.is_empty() =>
             {
-                return Ok((None, 0));
+                return Ok((None, None));
             }
             Err(e) => return Err(self.vault_error("kv read", e)),
         };
-        let version = resp.metadata.version;
-        if resp.data.is_null() || resp.metadata.destroyed || !resp.metadata.deletion_time.is_empty()
-        {
+        let m = &resp.metadata;
+        let version = Some((
+            m.version,
+            kv_version(m.version, &m.deletion_time, m.destroyed),
+        ));
+        if resp.data.is_null() || m.destroyed || !m.deletion_time.is_empty() {
             return Ok((None, version));
         }
         let bytes = serde_json::to_vec(&resp.data)
@@ -161,6 +240,13 @@ impl KeysetStore for VaultKvStore {
         Box::pin(async move { self.read().await.map(|(doc, _)| doc) })
     }
 
+    fn load_if_changed<'a>(
+        &'a self,
+        seen: Option<&'a StoreVersion>,
+    ) -> BoxFuture<'a, Result<ConditionalLoad, Error>> {
+        Box::pin(self.read_if_changed(seen))
+    }
+
     fn compare_and_swap<'a>(
         &'a self,
         expected: Option<u64>,
@@ -176,6 +262,7 @@ impl KeysetStore for VaultKvStore {
             uri: format!("{}{suffix}", self.uri),
             mount: self.mount.clone(),
             path: format!("{}{suffix}", self.path),
+            metadata_denied: Arc::clone(&self.metadata_denied),
         }))
     }
 }

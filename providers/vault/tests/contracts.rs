@@ -75,8 +75,39 @@ async fn vault_kv_store_meets_the_store_contract() {
         dir: dir.clone(),
     };
     store_contract::run(&kv).await;
+    metadata_denied_falls_back_to_full_reads(&kv).await;
     integrity_contract::run(&kv, &dir).await;
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A token that may read the secret but not its KV metadata: conditional
+/// reads become full ones (never "unchanged", never an error).
+async fn metadata_denied_falls_back_to_full_reads(kv: &Kv) {
+    use stateseal::keyset::ConditionalLoad;
+    let data_only = kv.bao.token_with_policy(
+        "data-only",
+        r#"path "secret/data/stateseal/*" { capabilities = ["read"] }"#,
+    );
+    let store = open_with(&kv.bao.addr, &data_only);
+    let current = store.load().await.expect("load");
+    let version = match store.load_if_changed(None).await.expect("read") {
+        ConditionalLoad::Current { document, version } => {
+            assert_eq!(document, current);
+            version.expect("a KV read names its version")
+        }
+        other => panic!("{other:?}"),
+    };
+    for _ in 0..2 {
+        match store.load_if_changed(Some(&version)).await {
+            Ok(ConditionalLoad::Current { document, .. }) => assert_eq!(document, current),
+            other => panic!("without metadata access a read must be a full one, got {other:?}"),
+        }
+    }
+    // With metadata access the same read is a conditional one.
+    assert!(matches!(
+        kv.open().load_if_changed(Some(&version)).await,
+        Ok(ConditionalLoad::Unchanged)
+    ));
 }
 
 /// The fleet policy without transit decrypt: access to the KEK withdrawn.

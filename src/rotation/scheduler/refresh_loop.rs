@@ -1,59 +1,135 @@
-//! The refresh loop: every R with jitter, sooner when an unknown key id asks,
-//! with backoff while refreshes fail.
+//! The refresh loop and its pacing: every interval at most R, spread across
+//! the fleet, with jittered exponential backoff while refreshes fail.
 
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::{Inner, RotationScheduler};
+use super::RotationScheduler;
+use crate::keyset::Timing;
 
-impl RotationScheduler {
-    /// Runs the refresh loop: every R (±jitter), sooner when an unknown key id
-    /// asks, with backoff while refreshes fail. Needs a tokio runtime.
-    pub fn spawn(&self) -> tokio::task::JoinHandle<()> {
-        let this = self.clone();
-        tokio::spawn(async move {
-            let mut failures = 0u32;
-            loop {
-                let ok = this.refresh().await.is_ok();
-                failures = if ok { 0 } else { failures.saturating_add(1) };
-                let r = this.inner.config.timing.refresh_interval;
-                let wait = if failures > 0 {
-                    r.min(2f64.powi(failures.min(6) as i32 - 1))
-                } else {
-                    this.jittered(r)
-                };
-                tokio::select! {
-                    () = tokio::time::sleep(Duration::from_secs_f64(wait)) => {}
-                    () = this.inner.wake.notified() => {}
-                }
-            }
-        })
+/// The least wait after a failed refresh, before jitter (doubling per failure).
+const BACKOFF_BASE: f64 = 0.5;
+
+/// When an instance reads the store next. Pure: the caller supplies a uniform
+/// random `unit` in `[0, 1)`, so the fleet simulation and the tests drive the
+/// same arithmetic as the running loop.
+///
+/// - The first wait after a successful start is drawn from `(0, R]` (full
+///   jitter): a fleet started at once spreads its reads over one interval
+///   instead of reading together every R.
+/// - Every later wait after a success is drawn from `[(1 − jitter)·R, R]`:
+///   never longer than R, which the timeline's propagation window counts on
+///   (P ≥ 1.1·R + S leaves the tenth for the refresh's own duration).
+/// - After the n-th failure in a row the wait is drawn from
+///   `[0, min(R, 0.5 s · 2^(n−1))]` (exponential backoff, full jitter, capped
+///   at R): a fleet that lost the store, or a KMS quota, comes back spread out.
+///
+/// ```
+/// use stateseal::rotation::{RefreshPacing, Timing};
+/// let pacing = RefreshPacing::new(&Timing::default(), 0.1);
+/// assert_eq!(pacing.after_success(0.0), 30.0);
+/// assert!((pacing.after_success(0.999) - 27.0).abs() < 0.01);
+/// assert_eq!(pacing.after_failure(1, 0.5), 0.25);
+/// assert_eq!(pacing.after_failure(20, 0.5), 15.0, "capped at R");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RefreshPacing {
+    interval: f64,
+    jitter: f64,
+}
+
+impl RefreshPacing {
+    /// Pacing for the refresh interval of `timing` with `jitter` (a fraction of R).
+    pub fn new(timing: &Timing, jitter: f64) -> Self {
+        Self {
+            interval: timing.refresh_interval,
+            jitter: jitter.clamp(0.0, 1.0),
+        }
     }
 
-    fn jittered(&self, r: f64) -> f64 {
-        let mut b = [0u8; 8];
-        let unit = if crate::random::fill_os(&mut b).is_ok() {
-            (u64::from_le_bytes(b) >> 11) as f64 / (1u64 << 53) as f64
-        } else {
-            0.5
-        };
-        r * (1.0 + self.inner.config.jitter * (2.0 * unit - 1.0))
+    /// The wait before the first scheduled refresh after a successful start.
+    pub fn first(&self, unit: f64) -> f64 {
+        self.interval * (1.0 - unit.clamp(0.0, 1.0)).max(f64::MIN_POSITIVE)
+    }
+
+    /// The wait after a successful refresh.
+    pub fn after_success(&self, unit: f64) -> f64 {
+        self.interval * (1.0 - self.jitter * unit.clamp(0.0, 1.0))
+    }
+
+    /// The wait after the `failures`-th failed refresh in a row (from 1).
+    pub fn after_failure(&self, failures: u32, unit: f64) -> f64 {
+        let exponent = failures.clamp(1, 64) - 1;
+        let ceiling = (BACKOFF_BASE * 2f64.powi(exponent as i32)).min(self.interval);
+        ceiling * unit.clamp(0.0, 1.0)
     }
 }
 
-impl Inner {
-    pub(super) fn request_early_refresh(&self) {
-        let now_ms = (self.clock.now() * 1000.0) as u64;
-        let last = self.last_early_ms.load(Ordering::Relaxed);
-        let min_gap = (self.config.early_refresh_min_interval * 1000.0) as u64;
-        if now_ms.saturating_sub(last) >= min_gap
-            && self
-                .last_early_ms
-                .compare_exchange(last, now_ms, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
-        {
-            self.early_requested.store(true, Ordering::SeqCst);
-            self.wake.notify_one();
+/// A uniform draw from `[0, 1)` (0.5 if the system's random source fails:
+/// pacing then loses its spread, never its bound).
+pub(crate) fn unit_draw() -> f64 {
+    let mut b = [0u8; 8];
+    if crate::random::fill_os(&mut b).is_ok() {
+        (u64::from_le_bytes(b) >> 11) as f64 / (1u64 << 53) as f64
+    } else {
+        0.5
+    }
+}
+
+impl RotationScheduler {
+    /// The pacing of this scheduler's refresh loop.
+    pub fn pacing(&self) -> RefreshPacing {
+        RefreshPacing::new(&self.inner.config.timing, self.inner.config.jitter)
+    }
+
+    /// Runs the refresh loop (see [`RefreshPacing`]). A scheduler that has not
+    /// refreshed yet refreshes at once; one that has (a server's start-up
+    /// refresh) first waits a random part of one interval. Needs a tokio runtime.
+    pub fn spawn(&self) -> tokio::task::JoinHandle<()> {
+        let this = self.clone();
+        tokio::spawn(async move {
+            let pacing = this.pacing();
+            let mut failures = 0u32;
+            if this.status().last_refresh.is_some() {
+                tokio::time::sleep(Duration::from_secs_f64(pacing.first(unit_draw()))).await;
+            }
+            loop {
+                let ok = this.refresh().await.is_ok();
+                failures = if ok { 0 } else { failures.saturating_add(1) };
+                let wait = if ok {
+                    pacing.after_success(unit_draw())
+                } else {
+                    pacing.after_failure(failures, unit_draw())
+                };
+                tokio::time::sleep(Duration::from_secs_f64(wait)).await;
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waits_stay_within_their_bounds() {
+        let p = RefreshPacing::new(&Timing::new(30.0, 60.0, 600.0), 0.1);
+        for i in 0..=100 {
+            let u = f64::from(i) / 100.0;
+            let first = p.first(u);
+            assert!(first > 0.0 && first <= 30.0, "{first}");
+            let ok = p.after_success(u);
+            assert!((27.0..=30.0).contains(&ok), "{ok}");
+            for n in 1..40 {
+                let backoff = p.after_failure(n, u);
+                let ceiling = (0.5 * 2f64.powi(n as i32 - 1)).min(30.0);
+                assert!((0.0..=ceiling).contains(&backoff), "{n}: {backoff}");
+            }
         }
+        assert_eq!(
+            p.after_failure(0, 1.0),
+            0.5,
+            "0 counts as the first failure"
+        );
+        assert_eq!(p.after_failure(u32::MAX, 1.0), 30.0);
     }
 }

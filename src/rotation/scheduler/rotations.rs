@@ -1,40 +1,112 @@
 //! Rotations a scheduler writes: on demand, or when the primary is due by age
-//! or by the fleet's seal count.
+//! or by the fleet's seal count, one rotator per rotation.
+//!
+//! When a rotation falls due every writing instance sees it within R. Each
+//! waits for its own turn, a point of the rendezvous window drawn from a hash
+//! of its id and the rotation, so the instance with the earliest turn goes
+//! first; it then *claims* the rotation with one compare-and-swap write of
+//! the document (tagged with the cached MAC key: no KMS call) before it makes
+//! any KMS call. The others see the claim, or lose the claim's race, and make
+//! no KMS call until the rotation is published. A claim lapses after
+//! [`CLAIM_TTL`]; turns then start again from its end (the bounded fallback
+//! when a claimant dies mid-rotation).
 
-use super::RotationScheduler;
+use sha2::{Digest, Sha256};
+
+use super::{RotationScheduler, lock};
 use crate::error::Error;
-use crate::keyset::Keyset;
+use crate::keyset::{Keyset, RotationClaim, Timing};
+use crate::rotation::newest::write_keyset;
 use crate::rotation::operations::{Rotation, rotate_vetted};
 use crate::rotation::timeline::{Phase, RotateMode, ring_at};
 
+/// How long a claim holds: one rotation's KMS calls and write take seconds.
+pub const CLAIM_TTL: f64 = 60.0;
+
+/// The rendezvous window: turns are spread over 4R after a rotation falls due.
+fn rendezvous_window(timing: &Timing) -> f64 {
+    4.0 * timing.refresh_interval
+}
+
+/// Where in the window `instance`'s turn for the rotation away from
+/// `primary` of keyset `keyset` falls, in [0, 1): a hash, so every instance
+/// computes every other's without talking to it.
+pub(crate) fn rendezvous_point(instance: &str, keyset: &str, primary: &str) -> f64 {
+    let mut h = Sha256::new();
+    for part in [instance, keyset, primary] {
+        h.update((part.len() as u64).to_be_bytes());
+        h.update(part.as_bytes());
+    }
+    let d = h.finalize();
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&d[..8]);
+    (u64::from_be_bytes(b) >> 11) as f64 / (1u64 << 53) as f64
+}
+
 impl RotationScheduler {
-    /// Rotates when the primary is due, judged on the document just loaded.
+    /// Rotates when the primary is due, judged on the document just loaded:
+    /// at this instance's turn, after claiming the rotation (see the module).
     pub(super) async fn maybe_auto_rotate(&self, doc: &Keyset, now: f64) {
-        let Some(ring) = self.inner.ring.current() else {
+        let inner = &self.inner;
+        let Some(ring) = inner.ring.current() else {
             return;
         };
+        // Phase 1 or 2: a rotation is in flight already.
         let Some(plan) = ring_at(doc, now).filter(|p| p.phase == Phase::Three) else {
             return;
         };
         let Some(primary) = doc.entry(&plan.primary) else {
             return;
         };
-        let by_age = self
-            .inner
+        let due_by_age = inner
             .config
             .rotation_period
-            .is_some_and(|p| now - primary.activate_at >= p);
+            .map(|p| primary.activate_at + p)
+            .filter(|due| now >= *due);
         // The fleet's reservations under the key, or (reservations off) this process's own seals.
-        let max = self.inner.config.max_seals_per_key;
+        let max = inner.config.max_seals_per_key;
         let by_count = primary.alg == crate::key::TokenFormat::V1
             && (primary.seals_reserved >= max || ring.primary().seal_count() >= max);
-        if !(by_age || by_count) {
+        if due_by_age.is_none() && !by_count {
             return;
+        }
+        let me = inner.instance_id.as_str();
+        if let Some(c) = &doc.rotation_claim
+            && c.excludes(me, &plan.primary, now)
+        {
+            return;
+        }
+        // By age: wait for this instance's turn, counted from when the rotation
+        // fell due or, after a claim lapsed, from its end. (A seal-count
+        // rotation has no known start: the claim alone keeps it to one rotator.)
+        if let Some(due) = due_by_age
+            && !by_count
+        {
+            let lapsed = doc
+                .rotation_claim
+                .as_ref()
+                .filter(|c| c.primary == plan.primary && c.holder != me)
+                .map_or(due, |c| c.until.max(due));
+            let timing = doc.timing.unwrap_or(inner.config.timing);
+            let turn =
+                lapsed + rendezvous_window(&timing) * rendezvous_point(me, &doc.id, &plan.primary);
+            if now < turn {
+                return;
+            }
+        }
+        match self.claim(doc, &plan.primary, now).await {
+            Ok(()) => {}
+            // Another instance wrote first (its claim, or anything else): judged again at the next refresh.
+            Err(Error::Conflict { .. }) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not claim the due rotation; the next refresh tries again");
+                return;
+            }
         }
         match self.rotate_at(now, RotateMode::Scheduled).await {
             Ok(doc) => tracing::info!(
                 generation = doc.generation,
-                by_age,
+                by_age = due_by_age.is_some(),
                 by_count,
                 "rotated the keyset automatically"
             ),
@@ -42,6 +114,40 @@ impl RotationScheduler {
             Err(Error::Conflict { .. } | Error::RotationInFlight(_)) => {}
             Err(e) => tracing::warn!(error = %e, "automatic rotation failed"),
         }
+    }
+
+    /// Writes `doc` with this instance's claim on the rotation away from
+    /// `primary`: one compare-and-swap, tagged under the adopted document's
+    /// MAC key (cached: no KMS call). An unauthenticated document carries no
+    /// claims; its rotation goes ahead unclaimed.
+    async fn claim(&self, doc: &Keyset, primary: &str, now: f64) -> Result<(), Error> {
+        let inner = &self.inner;
+        let Some(verified) = lock(&inner.adopted).clone() else {
+            return Err(Error::Conflict {
+                expected: Some(doc.generation),
+                found: None,
+            });
+        };
+        if verified.doc.generation != doc.generation {
+            return Err(Error::Conflict {
+                expected: Some(doc.generation),
+                found: Some(verified.doc.generation),
+            });
+        }
+        if !verified.is_authenticated() {
+            return Ok(());
+        }
+        let mut next = verified.doc.clone();
+        next.generation = verified.doc.next_generation()?;
+        next.rotation_claim = Some(RotationClaim {
+            holder: inner.instance_id.clone(),
+            primary: primary.to_owned(),
+            until: crate::keyset::document_time(now + CLAIM_TTL),
+        });
+        let stored = verified.seal_next(&next, now + inner.config.keyset_validity)?;
+        write_keyset(&*inner.store, Some(doc.generation), &stored).await?;
+        metrics::counter!("stateseal_rotation_claims_total").increment(1);
+        Ok(())
     }
 
     /// Rotates now (system or injected clock).

@@ -1,0 +1,147 @@
+//! A server's claim on the next rotation, written in the document before any
+//! KMS call: while it lives, every other instance leaves that rotation alone,
+//! so a fleet makes one rotation's KMS calls, not one per instance.
+
+use serde::{Deserialize, Serialize};
+
+use super::document::{format_rfc3339, is_representable, parse_rfc3339};
+use crate::error::Error;
+
+/// Longest `holder` a claim may name.
+const MAX_HOLDER_LEN: usize = 64;
+
+/// What an instance id may be (a pod name fits).
+pub const INSTANCE_ID_RULE: &str =
+    "must be 1 to 64 letters, digits, '_', '-' or '.' (a pod name fits)";
+
+/// Whether `id` may name an instance in a claim.
+pub fn is_instance_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= MAX_HOLDER_LEN
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
+}
+
+/// Who is rotating the keyset away from which primary, until when.
+///
+/// Written with the keyset's MAC key like the rest of the document, so only
+/// a KEK holder can claim; a rotation clears it. A claim whose `until` has
+/// passed (its holder died mid-rotation) is ignored: another instance claims.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RotationClaim {
+    /// The claiming instance: `SchedulerConfig::instance_id`, or a random id
+    /// it drew at start (`i_…`).
+    pub holder: String,
+    /// Entry id of the primary the claimed rotation replaces.
+    pub primary: String,
+    /// Unix seconds after which the claim no longer holds.
+    pub until: f64,
+}
+
+impl RotationClaim {
+    /// Whether the claim keeps `instance` from rotating away from `primary` at `now`.
+    pub fn excludes(&self, instance: &str, primary: &str, now: f64) -> bool {
+        self.holder != instance && self.primary == primary && now < self.until
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawClaim {
+    holder: String,
+    primary: String,
+    until: String,
+}
+
+fn bad(field: &str, problem: impl Into<String>) -> Error {
+    Error::Keyset {
+        field: format!("rotation_claim.{field}"),
+        problem: problem.into(),
+    }
+}
+
+impl RawClaim {
+    pub(super) fn from_claim(c: &RotationClaim) -> Self {
+        Self {
+            holder: c.holder.clone(),
+            primary: c.primary.clone(),
+            until: format_rfc3339(c.until),
+        }
+    }
+
+    pub(super) fn into_claim(self) -> Result<RotationClaim, Error> {
+        let until = parse_rfc3339(&self.until).map_err(|p| bad("until", p))?;
+        let claim = RotationClaim {
+            holder: self.holder,
+            primary: self.primary,
+            until,
+        };
+        validate(&claim)?;
+        Ok(claim)
+    }
+}
+
+/// The claim's own invariants (the entry it names need not exist any more).
+pub(super) fn validate(c: &RotationClaim) -> Result<(), Error> {
+    if !is_instance_id(&c.holder) {
+        return Err(bad("holder", INSTANCE_ID_RULE));
+    }
+    if !(c.primary.starts_with("k_") && is_instance_id(&c.primary)) {
+        return Err(bad("primary", "must be an entry id like k_<random>"));
+    }
+    if !is_representable(c.until) {
+        return Err(bad("until", "must be between 1970 and 9999"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claim() -> RotationClaim {
+        RotationClaim {
+            holder: "i_abc".into(),
+            primary: "k_old".into(),
+            until: 1_782_345_660.0,
+        }
+    }
+
+    #[test]
+    fn a_claim_excludes_others_from_its_rotation_until_it_lapses() {
+        let c = claim();
+        assert!(c.excludes("i_other", "k_old", 1_782_345_600.0));
+        assert!(!c.excludes("i_abc", "k_old", 1_782_345_600.0), "its holder");
+        assert!(
+            !c.excludes("i_other", "k_new", 1_782_345_600.0),
+            "another rotation"
+        );
+        assert!(!c.excludes("i_other", "k_old", 1_782_345_660.0), "lapsed");
+    }
+
+    #[test]
+    fn claims_roundtrip_and_bad_ones_name_their_field() {
+        let c = claim();
+        assert_eq!(RawClaim::from_claim(&c).into_claim().unwrap(), c);
+        for (edit, field) in [
+            (
+                Box::new(|c: &mut RotationClaim| c.holder = String::new())
+                    as Box<dyn Fn(&mut RotationClaim)>,
+                "holder",
+            ),
+            (
+                Box::new(|c| c.holder = format!("i_{}", "a".repeat(64))),
+                "holder",
+            ),
+            (Box::new(|c| c.holder = "i_a b".into()), "holder"),
+            (Box::new(|c| c.primary = "ks_1".into()), "primary"),
+            (Box::new(|c| c.until = 1e15), "until"),
+        ] {
+            let mut bad_claim = claim();
+            edit(&mut bad_claim);
+            let err = validate(&bad_claim).unwrap_err().to_string();
+            assert!(err.contains(&format!("rotation_claim.{field}")), "{err}");
+        }
+    }
+}

@@ -1,0 +1,201 @@
+//! Reading the store and adopting what it holds: a conditional read, the
+//! trust checks, admission against the document adopted last, re-wrap proofs.
+
+use super::{RotationScheduler, lock};
+use crate::error::Error;
+use crate::keyset::{ConditionalLoad, Keyset, StoreVersion, StoredKeyset};
+use crate::rotation::admission::{Refusal, admit};
+use crate::rotation::trust::{KeysetTrust, VerifiedKeyset};
+
+impl RotationScheduler {
+    /// Reads the store and swaps in the ring for `now`; returns the document
+    /// adopted by this refresh.
+    pub(super) async fn refresh_inner(&self, now: f64) -> Result<Keyset, Error> {
+        let inner = &self.inner;
+        let _guard = inner.refresh_lock.lock().await;
+        let uri = inner.store.uri();
+        let candidate = match self.read_store(now).await {
+            Ok(read) => read,
+            Err(Error::Keyset { field, problem }) => {
+                Err(Refusal::Invalid.record(uri, format!("{field}: {problem}")))
+            }
+            Err(e) => Err(e),
+        };
+        let problem = match candidate {
+            Ok((verified, version)) => match self.install(&verified.doc, now, true).await {
+                Err(Error::DuplicateKey { index }) => Refusal::DuplicateKey.record(
+                    uri,
+                    format!(
+                        "generation {}: the key of its entry {index} duplicates another entry's",
+                        verified.doc.generation
+                    ),
+                ),
+                result => {
+                    self.adopt(&verified);
+                    // An unauthenticated document is read in full every time, so
+                    // that every refresh warns about it (the migration's reminder).
+                    *lock(&inner.seen) = version.filter(|_| verified.is_authenticated());
+                    lock(&inner.status).last_store_read = Some(now);
+                    result?;
+                    self.write_if_due(&verified, now).await;
+                    return Ok(verified.doc);
+                }
+            },
+            Err(e) => e,
+        };
+        // The store gave nothing usable: the last adopted document still says what the ring is now.
+        let Some(adopted) = lock(&inner.adopted).as_ref().map(|v| v.doc.clone()) else {
+            return Err(problem);
+        };
+        let since = lock(&inner.status).last_store_read.unwrap_or(now);
+        let limit = inner
+            .config
+            .store_staleness_limit(&adopted.timing.unwrap_or(inner.config.timing));
+        let sealing = now - since <= limit;
+        // KeysUnavailable here is already in effect (ring cleared); the store problem is the news.
+        let _ = self.install(&adopted, now, sealing).await;
+        if !sealing {
+            return Err(Error::Store {
+                uri: uri.to_owned(),
+                problem: format!(
+                    "no usable keyset document for {:.0}s, longer than max_store_staleness ({limit}s); not sealing until the store recovers, states already sealed still verify (last problem: {problem})",
+                    now - since
+                ),
+            });
+        }
+        Err(problem)
+    }
+
+    /// One conditional read of the store: the document to adopt and its
+    /// version. An unchanged document is the one adopted last, which only
+    /// has to be still fresh; a changed one goes through [`Self::accept`].
+    /// The outer error is the store's; the inner one a refusal.
+    async fn read_store(
+        &self,
+        now: f64,
+    ) -> Result<Result<(VerifiedKeyset, Option<StoreVersion>), Error>, Error> {
+        let inner = &self.inner;
+        let uri = inner.store.uri();
+        let seen = lock(&inner.seen).clone();
+        let read = inner.store.load_if_changed(seen.as_ref()).await;
+        let result = match &read {
+            Ok(ConditionalLoad::Unchanged) => "unchanged",
+            Ok(_) => "changed",
+            Err(_) => "failed",
+        };
+        metrics::counter!("stateseal_keyset_reads_total", "result" => result).increment(1);
+        Ok(match read? {
+            ConditionalLoad::Unchanged => match lock(&inner.adopted).clone() {
+                Some(adopted) => {
+                    KeysetTrust::check_fresh(uri, &adopted, now).map(|()| (adopted, seen))
+                }
+                None => {
+                    // Only an adopted document has a version to name: a store answering
+                    // "unchanged" without one is wrong, and the next read is a full one.
+                    *lock(&inner.seen) = None;
+                    return Err(Error::Store {
+                        uri: uri.to_owned(),
+                        problem: "answered \"unchanged\" to a read that named no version".into(),
+                    });
+                }
+            },
+            ConditionalLoad::Current {
+                document: Some(stored),
+                version,
+            } => self.accept(&stored, now).await.map(|v| (v, version)),
+            ConditionalLoad::Current { document: None, .. } => {
+                return Err(Error::Store {
+                    uri: uri.to_owned(),
+                    problem: "no keyset document; create one with `stateseal init`".into(),
+                });
+            }
+        })
+    }
+
+    /// The stored document, verified (`trust`), admitted against the one
+    /// adopted last, with its re-wraps proven: what this instance may adopt.
+    async fn accept(&self, stored: &StoredKeyset, now: f64) -> Result<VerifiedKeyset, Error> {
+        let inner = &self.inner;
+        let verified = inner
+            .trust
+            .open(&inner.registry, inner.store.uri(), stored, now)
+            .await?;
+        let adopted = self.adopted_doc();
+        self.vet_against(adopted.as_ref(), &verified.doc, now)?;
+        if let Some(adopted) = &adopted {
+            self.check_rewraps(adopted, &verified.doc).await?;
+        }
+        Ok(verified)
+    }
+
+    /// A copy of the document adopted last (released before any await).
+    fn adopted_doc(&self) -> Option<Keyset> {
+        lock(&self.inner.adopted).as_ref().map(|v| v.doc.clone())
+    }
+
+    /// Admission of `doc` against the document adopted last (see `admission`).
+    pub(super) fn vet(&self, doc: &Keyset, now: f64) -> Result<(), Error> {
+        self.vet_against(self.adopted_doc().as_ref(), doc, now)
+    }
+
+    fn vet_against(&self, adopted: Option<&Keyset>, doc: &Keyset, now: f64) -> Result<(), Error> {
+        let inner = &self.inner;
+        let pruned = lock(&inner.pruned).clone();
+        admit(adopted, doc, &inner.config.timing, now, &pruned)
+            .map_err(|(refusal, detail)| refusal.record(inner.store.uri(), detail))
+    }
+
+    /// An entry re-wrapped since the adopted document (new KEK or wrapped
+    /// bytes) is admitted only if it unwraps to the key id it records (which
+    /// admission already holds to the adopted one): one KMS call per re-wrap.
+    async fn check_rewraps(&self, adopted: &Keyset, doc: &Keyset) -> Result<(), Error> {
+        let inner = &self.inner;
+        for e in &doc.keys {
+            let Some(before) = adopted.entry(&e.entry) else {
+                continue;
+            };
+            if before.kek == e.kek && before.wrapped == e.wrapped {
+                continue;
+            }
+            match crate::rotation::proof::unwrap_entry(doc, e, &inner.registry).await {
+                Ok(_) => {}
+                Err(Error::Keyset { problem, .. }) => {
+                    return Err(Refusal::KeyChanged.record(
+                        inner.store.uri(),
+                        format!(
+                            "generation {}: entry {} was re-wrapped to another key: {problem}",
+                            doc.generation, e.entry
+                        ),
+                    ));
+                }
+                // The KMS could not say (an outage): not adopted now, tried again at the next refresh.
+                Err(other) => return Err(other),
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes `verified` the watermark; entries it dropped are remembered as pruned.
+    fn adopt(&self, verified: &VerifiedKeyset) {
+        let inner = &self.inner;
+        let mut adopted = lock(&inner.adopted);
+        if let Some(previous) = adopted.as_ref() {
+            let mut pruned = lock(&inner.pruned);
+            for e in &previous.doc.keys {
+                if verified.doc.entry(&e.entry).is_none() {
+                    pruned.insert(e.entry.clone());
+                }
+            }
+        }
+        *adopted = Some(verified.clone());
+        let unauthenticated = !verified.is_authenticated();
+        metrics::gauge!("stateseal_keyset_unauthenticated")
+            .set(f64::from(u8::from(unauthenticated)));
+        if let Some(at) = verified.expires_at {
+            metrics::gauge!("stateseal_keyset_expires_at_seconds").set(at);
+        }
+        let mut st = lock(&inner.status);
+        st.unauthenticated = unauthenticated;
+        st.expires_at = verified.expires_at;
+    }
+}

@@ -1,0 +1,161 @@
+//! One rotator per rotation: when a rotation by age falls due on a fleet of
+//! writing servers refreshing at the same instants, one instance claims it
+//! (a compare-and-swap before any KMS call) and rotates; the others make no
+//! KMS call until the result is published. A claimant that dies leaves a
+//! claim that lapses, and another instance rotates within a bounded delay.
+
+use std::sync::Arc;
+
+use stateseal::keyset::RotationClaim;
+use stateseal::rotation::{CLAIM_TTL, SchedulerConfig, Timing};
+use stateseal::{KeysetStore, ManualClock, ProviderRegistry, RingHandle, RotationScheduler};
+use stateseal_testkit::integrity_contract::CountingLocal;
+use stateseal_testkit::keysets;
+use tokio::task::JoinSet;
+
+use crate::fleet::{local_keyset, local_registry};
+
+const T0: f64 = 1_782_345_600.0;
+const PERIOD: f64 = 1_000.0;
+const FLEET: usize = 12;
+
+/// R = 10, S = 5, T = 100 (P = 25): the rendezvous window is 4R = 40 s.
+fn timing() -> Timing {
+    Timing::new(10.0, 5.0, 100.0)
+}
+
+struct Fleet {
+    kms: Arc<CountingLocal>,
+    registry: ProviderRegistry,
+    store: Arc<dyn KeysetStore>,
+    members: Vec<RotationScheduler>,
+}
+
+async fn fleet(tag: &str) -> Fleet {
+    let kms = Arc::new(CountingLocal::default());
+    let mut registry = local_registry();
+    registry.register_provider(kms.clone());
+    let (_dir, store) = local_keyset(tag, &registry, timing(), T0).await;
+    let members = (0..FLEET)
+        .map(|i| {
+            let config = SchedulerConfig::builder()
+                .timing(timing())
+                .rotation_period(Some(PERIOD))
+                .renew_keyset(false)
+                .instance_id(format!("pod-{i}"))
+                .build()
+                .expect("config");
+            RotationScheduler::new(
+                config,
+                store.clone(),
+                registry.clone(),
+                Arc::new(RingHandle::empty()),
+                Arc::new(ManualClock::new(T0)),
+            )
+            .expect("scheduler")
+        })
+        .collect();
+    let f = Fleet {
+        kms,
+        registry,
+        store,
+        members,
+    };
+    f.refresh_all(T0).await;
+    f
+}
+
+impl Fleet {
+    /// Every member refreshes at `now`, all at once.
+    async fn refresh_all(&self, now: f64) {
+        let mut tasks = JoinSet::new();
+        for m in &self.members {
+            let m = m.clone();
+            tasks.spawn(async move {
+                let _ = m.refresh_at(now).await;
+            });
+        }
+        while tasks.join_next().await.is_some() {}
+    }
+
+    async fn generation(&self) -> u64 {
+        keysets::stored(self.store.as_ref()).await.generation()
+    }
+
+    /// Generations the members hold (all equal once the fleet converged).
+    fn held(&self) -> Vec<Option<u64>> {
+        self.members.iter().map(|m| m.status().generation).collect()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_due_rotation_is_claimed_and_made_by_one_instance() {
+    let f = fleet("one-rotator").await;
+    let (generated, unwrapped) = (f.kms.generates(), f.kms.unwraps());
+    assert_eq!(f.generation().await, 1);
+    // From the moment the rotation falls due, everyone refreshes every 2 s, together.
+    let mut now = T0 + PERIOD;
+    while now <= T0 + PERIOD + 60.0 {
+        f.refresh_all(now).await;
+        now += 2.0;
+    }
+    assert_eq!(
+        f.kms.generates() - generated,
+        1,
+        "exactly one instance made the rotation's KMS calls"
+    );
+    // One claim, one rotation: two writes.
+    assert_eq!(f.generation().await, 3);
+    let doc = keysets::content(f.store.as_ref(), &f.registry).await;
+    assert_eq!(doc.keys.len(), 2);
+    assert_eq!(doc.rotation_claim, None, "the rotation spent the claim");
+    assert!(f.held().iter().all(|g| *g == Some(3)), "{:?}", f.held());
+    // Every member unwrapped the new key once; the rotator proved the new
+    // key and the live one before writing.
+    let unwraps = f.kms.unwraps() - unwrapped;
+    assert!(
+        unwraps <= FLEET as u64 + 3,
+        "{unwraps} unwraps for {FLEET} instances"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_claim_whose_holder_died_lapses_and_another_instance_rotates() {
+    let f = fleet("dead-claimant").await;
+    let primary = keysets::content(f.store.as_ref(), &f.registry).await.keys[0]
+        .entry
+        .clone();
+    // An instance claimed the rotation just as it fell due, and died.
+    let until = T0 + PERIOD + CLAIM_TTL;
+    keysets::resealed(f.store.as_ref(), &f.registry, |d| {
+        d.rotation_claim = Some(RotationClaim {
+            holder: "pod-dead".into(),
+            primary: primary.clone(),
+            until,
+        });
+    })
+    .await;
+    f.refresh_all(T0 + PERIOD).await;
+    let generated = f.kms.generates();
+    let mut now = T0 + PERIOD;
+    let mut rotated_at = None;
+    while now <= until + 4.0 * timing().refresh_interval + 10.0 {
+        f.refresh_all(now).await;
+        if rotated_at.is_none() && f.generation().await > 2 {
+            rotated_at = Some(now);
+        }
+        now += 2.0;
+    }
+    let rotated_at = rotated_at.expect("another instance rotated");
+    assert!(
+        rotated_at >= until,
+        "rotated at {rotated_at}, under a live claim"
+    );
+    assert!(
+        rotated_at <= until + 4.0 * timing().refresh_interval + 2.0,
+        "the fallback is bounded by the rendezvous window"
+    );
+    assert_eq!(f.kms.generates() - generated, 1);
+    // The survivor's claim, then its rotation.
+    assert_eq!(f.generation().await, 4);
+}

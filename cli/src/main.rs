@@ -8,6 +8,7 @@ mod key_spec;
 mod keyset;
 mod output;
 mod redact;
+mod simulate;
 mod token;
 
 use clap::{CommandFactory, Parser, Subcommand};
@@ -55,6 +56,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Run a fleet rotating keys under live MCP traffic, with attacks.
     Demo(demo::DemoArgs),
+    /// Simulate a fleet of N instances for capacity planning (store and KMS load).
+    Simulate(simulate::SimulateArgs),
     /// Print a shell completion script.
     #[command(
         after_help = "Example:\n  stateseal completions bash > /etc/bash_completion.d/stateseal"
@@ -83,6 +86,14 @@ fn main() {
         .with_max_level(level)
         .init();
     let mut stdout = std::io::stdout().lock();
+    // The simulation runs its own virtual-time runtime, outside any other.
+    if let Command::Simulate(args) = &cli.command {
+        if let Err(e) = simulate::run_simulate(args, &mut stdout) {
+            drop(stdout);
+            fail(&e, json);
+        }
+        return;
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -110,6 +121,7 @@ fn main() {
             }
             Command::Bench(args) => bench::run(&args, &mut stdout),
             Command::Demo(args) => demo::run(args, &mut stdout).await,
+            Command::Simulate(_) => Ok(()),
             Command::Completions { shell } => {
                 clap_complete::generate(shell, &mut Cli::command(), "stateseal", &mut stdout);
                 Ok(())

@@ -6,8 +6,9 @@
 //! dropped at once when the KMS denies a stale entry. Plaintext data keys live
 //! only long enough to build the cipher; the `Secret` is wiped on drop.
 
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use moka::future::Cache;
 
@@ -46,6 +47,10 @@ pub(crate) enum Outcome {
 #[derive(Debug)]
 pub(crate) struct KeyCache {
     cache: Cache<CacheKey, Arc<CachedKey>>,
+    /// When each cached entry was unwrapped: what `retain` and
+    /// `next_renewal` walk, every refresh (walking moka's own tables costs
+    /// far more than the few entries a keyset has).
+    unwrapped: Mutex<HashMap<CacheKey, f64>>,
     max_key_age: f64,
     outage_grace: f64,
     kms_calls: AtomicU64,
@@ -54,7 +59,13 @@ pub(crate) struct KeyCache {
 impl KeyCache {
     pub(crate) fn new(max_key_age: f64, outage_grace: f64) -> Self {
         Self {
-            cache: Cache::builder().max_capacity(1024).build(),
+            // A keyset holds at most MAX_ENTRIES keys: never evicted, and sized
+            // small (a fleet simulation holds thousands of these).
+            cache: Cache::builder()
+                .max_capacity(2 * crate::keyset::MAX_ENTRIES as u64)
+                .initial_capacity(8)
+                .build(),
+            unwrapped: Mutex::new(HashMap::new()),
             max_key_age,
             outage_grace,
             kms_calls: AtomicU64::new(0),
@@ -63,6 +74,23 @@ impl KeyCache {
 
     pub(crate) fn kms_calls(&self) -> u64 {
         self.kms_calls.load(Ordering::Relaxed)
+    }
+
+    /// When the first cached unwrap of an entry in `ring` falls due for
+    /// renewal (`max_key_age`); unwraps of entries out of the ring (retired,
+    /// not yet pruned) are never renewed.
+    pub(crate) fn next_renewal(&self, ring: &[String]) -> Option<f64> {
+        self.index()
+            .iter()
+            .filter(|(k, _)| ring.contains(&k.0))
+            .map(|(_, at)| at + self.max_key_age)
+            .reduce(f64::min)
+    }
+
+    fn index(&self) -> std::sync::MutexGuard<'_, HashMap<CacheKey, f64>> {
+        self.unwrapped
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     async fn unwrap(
@@ -136,6 +164,7 @@ impl KeyCache {
                         (Some(c.key.clone()), Outcome::KeptThroughOutage)
                     } else {
                         tracing::warn!(entry = %e.entry, error = %err, "dropping key: its cached unwrap expired and the KMS refused to renew it");
+                        self.index().remove(&key);
                         self.cache.invalidate(&key).await;
                         (None, Outcome::Dropped(class, Arc::new(err)))
                     }
@@ -144,7 +173,7 @@ impl KeyCache {
             None => {
                 let loaded = self
                     .cache
-                    .try_get_with(key, async {
+                    .try_get_with(key.clone(), async {
                         let key = self.unwrap(registry, &doc.id, e).await?;
                         // Re-wrapped, same key: keep the prepared key so its seal count carries on.
                         let key = self
@@ -159,7 +188,10 @@ impl KeyCache {
                     })
                     .await;
                 match loaded {
-                    Ok(c) => (Some(c.key.clone()), Outcome::Unwrapped),
+                    Ok(c) => {
+                        self.index().insert(key, c.unwrapped_at);
+                        (Some(c.key.clone()), Outcome::Unwrapped)
+                    }
                     Err(err) => {
                         tracing::warn!(entry = %e.entry, error = %err, "cannot unwrap key");
                         let class = err.kms_class().unwrap_or(ErrorClass::Config);
@@ -171,6 +203,7 @@ impl KeyCache {
     }
 
     async fn insert(&self, e: &KeyEntry, key: Arc<RingKey>, now: f64) {
+        self.index().insert(cache_key(e), now);
         self.cache
             .insert(
                 cache_key(e),
@@ -184,12 +217,18 @@ impl KeyCache {
 
     /// Forgets unwraps of entries no longer in the document, or no longer wrapped as it says.
     pub(crate) async fn retain(&self, doc: &Keyset) {
-        let stale: Vec<CacheKey> = self
-            .cache
-            .iter()
-            .map(|(k, _)| (*k).clone())
-            .filter(|(entry, wrapped)| doc.entry(entry).is_none_or(|e| &e.wrapped != wrapped))
-            .collect();
+        let stale: Vec<CacheKey> = {
+            let mut index = self.index();
+            let stale: Vec<CacheKey> = index
+                .keys()
+                .filter(|(entry, wrapped)| doc.entry(entry).is_none_or(|e| &e.wrapped != wrapped))
+                .cloned()
+                .collect();
+            for k in &stale {
+                index.remove(k);
+            }
+            stale
+        };
         for k in stale {
             self.cache.invalidate(&k).await;
         }

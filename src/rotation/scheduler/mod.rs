@@ -195,6 +195,49 @@ impl RotationScheduler {
         s
     }
 
+    /// The earliest time at which a refresh that finds the document
+    /// unchanged could do more than confirm it: the ring's next change (an
+    /// activation, a retirement), a cached key due for renewal
+    /// (`max_key_age`), the document going stale, this instance's turn to
+    /// renew the document or to claim a rotation by age. Before it, such a
+    /// refresh changes nothing but the time of the last read, so a fleet
+    /// simulation may skip it. `-inf` when every refresh may matter (no
+    /// document adopted yet, or a `v1.` primary with seal reservations, whose
+    /// writes follow traffic); `+inf` with nothing ahead.
+    pub fn next_event_at(&self) -> f64 {
+        let inner = &self.inner;
+        let Some(verified) = lock(&inner.adopted).clone() else {
+            return f64::NEG_INFINITY;
+        };
+        let doc = &verified.doc;
+        let Some(now) = lock(&inner.status).last_refresh else {
+            return f64::NEG_INFINITY;
+        };
+        let plan = ring_at(doc, now);
+        let primary = plan.as_ref().and_then(|p| doc.entry(&p.primary));
+        if inner.config.seal_reservation_block.is_some()
+            && primary.is_some_and(|e| e.alg == crate::key::TokenFormat::V1)
+        {
+            return f64::NEG_INFINITY;
+        }
+        let rotation = plan
+            .as_ref()
+            .filter(|p| p.phase == Phase::Three)
+            .and_then(|p| self.rotation_turn(doc, &p.primary));
+        [
+            next_change_after(doc, now).map(|(at, _)| at),
+            plan.as_ref()
+                .and_then(|p| inner.cache.next_renewal(&p.ring)),
+            verified.expires_at,
+            self.renewal_turn(&verified),
+            rotation,
+            doc.rotation_claim.as_ref().map(|c| c.until),
+        ]
+        .into_iter()
+        .flatten()
+        .fold(f64::INFINITY, f64::min)
+    }
+
     /// KMS calls made so far (steady-state traffic makes none).
     pub fn kms_calls(&self) -> u64 {
         self.inner.cache.kms_calls() + self.inner.trust.kms_calls()

@@ -23,17 +23,24 @@ use crate::rotation::timeline::{Phase, RotateMode, ring_at};
 /// How long a claim holds: one rotation's KMS calls and write take seconds.
 pub const CLAIM_TTL: f64 = 60.0;
 
-/// The rendezvous window: turns are spread over 4R after a rotation falls due.
+/// The rendezvous window: turns are spread over 4R after a write falls due.
 fn rendezvous_window(timing: &Timing) -> f64 {
     4.0 * timing.refresh_interval
 }
 
-/// Where in the window `instance`'s turn for the rotation away from
-/// `primary` of keyset `keyset` falls, in [0, 1): a hash, so every instance
-/// computes every other's without talking to it.
-pub(crate) fn rendezvous_point(instance: &str, keyset: &str, primary: &str) -> f64 {
+/// How far into the window `instance`'s turn for the write named `what`
+/// falls: `rotation/<activation of the primary it replaces>` or
+/// `renewal/<expiry it renews>`, times every instance reads alike (and that
+/// a simulation reproduces, unlike random entry ids).
+pub(super) fn turn_offset(timing: &Timing, instance: &str, what: &str) -> f64 {
+    rendezvous_window(timing) * rendezvous_point(instance, what)
+}
+
+/// Where in the window `instance`'s turn for the write `what` falls, in
+/// [0, 1): a hash, so every instance computes every other's without talking to it.
+pub(crate) fn rendezvous_point(instance: &str, what: &str) -> f64 {
     let mut h = Sha256::new();
-    for part in [instance, keyset, primary] {
+    for part in [instance, what] {
         h.update((part.len() as u64).to_be_bytes());
         h.update(part.as_bytes());
     }
@@ -58,41 +65,22 @@ impl RotationScheduler {
         let Some(primary) = doc.entry(&plan.primary) else {
             return;
         };
-        let due_by_age = inner
-            .config
-            .rotation_period
-            .map(|p| primary.activate_at + p)
-            .filter(|due| now >= *due);
+        let due_by_age = self
+            .rotation_turn(doc, &plan.primary)
+            .is_some_and(|turn| now >= turn);
         // The fleet's reservations under the key, or (reservations off) this process's own seals.
         let max = inner.config.max_seals_per_key;
         let by_count = primary.alg == crate::key::TokenFormat::V1
             && (primary.seals_reserved >= max || ring.primary().seal_count() >= max);
-        if due_by_age.is_none() && !by_count {
+        if !due_by_age && !by_count {
             return;
         }
-        let me = inner.instance_id.as_str();
+        // (A seal-count rotation has no known start and so no turn: the claim
+        // alone keeps it to one rotator.)
         if let Some(c) = &doc.rotation_claim
-            && c.excludes(me, &plan.primary, now)
+            && c.excludes(&inner.instance_id, &plan.primary, now)
         {
             return;
-        }
-        // By age: wait for this instance's turn, counted from when the rotation
-        // fell due or, after a claim lapsed, from its end. (A seal-count
-        // rotation has no known start: the claim alone keeps it to one rotator.)
-        if let Some(due) = due_by_age
-            && !by_count
-        {
-            let lapsed = doc
-                .rotation_claim
-                .as_ref()
-                .filter(|c| c.primary == plan.primary && c.holder != me)
-                .map_or(due, |c| c.until.max(due));
-            let timing = doc.timing.unwrap_or(inner.config.timing);
-            let turn =
-                lapsed + rendezvous_window(&timing) * rendezvous_point(me, &doc.id, &plan.primary);
-            if now < turn {
-                return;
-            }
         }
         match self.claim(doc, &plan.primary, now).await {
             Ok(()) => {}
@@ -106,7 +94,7 @@ impl RotationScheduler {
         match self.rotate_at(now, RotateMode::Scheduled).await {
             Ok(doc) => tracing::info!(
                 generation = doc.generation,
-                by_age = due_by_age.is_some(),
+                by_age = due_by_age,
                 by_count,
                 "rotated the keyset automatically"
             ),
@@ -114,6 +102,23 @@ impl RotationScheduler {
             Err(Error::Conflict { .. } | Error::RotationInFlight(_)) => {}
             Err(e) => tracing::warn!(error = %e, "automatic rotation failed"),
         }
+    }
+
+    /// When this instance may claim the rotation by age away from `primary`:
+    /// its turn in the rendezvous window counted from when the rotation falls
+    /// due or, after another instance's claim lapsed, from the claim's end.
+    pub(super) fn rotation_turn(&self, doc: &Keyset, primary: &str) -> Option<f64> {
+        let inner = &self.inner;
+        let activated = doc.entry(primary)?.activate_at;
+        let due = activated + inner.config.rotation_period?;
+        let me = inner.instance_id.as_str();
+        let start = doc
+            .rotation_claim
+            .as_ref()
+            .filter(|c| c.primary == primary && c.holder != me)
+            .map_or(due, |c| c.until.max(due));
+        let timing = doc.timing.unwrap_or(inner.config.timing);
+        Some(start + turn_offset(&timing, me, &format!("rotation/{activated}")))
     }
 
     /// Writes `doc` with this instance's claim on the rotation away from

@@ -8,6 +8,21 @@ use crate::rotation::newest::write_keyset;
 use crate::rotation::trust::VerifiedKeyset;
 
 impl RotationScheduler {
+    /// When this instance renews `verified` (`renew_keyset`): once less than
+    /// half its validity is left, at this instance's rendezvous turn, so a
+    /// fleet of writers renews it once, not once per instance.
+    pub(super) fn renewal_turn(&self, verified: &VerifiedKeyset) -> Option<f64> {
+        let inner = &self.inner;
+        if !(inner.config.renew_keyset && verified.is_authenticated()) {
+            return None;
+        }
+        let expires_at = verified.expires_at?;
+        let due = expires_at - inner.config.keyset_validity / 2.0;
+        let timing = verified.doc.timing.unwrap_or(inner.config.timing);
+        let what = format!("renewal/{expires_at}");
+        Some(due + super::rotations::turn_offset(&timing, &inner.instance_id, &what))
+    }
+
     /// Writes the next generation of `verified` (tagged under its MAC key) when
     /// this process's seal reservation runs low (see `reservations`) or the
     /// document has less than half its validity left (`renew_keyset`). A failed
@@ -17,8 +32,7 @@ impl RotationScheduler {
         let doc = &verified.doc;
         let mut next = doc.clone();
         let reservation = self.reservation_due(&mut next);
-        let renewal =
-            inner.config.renew_keyset && verified.renewal_due(now, inner.config.keyset_validity);
+        let renewal = self.renewal_turn(verified).is_some_and(|turn| now >= turn);
         if reservation.is_none() && !renewal {
             return;
         }

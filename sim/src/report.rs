@@ -1,0 +1,157 @@
+//! What a run measured, and the table operators read.
+
+use serde_json::{Value, json};
+
+/// One rotation the run saw land in the store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RotationRecord {
+    /// The new key's entry id.
+    pub entry: String,
+    /// The generation that added the new key.
+    pub generation: u64,
+    /// When it was written (seconds from the start).
+    pub written_at: f64,
+    /// An operator's forced rotation (else a server's, by age).
+    pub emergency: bool,
+    /// For a server's rotation: when the primary it replaced fell due.
+    pub due_at: Option<f64>,
+    /// Seconds from the write until every running instance held it.
+    pub adopted_after: Option<f64>,
+    /// KMS calls it cost: data keys generated for it, and unwraps of the new
+    /// key until the fleet had adopted it.
+    pub kms_calls: u64,
+    /// Instances restarted between its write and its adoption (each new
+    /// process unwraps the new key too: a restart's cost, not the rotation's).
+    pub restarts_while_adopting: u64,
+}
+
+/// The run's figures.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Report {
+    /// Instances.
+    pub instances: usize,
+    /// Simulated seconds.
+    pub span: f64,
+    /// Every rotation, in order.
+    pub rotations: Vec<RotationRecord>,
+    /// Rounds sealed and verified on another instance.
+    pub rounds: u64,
+    /// Valid rounds whose state another instance rejected.
+    pub rejected_rounds: u64,
+    /// Rounds that could not start (no instance able to seal was picked).
+    pub refused_to_start: u64,
+    /// Store reads: busiest second, mean per second, full reads, `304`s.
+    pub reads_peak: u32,
+    /// Mean store reads per second.
+    pub reads_mean: f64,
+    /// Reads that returned the document.
+    pub full_reads: u64,
+    /// Conditional reads answered "unchanged".
+    pub unchanged_reads: u64,
+    /// Store writes (the document): busiest second, mean, total.
+    pub writes_peak: u32,
+    /// Mean store writes per second.
+    pub writes_mean: f64,
+    /// Writes that landed.
+    pub writes: u64,
+    /// Writes refused by the object's rate limit.
+    pub writes_throttled: u64,
+    /// Writes that lost a compare-and-swap.
+    pub writes_conflicted: u64,
+    /// KMS requests admitted, the busiest second, the busiest quota window.
+    pub kms_calls: u64,
+    /// The busiest second's KMS requests.
+    pub kms_peak_per_s: u32,
+    /// The busiest quota window's KMS requests.
+    pub kms_peak_window: u64,
+    /// The quota per window, and the window in seconds.
+    pub kms_quota: (u64, f64),
+    /// KMS requests refused by the quota.
+    pub kms_throttled: u64,
+    /// Seconds until every instance of the first start was ready.
+    pub cold_start_s: f64,
+    /// States the partitioned instance sealed, and how many under a key the
+    /// fleet had retired.
+    pub partitioned_sealed: (u64, u64),
+    /// States any instance sealed under a key the fleet had retired.
+    pub sealed_with_retired: u64,
+    /// Refreshes that called the scheduler, and idle ones counted without it.
+    pub refreshes: (u64, u64),
+}
+
+impl Report {
+    /// The slowest adoption of a rotation, in seconds.
+    pub fn adoption_s(&self) -> f64 {
+        self.rotations
+            .iter()
+            .filter_map(|r| r.adopted_after)
+            .fold(0.0, f64::max)
+    }
+
+    /// The most KMS calls one rotation cost.
+    pub fn kms_per_rotation(&self) -> u64 {
+        self.rotations
+            .iter()
+            .map(|r| r.kms_calls)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Document writes per rotation (claims and rotations; renewals too).
+    pub fn writes_per_rotation(&self) -> f64 {
+        self.writes as f64 / self.rotations.len().max(1) as f64
+    }
+
+    /// Everything, as JSON.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "instances": self.instances,
+            "span_s": self.span,
+            "rotations": self.rotations.iter().map(|r| json!({
+                "generation": r.generation, "written_at": r.written_at, "emergency": r.emergency,
+                "due_at": r.due_at, "adopted_after_s": r.adopted_after, "kms_calls": r.kms_calls,
+                "restarts_while_adopting": r.restarts_while_adopting,
+            })).collect::<Vec<_>>(),
+            "rounds": self.rounds, "rejected_rounds": self.rejected_rounds,
+            "refused_to_start": self.refused_to_start,
+            "store_reads": {"peak_per_s": self.reads_peak, "mean_per_s": self.reads_mean,
+                "full": self.full_reads, "unchanged": self.unchanged_reads},
+            "store_writes": {"peak_per_s": self.writes_peak, "mean_per_s": self.writes_mean,
+                "landed": self.writes, "throttled": self.writes_throttled,
+                "conflicted": self.writes_conflicted, "per_rotation": self.writes_per_rotation()},
+            "kms": {"calls": self.kms_calls, "peak_per_s": self.kms_peak_per_s,
+                "peak_window": self.kms_peak_window, "quota": self.kms_quota.0,
+                "window_s": self.kms_quota.1, "throttled": self.kms_throttled,
+                "per_rotation_max": self.kms_per_rotation()},
+            "adoption_s_max": self.adoption_s(),
+            "cold_start_s": self.cold_start_s,
+            "partitioned": {"sealed": self.partitioned_sealed.0, "sealed_with_retired_key": self.partitioned_sealed.1},
+            "sealed_with_retired_key": self.sealed_with_retired,
+            "refreshes": {"driven": self.refreshes.0, "idle": self.refreshes.1},
+        })
+    }
+}
+
+/// The capacity table: one row per report.
+pub fn table(reports: &[Report]) -> String {
+    let mut out = String::from(
+        "| instances | store reads/s peak | mean | store writes/s peak | mean per hour | KMS calls per rotation | KMS peak/s | adoption (s) | cold start (s) |\n\
+         |---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for r in reports {
+        out.push_str(&format!(
+            "| {} | {} | {:.1} | {} | {:.2} | {} | {} | {:.0} | {:.1} |\n",
+            r.instances,
+            r.reads_peak,
+            r.reads_mean,
+            r.writes_peak,
+            r.writes_mean * 3600.0,
+            r.kms_per_rotation(),
+            r.kms_peak_per_s,
+            r.adoption_s(),
+            r.cold_start_s,
+        ));
+    }
+    out
+}

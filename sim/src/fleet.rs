@@ -152,6 +152,9 @@ impl Fleet {
             scenario.timing,
             T0 - 60.0,
         ))?;
+        // The run counts the fleet, not the operator's setup before it.
+        store.reset_counts();
+        kms.reset_counts();
         let pins = KeysetPins::new(&doc.id, vec![format!("{SCHEME}://fleet/")])?;
         let trust = TrustPolicy {
             pins: Some(pins),

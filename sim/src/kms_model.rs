@@ -110,6 +110,17 @@ impl KmsModel {
         Ok(st.keys)
     }
 
+    /// Forgets what the operator's setup cost (before the run's second 0).
+    pub(crate) fn reset_counts(&self) {
+        let mut st = self.lock();
+        st.calls = Series::default();
+        st.throttled = 0;
+        st.generates = 0;
+        st.unwraps.clear();
+        st.window_index = i64::MIN;
+        st.in_window = 0;
+    }
+
     /// Requests admitted so far.
     pub(crate) fn total(&self) -> u64 {
         self.lock().calls.total()

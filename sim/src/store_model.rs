@@ -144,6 +144,17 @@ impl StoreModel {
         st.requests += 1;
     }
 
+    /// Forgets what the operator's setup cost (before the run's second 0).
+    pub(crate) fn reset_counts(&self) {
+        let mut st = self.lock();
+        st.full_reads = Series::default();
+        st.unchanged_reads = Series::default();
+        st.writes = Series::default();
+        st.refused_writes = 0;
+        st.throttled_writes = 0;
+        st.requests = 0;
+    }
+
     /// Requests so far, of any kind, counted or replayed.
     pub(crate) fn requests(&self) -> u64 {
         self.lock().requests

@@ -116,3 +116,22 @@ fn sized_week() {
     println!("{}", table(std::slice::from_ref(&r)));
     println!("{:?}", r.refreshes);
 }
+
+/// The run counts the fleet only: the operator's creation of the keyset
+/// before second 0 costs nothing in the figures.
+#[test]
+fn the_figures_count_the_fleet_not_the_setup() {
+    let mut s = Scenario::capacity(
+        1,
+        stateseal_sim::StoreKind::Vault,
+        stateseal_sim::KmsKind::Aws,
+    );
+    s.days = 0.01;
+    s.restart_every = None;
+    s.rounds_per_second = 0.0;
+    let r = run(&s).expect("run");
+    // One instance: its MAC key and its data key, one full read, no write.
+    assert_eq!(r.kms_calls, 2, "{}", summary(&r));
+    assert_eq!(r.full_reads, 1);
+    assert_eq!(r.writes, 0);
+}

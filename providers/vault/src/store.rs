@@ -31,6 +31,16 @@ pub struct VaultKvStore {
     metadata_denied: Arc<AtomicBool>,
 }
 
+/// What one read of the secret found.
+struct KvRead {
+    /// The document (`None`: no secret, or its current version deleted).
+    doc: Option<StoredKeyset>,
+    /// The KV version number, what a check-and-set names (0: no secret yet).
+    number: u64,
+    /// The version as conditional reads name it ([`kv_version`]).
+    version: Option<StoreVersion>,
+}
+
 /// A KV version as this store names it: the number, and whether that
 /// version is deleted or destroyed (a soft delete keeps the number).
 fn kv_version(version: u64, deletion_time: &str, destroyed: bool) -> StoreVersion {
@@ -113,8 +123,11 @@ impl VaultKvStore {
         {
             return Ok(ConditionalLoad::Unchanged);
         }
-        let (document, version) = self.read_versioned().await?;
-        Ok(ConditionalLoad::Current { document, version })
+        let read = self.read().await?;
+        Ok(ConditionalLoad::Current {
+            document: read.doc,
+            version: read.version,
+        })
     }
 
     fn store_error(&self, problem: impl Into<String>) -> Error {
@@ -131,23 +144,8 @@ impl VaultKvStore {
         }
     }
 
-    /// The document and the KV version it was read at (0: no secret yet).
-    async fn read(&self) -> Result<(Option<StoredKeyset>, u64), Error> {
-        let (doc, version) = self.read_inner().await?;
-        Ok((doc, version.map_or(0, |(v, _)| v)))
-    }
-
-    /// The document and its version as [`kv_version`] names it.
-    async fn read_versioned(&self) -> Result<(Option<StoredKeyset>, Option<StoreVersion>), Error> {
-        let (doc, version) = self.read_inner().await?;
-        Ok((doc, version.map(|(_, v)| v)))
-    }
-
-    /// The document, with the KV version number and its [`kv_version`].
-    #[allow(clippy::type_complexity)]
-    async fn read_inner(
-        &self,
-    ) -> Result<(Option<StoredKeyset>, Option<(u64, StoreVersion)>), Error> {
+    /// The secret as it is now (see [`KvRead`]).
+    async fn read(&self) -> Result<KvRead, Error> {
         let result = self
             .session
             .call(crate::SCHEME, "kv read", |client| async move {
@@ -165,34 +163,40 @@ impl VaultKvStore {
             Err(CallError::Vault(ClientError::APIError { code: 404, errors }))
                 if errors.is_empty() =>
             {
-                return Ok((None, None));
+                return Ok(KvRead {
+                    doc: None,
+                    number: 0,
+                    version: None,
+                });
             }
             Err(e) => return Err(self.vault_error("kv read", e)),
         };
         let m = &resp.metadata;
-        let version = Some((
-            m.version,
-            kv_version(m.version, &m.deletion_time, m.destroyed),
-        ));
+        let mut read = KvRead {
+            doc: None,
+            number: m.version,
+            version: Some(kv_version(m.version, &m.deletion_time, m.destroyed)),
+        };
         if resp.data.is_null() || m.destroyed || !m.deletion_time.is_empty() {
-            return Ok((None, version));
+            return Ok(read);
         }
         let bytes = serde_json::to_vec(&resp.data)
             .map_err(|e| self.store_error(format!("secret data: {e}")))?;
         // KV holds the envelope as JSON fields; the tag covers the payload's
         // bytes, which travel inside it as base64, so a re-serialised envelope
         // verifies the same.
-        Ok((Some(StoredKeyset::from_bytes(&bytes)?), version))
+        read.doc = Some(StoredKeyset::from_bytes(&bytes)?);
+        Ok(read)
     }
 
     async fn cas(&self, expected: Option<u64>, doc: &StoredKeyset) -> Result<(), Error> {
         check_next_generation(&self.uri, expected, doc)?;
-        let (current, version) = self.read().await?;
-        let found = current.map(|d| d.generation());
+        let current = self.read().await?;
+        let found = current.doc.map(|d| d.generation());
         if found != expected {
             return Err(Error::Conflict { expected, found });
         }
-        let cas = u32::try_from(version)
+        let cas = u32::try_from(current.number)
             .map_err(|_| self.store_error("KV version beyond the check-and-set range"))?;
         let data: serde_json::Value = serde_json::from_slice(doc.bytes())
             .map_err(|e| self.store_error(format!("document: {e}")))?;
@@ -222,7 +226,7 @@ impl VaultKvStore {
                     .read()
                     .await
                     .ok()
-                    .and_then(|(d, _)| d)
+                    .and_then(|r| r.doc)
                     .map(|d| d.generation());
                 Err(Error::Conflict { expected, found })
             }
@@ -237,7 +241,7 @@ impl KeysetStore for VaultKvStore {
     }
 
     fn load(&self) -> BoxFuture<'_, Result<Option<StoredKeyset>, Error>> {
-        Box::pin(async move { self.read().await.map(|(doc, _)| doc) })
+        Box::pin(async move { self.read().await.map(|r| r.doc) })
     }
 
     fn load_if_changed<'a>(

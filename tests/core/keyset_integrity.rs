@@ -7,13 +7,14 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+use metrics_util::debugging::DebuggingRecorder;
 use stateseal::rotation::{SchedulerConfig, Timing, TrustPolicy};
 use stateseal::setup::Config;
 use stateseal::{KeysetStore, ManualClock, ProviderRegistry, RingHandle, RotationScheduler};
 use stateseal_testkit::keysets;
 
 use crate::fleet::{local_keyset, local_registry};
+use crate::recorded::{block_on_recorded, values};
 
 const T0: f64 = 1_782_345_600.0;
 const WEEK: f64 = 7.0 * 86_400.0;
@@ -146,61 +147,44 @@ async fn a_stale_document_is_kept_until_the_staleness_bound_then_sealing_stops()
 fn an_accepted_unauthenticated_document_shows_everywhere() {
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
-    let (status, values) = metrics::with_local_recorder(&recorder, || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("rt");
-        rt.block_on(async {
-            let registry = local_registry();
-            let (dir, store) = local_keyset("integrity-v1", &registry, Timing::default(), T0).await;
-            // The same content, as the previous release wrote it.
-            let doc =
-                keysets::v1_keys(&keysets::content(&*store, &registry).await, &registry).await;
-            let path = dir.join("keyset.json");
-            let v1 = stateseal::StoredKeyset::unauthenticated(&doc).expect("v1");
-            std::fs::write(&path, v1.bytes()).expect("write");
-            // Refused by default…
-            let strict = scheduler(store.clone(), &registry, config());
-            let err = strict.refresh_at(T0).await.unwrap_err();
-            assert!(
-                matches!(
-                    &err,
-                    stateseal::Error::KeysetRefused {
-                        reason: "unauthenticated",
-                        ..
-                    }
-                ),
-                "{err}"
-            );
-            // …adopted with the migration setting, and flagged.
-            let lenient = scheduler(
-                store.clone(),
-                &registry,
-                config()
-                    .to_builder()
-                    .trust(TrustPolicy {
-                        accept_unauthenticated: true,
-                        ..TrustPolicy::default()
-                    })
-                    .build()
-                    .expect("config"),
-            );
-            lenient.refresh_at(T0).await.expect("adopted");
-            lenient.refresh_at(T0 + 30.0).await.expect("adopted");
-            let _ = std::fs::remove_dir_all(dir);
-            let values: HashMap<String, f64> = snapshotter
-                .snapshot()
-                .into_vec()
-                .into_iter()
-                .filter_map(|(key, .., value)| match value {
-                    DebugValue::Gauge(v) => Some((key.key().name().to_owned(), v.into_inner())),
-                    DebugValue::Counter(n) => Some((key.key().name().to_owned(), n as f64)),
-                    DebugValue::Histogram(_) => None,
+    let (status, values) = block_on_recorded(&recorder, || async {
+        let registry = local_registry();
+        let (dir, store) = local_keyset("integrity-v1", &registry, Timing::default(), T0).await;
+        // The same content, as the previous release wrote it.
+        let doc = keysets::v1_keys(&keysets::content(&*store, &registry).await, &registry).await;
+        let path = dir.join("keyset.json");
+        let v1 = stateseal::StoredKeyset::unauthenticated(&doc).expect("v1");
+        std::fs::write(&path, v1.bytes()).expect("write");
+        // Refused by default…
+        let strict = scheduler(store.clone(), &registry, config());
+        let err = strict.refresh_at(T0).await.unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                stateseal::Error::KeysetRefused {
+                    reason: "unauthenticated",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        // …adopted with the migration setting, and flagged.
+        let lenient = scheduler(
+            store.clone(),
+            &registry,
+            config()
+                .to_builder()
+                .trust(TrustPolicy {
+                    accept_unauthenticated: true,
+                    ..TrustPolicy::default()
                 })
-                .collect();
-            (lenient.status(), values)
-        })
+                .build()
+                .expect("config"),
+        );
+        lenient.refresh_at(T0).await.expect("adopted");
+        lenient.refresh_at(T0 + 30.0).await.expect("adopted");
+        let _ = std::fs::remove_dir_all(dir);
+        (lenient.status(), values(&snapshotter))
     });
     assert!(status.unauthenticated && status.ready);
     assert_eq!(status.expires_at, None);
@@ -404,48 +388,32 @@ fn a_copy_that_cannot_be_written_fails_no_write() {
     use stateseal::rotation::{DEFAULT_MAX_LIVE_KEYS, KeysetTrust, RotateMode, rotate_keyset};
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
-    metrics::with_local_recorder(&recorder, || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("rt");
-        rt.block_on(async {
-            let registry = local_registry();
-            let (dir, store) =
-                local_keyset("integrity-nocopy", &registry, Timing::default(), T0).await;
-            let copy = dir.join("keyset.json.newest");
-            std::fs::remove_file(&copy).expect("copy");
-            std::fs::create_dir(&copy).expect("a directory in its way");
-            let plan = rotate_keyset(
-                &*store,
-                &registry,
-                &KeysetTrust::new(TrustPolicy::default()),
-                None,
-                T0 + 10.0,
-                RotateMode::Scheduled,
-                DEFAULT_MAX_LIVE_KEYS,
-            )
-            .await
-            .expect("the rotation landed");
-            assert_eq!(
-                keysets::stored(&*store).await.generation(),
-                plan.next.generation
-            );
-            let _ = std::fs::remove_dir_all(dir);
-        });
+    block_on_recorded(&recorder, || async {
+        let registry = local_registry();
+        let (dir, store) = local_keyset("integrity-nocopy", &registry, Timing::default(), T0).await;
+        let copy = dir.join("keyset.json.newest");
+        std::fs::remove_file(&copy).expect("copy");
+        std::fs::create_dir(&copy).expect("a directory in its way");
+        let plan = rotate_keyset(
+            &*store,
+            &registry,
+            &KeysetTrust::new(TrustPolicy::default()),
+            None,
+            T0 + 10.0,
+            RotateMode::Scheduled,
+            DEFAULT_MAX_LIVE_KEYS,
+        )
+        .await
+        .expect("the rotation landed");
+        assert_eq!(
+            keysets::stored(&*store).await.generation(),
+            plan.next.generation
+        );
+        let _ = std::fs::remove_dir_all(dir);
     });
-    let failures: u64 = snapshotter
-        .snapshot()
-        .into_vec()
-        .into_iter()
-        .filter(|(k, ..)| k.key().name() == "stateseal_keyset_newest_copy_failures_total")
-        .map(|(.., v)| match v {
-            DebugValue::Counter(n) => n,
-            _ => 0,
-        })
-        .sum();
+    let failures = values(&snapshotter)["stateseal_keyset_newest_copy_failures_total"];
     assert_eq!(
-        failures, 2,
+        failures, 2.0,
         "unreadable before the write, not updated after it"
     );
 }

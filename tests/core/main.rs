@@ -11,6 +11,7 @@ mod observability;
 mod one_rotator;
 mod outage;
 mod provider_contract;
+mod recorded;
 mod seal_budget;
 mod setup;
 mod staleness;

@@ -9,41 +9,36 @@ use stateseal::{
 };
 
 use crate::fleet::{local_keyset, local_registry};
+use crate::recorded::{block_on_recorded, values};
 
 #[test]
 fn counters_and_gauges_are_recorded() {
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
-    metrics::with_local_recorder(&recorder, || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
+    block_on_recorded(&recorder, || async {
+        let registry = local_registry();
+        let t0 = 1_782_345_600.0;
+        let (dir, store) = local_keyset("metrics", &registry, Timing::default(), t0).await;
+        let ring = Arc::new(RingHandle::empty());
+        let sched = RotationScheduler::new(
+            SchedulerConfig::default(),
+            store,
+            registry,
+            ring.clone(),
+            Arc::new(ManualClock::new(t0)),
+        )
+        .expect("scheduler");
+        sched.refresh_at(t0 + 5.0).await.expect("refresh");
+        let env = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("svc"))
             .build()
-            .expect("rt");
-        rt.block_on(async {
-            let registry = local_registry();
-            let t0 = 1_782_345_600.0;
-            let (dir, store) = local_keyset("metrics", &registry, Timing::default(), t0).await;
-            let ring = Arc::new(RingHandle::empty());
-            let sched = RotationScheduler::new(
-                SchedulerConfig::default(),
-                store,
-                registry,
-                ring.clone(),
-                Arc::new(ManualClock::new(t0)),
-            )
-            .expect("scheduler");
-            sched.refresh_at(t0 + 5.0).await.expect("refresh");
-            let env = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("svc"))
-                .build()
-                .expect("env");
-            let id = RequestIdentity::from_json("tools/call", br#"{"name":"t"}"#).expect("id");
-            let other = RequestIdentity::from_json("tools/call", br#"{"name":"u"}"#).expect("id");
-            let token = env.mint_at(&id, b"s", None, t0 + 5.0).expect("mint");
-            env.verify_at(&id, &token, None, t0 + 6.0).expect("verify");
-            assert!(env.verify_at(&other, &token, None, t0 + 6.0).is_err());
-            assert!(env.verify_at(&id, "v1.garbage", None, t0 + 6.0).is_err());
-            let _ = std::fs::remove_dir_all(dir);
-        });
+            .expect("env");
+        let id = RequestIdentity::from_json("tools/call", br#"{"name":"t"}"#).expect("id");
+        let other = RequestIdentity::from_json("tools/call", br#"{"name":"u"}"#).expect("id");
+        let token = env.mint_at(&id, b"s", None, t0 + 5.0).expect("mint");
+        env.verify_at(&id, &token, None, t0 + 6.0).expect("verify");
+        assert!(env.verify_at(&other, &token, None, t0 + 6.0).is_err());
+        assert!(env.verify_at(&id, "v1.garbage", None, t0 + 6.0).is_err());
+        let _ = std::fs::remove_dir_all(dir);
     });
     let snapshot = snapshotter.snapshot().into_vec();
     let find = |name: &str, label: Option<(&str, &str)>| {
@@ -103,46 +98,30 @@ fn readiness_phase_deadline_and_seal_limit_gauges() {
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
     // A snapshot drains the recorder: read every gauge at once.
-    let gauges = || -> std::collections::HashMap<String, f64> {
-        snapshotter
-            .snapshot()
-            .into_vec()
-            .into_iter()
-            .filter_map(|(key, .., value)| match value {
-                DebugValue::Gauge(v) => Some((key.key().name().to_owned(), v.into_inner())),
-                _ => None,
-            })
-            .collect()
-    };
+    let gauges = || values(&snapshotter);
     let t0 = 1_782_345_600.0;
     let timing = Timing::default();
-    let (steady, rotating) = metrics::with_local_recorder(&recorder, || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("rt");
-        rt.block_on(async {
-            let registry = local_registry();
-            let (dir, store) = local_keyset("phase-gauges", &registry, timing, t0).await;
-            let sched = RotationScheduler::new(
-                SchedulerConfig::default(),
-                store,
-                registry,
-                Arc::new(RingHandle::empty()),
-                Arc::new(ManualClock::new(t0)),
-            )
-            .expect("scheduler");
-            sched.refresh_at(t0 + 5.0).await.expect("refresh");
-            let steady = gauges();
-            sched
-                .rotate_at(t0 + 100.0, RotateMode::Scheduled)
-                .await
-                .expect("rotate");
-            sched.refresh_at(t0 + 110.0).await.expect("refresh");
-            let rotating = gauges();
-            let _ = std::fs::remove_dir_all(dir);
-            (steady, rotating)
-        })
+    let (steady, rotating) = block_on_recorded(&recorder, || async {
+        let registry = local_registry();
+        let (dir, store) = local_keyset("phase-gauges", &registry, timing, t0).await;
+        let sched = RotationScheduler::new(
+            SchedulerConfig::default(),
+            store,
+            registry,
+            Arc::new(RingHandle::empty()),
+            Arc::new(ManualClock::new(t0)),
+        )
+        .expect("scheduler");
+        sched.refresh_at(t0 + 5.0).await.expect("refresh");
+        let steady = gauges();
+        sched
+            .rotate_at(t0 + 100.0, RotateMode::Scheduled)
+            .await
+            .expect("rotate");
+        sched.refresh_at(t0 + 110.0).await.expect("refresh");
+        let rotating = gauges();
+        let _ = std::fs::remove_dir_all(dir);
+        (steady, rotating)
     });
     // Steady state: ready, phase 3, nothing scheduled.
     assert_eq!(steady["stateseal_ready"], 1.0);

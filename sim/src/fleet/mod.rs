@@ -10,9 +10,13 @@ use stateseal::rotation::{
     rotate_store_at,
 };
 use stateseal::{
-    AesGcmCodec, Envelope, Error, KeyId, Keyset, KeysetStore, ManualClock, ProviderRegistry,
-    RequestIdentity, RingHandle, RotationScheduler,
+    Envelope, Error, Keyset, KeysetStore, ProviderRegistry, RequestIdentity, RingHandle,
+    RotationScheduler,
 };
+
+mod instances;
+mod record;
+mod traffic;
 
 use crate::kms_model::{KmsModel, KmsProfile, SCHEME};
 use crate::report::{Report, RotationRecord};
@@ -212,39 +216,6 @@ impl Fleet {
         Ok(fleet)
     }
 
-    fn member(&self, i: usize, epoch: u32) -> Result<Member, Error> {
-        let ring = Arc::new(RingHandle::empty());
-        let config = self
-            .config
-            .to_builder()
-            .instance_id(format!("pod-{i}-{epoch}"))
-            .build()?;
-        let sched = RotationScheduler::new(
-            config,
-            self.store.handle(Some(i)),
-            self.registry.clone(),
-            ring.clone(),
-            Arc::new(ManualClock::new(T0)),
-        )?;
-        let t = self.scenario.timing;
-        let env = Envelope::builder(Arc::new(AesGcmCodec::new(ring.clone())), Some("svc"))
-            .ttl(t.ttl)
-            .max_skew(t.max_skew)
-            .build()?;
-        Ok(Member {
-            sched,
-            env,
-            ring,
-            epoch,
-            started: false,
-            failures: 0,
-            seen_version: None,
-            next_event: f64::NEG_INFINITY,
-            last_idle: None,
-            generation: None,
-        })
-    }
-
     fn push(&mut self, at: f64, event: Event) {
         self.seq += 1;
         self.queue.push(Scheduled {
@@ -322,176 +293,6 @@ impl Fleet {
         Ok(self.report())
     }
 
-    /// Before instance `i` loses the store, the idle refreshes it made since
-    /// the scheduler last ran are replayed (uncounted) so its staleness clock
-    /// starts where a real instance's would.
-    fn catch_up(&mut self, i: usize) {
-        let Some(t) = self.members[i].last_idle.take() else {
-            return;
-        };
-        self.store.set_replaying(true);
-        let now = self.clock.now();
-        self.clock.set(t);
-        let _ = self.rt.block_on(self.members[i].sched.refresh_at(T0 + t));
-        self.clock.set(now);
-        self.store.set_replaying(false);
-    }
-
-    fn refresh(&mut self, i: usize, t: f64) {
-        let m = &self.members[i];
-        let idle = !self.scenario.exact
-            && m.started
-            && m.failures == 0
-            && m.seen_version == Some(self.store.version())
-            && self.store.reachable(i)
-            && T0 + t < m.next_event;
-        if idle {
-            self.store.count_unchanged_read(t);
-            self.idle += 1;
-            self.members[i].last_idle = Some(t);
-            let wait = self.pacing.after_success(self.rng.unit());
-            let epoch = self.members[i].epoch;
-            self.push(
-                t + self.scenario.store.latency + wait,
-                Event::Refresh(i, epoch),
-            );
-            return;
-        }
-        self.driven += 1;
-        let (kms_before, store_before) = (self.kms.total(), self.store_ops());
-        let result = self.rt.block_on(self.members[i].sched.refresh_at(T0 + t));
-        let latency = (self.kms.total() - kms_before) as f64 * self.scenario.kms.latency
-            + (self.store_ops() - store_before) as f64 * self.scenario.store.latency;
-        let done = t + latency;
-        let version = self.store.version();
-        let status = self.members[i].sched.status();
-        let m = &mut self.members[i];
-        m.last_idle = None;
-        let wait = match result {
-            Ok(_) => {
-                m.failures = 0;
-                m.seen_version = Some(version);
-                m.next_event = m.sched.next_event_at();
-                let first = !m.started;
-                m.started = true;
-                if first && m.epoch == 0 {
-                    self.first_wave_ready += 1;
-                    self.cold_start = self.cold_start.max(done);
-                }
-                if first {
-                    self.pacing.first(self.rng.unit())
-                } else {
-                    self.pacing.after_success(self.rng.unit())
-                }
-            }
-            Err(_) => {
-                m.failures = m.failures.saturating_add(1);
-                m.seen_version = None;
-                let n = m.failures;
-                self.pacing.after_failure(n, self.rng.unit())
-            }
-        };
-        self.hold(i, status.generation);
-        let epoch = self.members[i].epoch;
-        self.push(done + wait, Event::Refresh(i, epoch));
-        if self.store.version() != self.observed.as_ref().map_or(0, |o| o.0) {
-            self.observe(t);
-        }
-        self.check_adoption(done);
-    }
-
-    fn store_ops(&self) -> u64 {
-        self.store.requests()
-    }
-
-    /// Instance `i` now holds `generation` (or nothing).
-    fn hold(&mut self, i: usize, generation: Option<u64>) {
-        let m = &mut self.members[i];
-        let before = if m.started { m.generation } else { None };
-        m.generation = generation;
-        let after = if m.started { generation } else { None };
-        if before == after {
-            return;
-        }
-        if let Some(g) = before
-            && let Some(n) = self.holders.get_mut(&g)
-        {
-            *n -= 1;
-            if *n == 0 {
-                self.holders.remove(&g);
-            }
-        }
-        if let Some(g) = after {
-            *self.holders.entry(g).or_insert(0) += 1;
-        }
-    }
-
-    /// A rotation is adopted once no running instance holds an older generation.
-    fn check_adoption(&mut self, t: f64) {
-        let oldest = self.holders.keys().next().copied();
-        for (r, at_write) in self.rotations.iter_mut().zip(&self.restarts_at_write) {
-            if r.adopted_after.is_none() && oldest.is_some_and(|g| g >= r.generation) {
-                r.adopted_after = Some((t - r.written_at).max(0.0));
-                r.kms_calls += self.kms.unwraps_of(&self.keyset_id, &r.entry);
-                r.restarts_while_adopting = self.restarts - at_write;
-            }
-        }
-    }
-
-    /// Reads the document in place (uncounted) and records new rotations.
-    fn observe(&mut self, t: f64) {
-        let Some(stored) = self.store.document() else {
-            return;
-        };
-        let (registry, trust) = &self.observer;
-        let Ok(v) = self
-            .rt
-            .block_on(trust.open_ignoring_expiry(registry, "sim://keyset", &stored))
-        else {
-            return;
-        };
-        let doc = v.doc;
-        let previous = self.observed.as_ref().map(|(_, d)| d.clone());
-        for e in &doc.keys {
-            if self.known_entries.insert(e.entry.clone()) {
-                let generates = self.kms.generates();
-                // The primary it replaces: the latest activation at t, still unsealing.
-                let replaced = previous.as_ref().and_then(|p| {
-                    p.keys
-                        .iter()
-                        .filter(|k| k.activate_at <= T0 + t)
-                        .filter(|k| k.retire_at.is_none_or(|r| T0 + t < r))
-                        .map(|k| k.activate_at)
-                        .reduce(f64::max)
-                });
-                self.rotations.push(RotationRecord {
-                    entry: e.entry.clone(),
-                    generation: doc.generation,
-                    written_at: t,
-                    emergency: false,
-                    due_at: replaced.map(|a| a + self.scenario.rotation_period - T0),
-                    adopted_after: None,
-                    kms_calls: generates - self.generates_at,
-                    restarts_while_adopting: 0,
-                });
-                self.restarts_at_write.push(self.restarts);
-                self.generates_at = generates;
-            }
-        }
-        self.observed = Some((self.store.version(), doc));
-    }
-
-    fn restart(&mut self, i: usize, t: f64) -> Result<(), Error> {
-        self.restarts += 1;
-        self.hold(i, None);
-        let epoch = self.members[i].epoch + 1;
-        let mut m = self.member(i, epoch)?;
-        m.started = false;
-        self.members[i] = m;
-        self.push(t + 1.0, Event::Refresh(i, epoch));
-        Ok(())
-    }
-
     fn emergency(&mut self, t: f64) -> Result<(), Error> {
         self.rt.block_on(rotate_store_at(
             self.operator.as_ref(),
@@ -506,89 +307,6 @@ impl Fleet {
             r.due_at = None;
         }
         Ok(())
-    }
-
-    /// Key ids the fleet's document lets seal or unseal at `t`.
-    fn live_kids(&self, t: f64) -> Vec<KeyId> {
-        let Some((_, doc)) = &self.observed else {
-            return Vec::new();
-        };
-        doc.keys
-            .iter()
-            .filter(|e| e.retire_at.is_none_or(|r| T0 + t < r))
-            .filter_map(|e| e.kid)
-            .collect()
-    }
-
-    fn round(&mut self, t: f64) {
-        let gap = 1.0 / self.scenario.rounds_per_second;
-        let next = t + gap * (0.5 + self.rng.unit());
-        self.push(next, Event::Round);
-        // The partitioned instance is probed on every round while it is cut off.
-        let cut = self
-            .scenario
-            .partition
-            .is_some_and(|(from, len)| (from..from + len).contains(&t));
-        let mut candidates = vec![self.rng.below(self.members.len())];
-        if cut {
-            candidates.push(0);
-        }
-        for a in candidates {
-            self.seal_on(a, t);
-        }
-    }
-
-    fn seal_on(&mut self, a: usize, t: f64) {
-        let m = &self.members[a];
-        if !m.started {
-            return;
-        }
-        let live = self.live_kids(t);
-        let primary = m.ring.current().map(|r| r.primary().kid());
-        match m.env.mint_at(&identity(), b"state", None, T0 + t) {
-            Ok(token) => {
-                let retired = primary.is_some_and(|k| !live.contains(&k));
-                self.sealed_retired += u64::from(retired);
-                if a == 0 && self.store_cut_for_zero() {
-                    self.partitioned.0 += 1;
-                    self.partitioned.1 += u64::from(retired);
-                }
-                let think = 1.0 + self.rng.unit() * self.scenario.timing.ttl / 2.0;
-                let slot = match self.free_tokens.pop() {
-                    Some(s) => {
-                        self.tokens[s as usize] = Some(token);
-                        s
-                    }
-                    None => {
-                        self.tokens.push(Some(token));
-                        (self.tokens.len() - 1) as u32
-                    }
-                };
-                self.push(t + think, Event::Verify(slot));
-            }
-            Err(_) => self.refused += 1,
-        }
-    }
-
-    fn store_cut_for_zero(&self) -> bool {
-        !self.store.reachable(0)
-    }
-
-    fn verify(&mut self, token: &str, t: f64) {
-        let n = self.members.len();
-        // A random ready instance (a load balancer routes only to ready ones).
-        for _ in 0..16 {
-            let b = self.rng.below(n);
-            let m = &self.members[b];
-            if !(m.started && m.sched.is_ready()) {
-                continue;
-            }
-            self.rounds += 1;
-            if m.env.verify_at(&identity(), token, None, T0 + t).is_err() {
-                self.rejected += 1;
-            }
-            return;
-        }
     }
 
     fn report(&self) -> Report {

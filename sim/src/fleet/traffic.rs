@@ -1,0 +1,87 @@
+//! Traffic: rounds sealed on a random instance (and on the cut-off one while
+//! it is cut off) and verified later on another.
+
+use stateseal::KeyId;
+
+use super::{Event, Fleet, T0, identity};
+
+impl Fleet {
+    /// Key ids the fleet's document lets seal or unseal at `t`.
+    pub(super) fn live_kids(&self, t: f64) -> Vec<KeyId> {
+        let Some((_, doc)) = &self.observed else {
+            return Vec::new();
+        };
+        doc.keys
+            .iter()
+            .filter(|e| e.retire_at.is_none_or(|r| T0 + t < r))
+            .filter_map(|e| e.kid)
+            .collect()
+    }
+
+    pub(super) fn round(&mut self, t: f64) {
+        let gap = 1.0 / self.scenario.rounds_per_second;
+        let next = t + gap * (0.5 + self.rng.unit());
+        self.push(next, Event::Round);
+        // The partitioned instance is probed on every round while it is cut off.
+        let cut = self
+            .scenario
+            .partition
+            .is_some_and(|(from, len)| (from..from + len).contains(&t));
+        let mut candidates = vec![self.rng.below(self.members.len())];
+        if cut {
+            candidates.push(0);
+        }
+        for a in candidates {
+            self.seal_on(a, t);
+        }
+    }
+
+    pub(super) fn seal_on(&mut self, a: usize, t: f64) {
+        let m = &self.members[a];
+        if !m.started {
+            return;
+        }
+        let live = self.live_kids(t);
+        let primary = m.ring.current().map(|r| r.primary().kid());
+        match m.env.mint_at(&identity(), b"state", None, T0 + t) {
+            Ok(token) => {
+                let retired = primary.is_some_and(|k| !live.contains(&k));
+                self.sealed_retired += u64::from(retired);
+                if a == 0 && !self.store.reachable(0) {
+                    self.partitioned.0 += 1;
+                    self.partitioned.1 += u64::from(retired);
+                }
+                let think = 1.0 + self.rng.unit() * self.scenario.timing.ttl / 2.0;
+                let slot = match self.free_tokens.pop() {
+                    Some(s) => {
+                        self.tokens[s as usize] = Some(token);
+                        s
+                    }
+                    None => {
+                        self.tokens.push(Some(token));
+                        (self.tokens.len() - 1) as u32
+                    }
+                };
+                self.push(t + think, Event::Verify(slot));
+            }
+            Err(_) => self.refused += 1,
+        }
+    }
+
+    pub(super) fn verify(&mut self, token: &str, t: f64) {
+        let n = self.members.len();
+        // A random ready instance (a load balancer routes only to ready ones).
+        for _ in 0..16 {
+            let b = self.rng.below(n);
+            let m = &self.members[b];
+            if !(m.started && m.sched.is_ready()) {
+                continue;
+            }
+            self.rounds += 1;
+            if m.env.verify_at(&identity(), token, None, T0 + t).is_err() {
+                self.rejected += 1;
+            }
+            return;
+        }
+    }
+}

@@ -13,6 +13,7 @@ use zeroize::Zeroizing;
 use crate::codec::TAG_LEN;
 use crate::codec::xaes::{NONCE_LEN as XAES_NONCE_LEN, XaesKey};
 use crate::error::Error;
+use crate::random::RandomSource;
 use crate::secret::Secret;
 
 /// HKDF `info` for the AES-256-GCM key.
@@ -40,8 +41,9 @@ pub enum TokenFormat {
     /// Python SDK's codec. A key may seal at most 2^32 times (NIST SP
     /// 800-38D): keyset keys carry a seal budget; static keys are not counted.
     V1,
-    /// `v2.`: XAES-256-GCM (C2SP) with 192-bit random nonces: a per-message
-    /// key, about 2^80 seals per key at a 2^-32 collision risk, so no budget.
+    /// `v2.`: XAES-256-GCM (C2SP) with 192-bit random nonces, the derived key
+    /// shared by a thread's batch of 256 seals: 2^57 seals per key at a 2^-32
+    /// collision risk, so no budget.
     V2,
 }
 
@@ -285,15 +287,20 @@ impl RingKey {
         })
     }
 
-    /// Encrypts `in_out` in place under `nonce` (this format's length); the tag.
+    /// Draws a nonce into `nonce` (this format's length) and encrypts
+    /// `in_out` in place under it; the tag. `v1.` draws all 96 bits per seal;
+    /// `v2.` a fresh second half per seal and a first half per batch
+    /// (`codec::xaes`).
     pub(crate) fn seal_in_place(
         &self,
-        nonce: &[u8],
+        random: &RandomSource,
+        nonce: &mut [u8],
         aad: &[u8],
         in_out: &mut [u8],
     ) -> Result<[u8; TAG_LEN], Error> {
         match &self.cipher {
             Cipher::Gcm(k) => {
+                random.fill(nonce)?;
                 let n = Nonce::try_assume_unique_for_key(nonce)
                     .map_err(|_| Error::Seal("nonce length"))?;
                 let tag = k
@@ -304,9 +311,9 @@ impl RingKey {
                 Ok(out)
             }
             Cipher::Xaes(k) => {
-                let n: &[u8; XAES_NONCE_LEN] =
+                let n: &mut [u8; XAES_NONCE_LEN] =
                     nonce.try_into().map_err(|_| Error::Seal("nonce length"))?;
-                k.seal(n, aad, in_out)
+                k.seal_fresh(random, n, aad, in_out)
             }
         }
     }

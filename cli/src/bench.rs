@@ -15,7 +15,11 @@
 //! args_sha256` is the least `identity + mint` can cost. `round_v2` is the
 //! round with a `v2.` key (XAES-256-GCM, what keyset keys seal with) instead
 //! of the `v1.` key of the rows above, with its ratio to the v1 round taken
-//! round by round in the same run.
+//! round by round in the same run. A v2 verify reuses the derived key of a
+//! nonce half its thread sealed or opened lately (`round_v2`: one instance,
+//! or routing that returns a session to its instance); `round_v2_cold` is
+//! the round whose verify derives the key every time (a state sealed
+//! elsewhere in a fleet that spreads rounds at random).
 
 use std::hint::black_box;
 use std::io::Write;
@@ -31,6 +35,12 @@ use stateseal::{
 };
 
 use crate::error::CliError;
+
+/// Foreign states a cold verify cycles through: more than the derived keys a
+/// thread keeps for opening (4).
+const COLD_STATES: usize = 8;
+/// Seals that share a nonce half (`v2.` batches of 256).
+const STATES_PER_HALF: usize = 256;
 
 /// Options of `stateseal bench`.
 #[derive(Debug, Args)]
@@ -131,7 +141,7 @@ pub(crate) fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError>
     if !args.json {
         writeln!(
             out,
-            "{:>8} {:>12} {:>12} {:>12} {:>12} {:>12} {:>9} {:>9} {:>12} {:>9}",
+            "{:>8} {:>12} {:>12} {:>12} {:>12} {:>12} {:>9} {:>9} {:>12} {:>9} {:>9}",
             "state_B",
             "identity_ns",
             "mint_ns",
@@ -141,7 +151,8 @@ pub(crate) fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError>
             "nonce_ns",
             "sha_ns",
             "round_v2_ns",
-            "v2/v1"
+            "v2/v1",
+            "cold/v1"
         )
         .map_err(io)?;
     }
@@ -206,6 +217,22 @@ pub(crate) fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError>
             black_box(digest(&SHA256, black_box(&canonical)));
         };
         let token_v2 = envelope_v2.mint(&id, &state, None).map_err(fail)?;
+        // States sealed by another instance, each under a nonce half of its own
+        // and more of them than a thread keeps keys for: every verify derives.
+        let elsewhere = envelope_of(TokenFormat::V2).map_err(fail)?;
+        let mut foreign = Vec::new();
+        for i in 0..COLD_STATES * STATES_PER_HALF {
+            let t = elsewhere.mint(&id, &state, None).map_err(fail)?;
+            if i % STATES_PER_HALF == 0 {
+                foreign.push(t);
+            }
+        }
+        let mut next_foreign = foreign.iter().cycle();
+        let mut verify_v2_cold = || {
+            if let Some(t) = next_foreign.next() {
+                black_box(envelope_v2.verify(&id, black_box(t), None).ok());
+            }
+        };
         let mut mint_v2 = || {
             black_box(envelope_v2.mint(&id, black_box(&state), None).ok());
         };
@@ -224,6 +251,7 @@ pub(crate) fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError>
                 &mut args_sha256,
                 &mut mint_v2,
                 &mut verify_v2,
+                &mut verify_v2_cold,
             ],
         );
         let [
@@ -239,6 +267,9 @@ pub(crate) fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError>
         let round_v2 = |r: usize| s[0][r] + s[7][r] + s[8][r];
         let round_v2_ns = median_of_rounds(&s, round_v2);
         let v2_ratio = median_of_rounds(&s, |r| round_v2(r) / round_v1(r));
+        let round_v2_cold = |r: usize| s[0][r] + s[7][r] + s[9][r];
+        let round_v2_cold_ns = median_of_rounds(&s, round_v2_cold);
+        let v2_cold_ratio = median_of_rounds(&s, |r| round_v2_cold(r) / round_v1(r));
         // Ratios to the floor, taken round by round (same patch of machine time).
         let ratio = |op: usize, raw: usize, with_identity: bool| {
             median_of_rounds(&s, |r| {
@@ -276,6 +307,13 @@ pub(crate) fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError>
                 "ratio_to_v1_round": cents(v2_ratio),
             }));
             lines.push(serde_json::json!({
+                "op": "round_v2_cold",
+                "state_bytes": size,
+                // The v2 round whose verify derives the state's key every time.
+                "ns_per_op": round(round_v2_cold_ns),
+                "ratio_to_v1_round": cents(v2_cold_ratio),
+            }));
+            lines.push(serde_json::json!({
                 "op": "mint_lower_bound",
                 "state_bytes": size,
                 // The least identity + mint can cost against the floor: raw_seal + args_sha256.
@@ -297,7 +335,7 @@ pub(crate) fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError>
         } else {
             writeln!(
                 out,
-                "{size:>8} {identity:>12.0} {mint:>12.0} {verify:>12.0} {raw_seal:>12.0} {raw_open:>12.0} {nonce_draw:>9.0} {args_sha256:>9.0} {round_v2_ns:>12.0} {v2_ratio:>9.2}"
+                "{size:>8} {identity:>12.0} {mint:>12.0} {verify:>12.0} {raw_seal:>12.0} {raw_open:>12.0} {nonce_draw:>9.0} {args_sha256:>9.0} {round_v2_ns:>12.0} {v2_ratio:>9.2} {v2_cold_ratio:>9.2}"
             )
             .map_err(io)?;
         }

@@ -10,7 +10,8 @@
 //! whatever is wrong, with the reason kept for the server log; and (4) never
 //! reuse a nonce: `v1.` draws 96 random bits per token and counts seals per
 //! key so rotation happens long before the 2^32 bound; `v2.` (XAES-256-GCM)
-//! draws 192 bits and derives a key per message, about 2^80 seals per key.
+//! draws a 192-bit nonce whose first half (the key derivation's input) is
+//! shared by a batch of 256 seals: 2^57 seals per key at a 2^-32 risk.
 //! Replay within the TTL is not the codec's job: the claims envelope binds a
 //! token to its request, audience, principal and expiry.
 
@@ -227,9 +228,8 @@ impl StateCodec for AesGcmCodec {
         let (header, payload) = body.split_at_mut(SEAL_HEADROOM);
         let (kid_at, nonce) = header[start..].split_at_mut(KID_LEN);
         kid_at.copy_from_slice(&kid);
-        self.random.fill(nonce)?;
         // Encrypted in place: from here on the buffer holds no plaintext.
-        let tag = key.seal_in_place(nonce, &aad(format, &kid), payload)?;
+        let tag = key.seal_in_place(&self.random, nonce, &aad(format, &kid), payload)?;
         body.extend_from_slice(&tag);
         let sealed = &body[start..];
         let mut token = String::with_capacity(PREFIX_LEN + sealed.len().div_ceil(3) * 4);

@@ -49,6 +49,9 @@ pub struct Report {
     pub full_reads: u64,
     /// Conditional reads answered "unchanged".
     pub unchanged_reads: u64,
+    /// Reads and landed writes of the `.newest` copy beside the document
+    /// (another object: it shares no write rate limit with the document).
+    pub newest_copy: (u64, u64),
     /// Store writes (the document): busiest second, mean, total.
     pub writes_peak: u32,
     /// Mean store writes per second.
@@ -117,6 +120,7 @@ impl Report {
             "refused_to_start": self.refused_to_start,
             "store_reads": {"peak_per_s": self.reads_peak, "mean_per_s": self.reads_mean,
                 "full": self.full_reads, "unchanged": self.unchanged_reads},
+            "newest_copy": {"reads": self.newest_copy.0, "writes": self.newest_copy.1},
             "store_writes": {"peak_per_s": self.writes_peak, "mean_per_s": self.writes_mean,
                 "landed": self.writes, "throttled": self.writes_throttled,
                 "conflicted": self.writes_conflicted, "per_rotation": self.writes_per_rotation()},

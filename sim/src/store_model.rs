@@ -42,6 +42,9 @@ struct State {
     writes: Series,
     refused_writes: u64,
     throttled_writes: u64,
+    /// Reads and landed writes of the `.newest` copy.
+    copy_reads: u64,
+    copy_writes: u64,
     /// Requests of any kind (for latency).
     requests: u64,
 }
@@ -61,6 +64,8 @@ pub(crate) struct StoreCounts {
     pub(crate) writes: Series,
     pub(crate) refused_writes: u64,
     pub(crate) throttled_writes: u64,
+    pub(crate) copy_reads: u64,
+    pub(crate) copy_writes: u64,
 }
 
 const DOC: usize = 0;
@@ -84,6 +89,8 @@ impl StoreModel {
                 writes: Series::default(),
                 refused_writes: 0,
                 throttled_writes: 0,
+                copy_reads: 0,
+                copy_writes: 0,
                 requests: 0,
             }),
             clock,
@@ -152,6 +159,8 @@ impl StoreModel {
         st.writes = Series::default();
         st.refused_writes = 0;
         st.throttled_writes = 0;
+        st.copy_reads = 0;
+        st.copy_writes = 0;
         st.requests = 0;
     }
 
@@ -168,6 +177,8 @@ impl StoreModel {
             writes: st.writes.clone(),
             refused_writes: st.refused_writes,
             throttled_writes: st.throttled_writes,
+            copy_reads: st.copy_reads,
+            copy_writes: st.copy_writes,
         }
     }
 }
@@ -207,6 +218,9 @@ impl Handle {
                 version: object.doc.as_ref().map(|_| version),
             }
         };
+        if !st.replaying && self.object == NEWEST {
+            st.copy_reads += 1;
+        }
         if !st.replaying && self.object == DOC {
             if unchanged {
                 st.unchanged_reads.add(t);
@@ -224,6 +238,13 @@ impl Handle {
         st.requests += 1;
         if let Some(e) = self.unreachable(&st) {
             return Err(e);
+        }
+        // Every real store's compare-and-swap reads the object first (its
+        // generation and ETag or KV version), then writes on that condition.
+        if self.object == DOC {
+            st.full_reads.add(t);
+        } else {
+            st.copy_reads += 1;
         }
         let object = &mut st.objects[self.object];
         let found = object.doc.as_ref().map(StoredKeyset::generation);
@@ -246,6 +267,8 @@ impl Handle {
         object.version += 1;
         if self.object == DOC {
             st.writes.add(t);
+        } else {
+            st.copy_writes += 1;
         }
         Ok(())
     }

@@ -9,6 +9,7 @@
 mod claim;
 mod conditional;
 mod document;
+mod file_store;
 mod mac;
 mod pins;
 mod sealed;
@@ -26,6 +27,7 @@ pub(crate) use document::{document_time, random_id};
 /// (feature `internals`, no stability promise).
 #[cfg(feature = "internals")]
 pub use document::{format_rfc3339 as format_time, parse_rfc3339 as parse_time};
+pub use file_store::FileStore;
 pub use mac::{MAC_PURPOSE, MacKey};
 pub use pins::KeysetPins;
 /// A stored document's content under a given MAC key: exposed for fuzzing
@@ -33,6 +35,6 @@ pub use pins::KeysetPins;
 #[cfg(feature = "internals")]
 pub use sealed::open_with;
 pub use sealed::{KEYSET_FORMAT_V2, MAX_DOCUMENT_BYTES, MacKeyRef, StoredKeyset};
-pub use store::{FileStore, KeysetStore};
+pub use store::KeysetStore;
 pub use store::{NEWEST_COPY_SUFFIX, check_next_generation};
 pub use timing::Timing;

@@ -258,3 +258,35 @@ impl SchedulerConfigBuilder {
         Ok(self.0)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A bad instance id is refused when the configuration is built, naming
+    /// the rule; a pod name is accepted.
+    #[test]
+    fn instance_ids_follow_the_rule() {
+        for bad in [
+            String::new(),
+            "x".repeat(65),
+            "pod 1".into(),
+            "ns/pod".into(),
+            "pöd".into(),
+            "pod\n1".into(),
+        ] {
+            match SchedulerConfig::builder().instance_id(bad.clone()).build() {
+                Err(Error::Config(m)) => assert_eq!(
+                    m,
+                    format!("instance_id {}", crate::keyset::INSTANCE_ID_RULE),
+                    "{bad:?}"
+                ),
+                other => panic!("{bad:?}: {other:?}"),
+            }
+        }
+        for good in ["pod-7.ns_x", "i_0", &"x".repeat(64)] {
+            let c = SchedulerConfig::builder().instance_id(good).build();
+            assert_eq!(c.expect("valid").instance_id.as_deref(), Some(good));
+        }
+    }
+}

@@ -326,6 +326,7 @@ impl Fleet {
             reads_mean: total_reads as f64 / span,
             full_reads: store.full_reads.total(),
             unchanged_reads: store.unchanged_reads.total(),
+            newest_copy: (store.copy_reads, store.copy_writes),
             writes_peak: store.writes.peak(),
             writes_mean: store.writes.mean(span),
             writes: store.writes.total(),

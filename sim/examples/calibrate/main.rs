@@ -1,0 +1,190 @@
+//! The simulation against a real fleet: N `http_server` processes on one
+//! keyset in S3 under AWS KMS (both served by moto on loopback), rotating by
+//! age for a few minutes, then the same scenario simulated. Compares what
+//! moto served (store reads, full and not-modified, writes, KMS calls) and the
+//! rotations with the simulation's figures; exits non-zero when they differ
+//! beyond the stated tolerances.
+//!
+//! ```sh
+//! scripts/calibrate-sim.sh                          # 24 instances, 180 s (CI)
+//! scripts/calibrate-sim.sh --instances 40 --duration 600
+//! ```
+
+mod real;
+
+use std::process::ExitCode;
+
+use stateseal::rotation::Timing;
+use stateseal_sim::{KmsKind, Report, Scenario, StoreKind, run};
+
+/// The fleet's timing: R = 2 s, S = 1 s, T = 10 s (P = 1.1R + S rounded up).
+const REFRESH: f64 = 2.0;
+const SKEW: f64 = 1.0;
+const TTL: f64 = 10.0;
+/// Rotation by age: short enough for several rotations in a few minutes.
+const ROTATION_PERIOD: f64 = 90.0;
+/// The keyset is created this long before the fleet starts, as in the simulation.
+const CREATED_BEFORE: f64 = 60.0;
+
+struct Args {
+    cli: std::path::PathBuf,
+    server: std::path::PathBuf,
+    instances: usize,
+    duration: f64,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = Args {
+        cli: "target/debug/stateseal".into(),
+        server: "target/debug/examples/http_server".into(),
+        instances: 24,
+        duration: 180.0,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let value = it.next().ok_or(format!("{flag} needs a value"))?;
+        let number = |v: &str| {
+            v.parse::<f64>()
+                .map_err(|_| format!("{flag} {v:?}: a number"))
+        };
+        match flag.as_str() {
+            "--cli" => args.cli = value.into(),
+            "--server" => args.server = value.into(),
+            "--instances" => args.instances = number(&value)? as usize,
+            "--duration" => args.duration = number(&value)?,
+            _ => return Err(format!("unknown option {flag}")),
+        }
+    }
+    if !(2..=200).contains(&args.instances) {
+        return Err("--instances must be between 2 and 200".into());
+    }
+    if !(120.0..=3600.0).contains(&args.duration) {
+        return Err("--duration must be between 120 and 3600 seconds".into());
+    }
+    Ok(args)
+}
+
+/// What a fleet did, counted the same way for the real one and the model.
+#[derive(Debug, Clone, Copy)]
+struct Counts {
+    full_reads: u64,
+    unchanged_reads: u64,
+    writes: u64,
+    copy_reads: u64,
+    copy_writes: u64,
+    kms_calls: u64,
+    rotations: u64,
+}
+
+fn simulated(args: &Args, start_spread: f64) -> Result<(Counts, Report), String> {
+    let mut s = Scenario::capacity(args.instances, StoreKind::S3, KmsKind::Aws);
+    s.days = args.duration / 86_400.0;
+    s.timing = Timing::new(REFRESH, SKEW, TTL);
+    s.rotation_period = ROTATION_PERIOD;
+    s.restart_every = None;
+    s.rounds_per_second = 0.0;
+    s.start_spread = start_spread;
+    let r = run(&s).map_err(|e| format!("simulation: {e}"))?;
+    let counts = Counts {
+        full_reads: r.full_reads,
+        unchanged_reads: r.unchanged_reads,
+        writes: r.writes,
+        copy_reads: r.newest_copy.0,
+        copy_writes: r.newest_copy.1,
+        kms_calls: r.kms_calls,
+        rotations: r.rotations.len() as u64,
+    };
+    Ok((counts, r))
+}
+
+/// `|real - model| <= abs + rel * real`.
+fn within(real: u64, model: u64, rel: f64, abs: u64) -> bool {
+    (real as f64 - model as f64).abs() <= abs as f64 + rel * real as f64
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("usage error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let (real, spread) = match real::run(&args) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("calibration failed: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let (model, report) = match simulated(&args, spread) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("calibration failed: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let rows: [(&str, u64, u64, f64, u64); 7] = [
+        // Reads follow the jittered refresh interval: random in both.
+        (
+            "store reads, full",
+            real.full_reads,
+            model.full_reads,
+            0.10,
+            3,
+        ),
+        (
+            "store reads, not modified",
+            real.unchanged_reads,
+            model.unchanged_reads,
+            0.05,
+            10,
+        ),
+        // Writes and KMS calls follow the rotations: nearly exact (a claim
+        // lost to a race, or a rotation at the very end, may differ).
+        ("store writes", real.writes, model.writes, 0.0, 1),
+        (
+            "newest copy reads",
+            real.copy_reads,
+            model.copy_reads,
+            0.0,
+            2,
+        ),
+        (
+            "newest copy writes",
+            real.copy_writes,
+            model.copy_writes,
+            0.0,
+            1,
+        ),
+        ("KMS calls", real.kms_calls, model.kms_calls, 0.05, 3),
+        ("rotations", real.rotations, model.rotations, 0.0, 0),
+    ];
+    println!(
+        "{} instances, {} s, R = {REFRESH} s, rotation every {ROTATION_PERIOD} s, start spread {spread:.1} s",
+        args.instances, args.duration
+    );
+    println!("| figure | real fleet (moto) | simulation | agree |\n|---|---:|---:|---|");
+    let mut agree = true;
+    for (name, r, m, rel, abs) in rows {
+        let ok = within(r, m, rel, abs);
+        agree &= ok;
+        println!(
+            "| {name} | {r} | {m} | {} (±{abs} ±{:.0}%) |",
+            if ok { "yes" } else { "NO" },
+            rel * 100.0
+        );
+    }
+    println!(
+        "simulated KMS calls per rotation (max): {}; adoption: {:.1} s",
+        report.kms_per_rotation(),
+        report.adoption_s()
+    );
+    if agree {
+        println!("the simulation agrees with the real fleet");
+        ExitCode::SUCCESS
+    } else {
+        println!("the simulation DISAGREES with the real fleet");
+        ExitCode::from(1)
+    }
+}

@@ -1,0 +1,250 @@
+//! The real fleet: moto (S3 and KMS) on loopback, a keyset made by the CLI,
+//! N `http_server` processes, and moto's access log as the count of what the
+//! fleet asked of the store and the KMS.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use stateseal::keyset::NEWEST_COPY_SUFFIX;
+use stateseal_testkit::moto::Moto;
+
+use super::{Args, CREATED_BEFORE, Counts, REFRESH, ROTATION_PERIOD, SKEW, TTL};
+
+const BUCKET: &str = "calibration";
+const OBJECT: &str = "keyset.json";
+/// What a server logs (at info) when it has rotated the keyset.
+const ROTATED: &str = "rotated the keyset automatically";
+
+/// Processes killed (by PID) when dropped, whatever happens in between.
+struct Fleet(Vec<Child>);
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn http_get(port: u16, path: &str) -> Option<String> {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut body = String::new();
+    s.read_to_string(&mut body).ok()?;
+    let (head, rest) = body.split_once("\r\n\r\n")?;
+    head.starts_with("HTTP/1.1 200").then(|| rest.to_owned())
+}
+
+fn free_port() -> Result<u16, String> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("free port: {e}"))
+}
+
+fn cli(args: &Args, env: &[(&str, String)], argv: &[&str]) -> Result<Output, String> {
+    Command::new(&args.cli)
+        .args(argv)
+        .envs(env.iter().map(|(k, v)| (*k, v)))
+        .output()
+        .map_err(|e| format!("run {}: {e}", args.cli.display()))
+}
+
+fn json_of(out: &Output, what: &str) -> Result<serde_json::Value, String> {
+    if !out.status.success() {
+        return Err(format!(
+            "{what}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| format!("{what} --json: {e}"))
+}
+
+/// The fleet's requests in moto's access log after `from` bytes: S3 reads
+/// of the keyset object (200: full, 304: not modified), its landed writes,
+/// reads and landed writes of its newest copy, and KMS calls (`POST /`).
+fn count_log(log: &Path, from: usize) -> Result<Counts, String> {
+    let text = std::fs::read_to_string(log).map_err(|e| format!("moto log: {e}"))?;
+    let mut c = Counts {
+        full_reads: 0,
+        unchanged_reads: 0,
+        writes: 0,
+        copy_reads: 0,
+        copy_writes: 0,
+        kms_calls: 0,
+        rotations: 0,
+    };
+    let object = format!("/{BUCKET}/{OBJECT}");
+    let copy = format!("{object}{NEWEST_COPY_SUFFIX}");
+    for line in text.get(from..).unwrap_or("").lines() {
+        // 127.0.0.1 - - [date] "GET /path HTTP/1.1" 200 -
+        let Some((request, status)) = line.split_once("\" ").and_then(|(l, s)| {
+            let request = l.rsplit_once('"')?.1;
+            Some((request, s.split_whitespace().next()?))
+        }) else {
+            continue;
+        };
+        let mut parts = request.split_whitespace();
+        let (Some(method), Some(path)) = (parts.next(), parts.next()) else {
+            continue;
+        };
+        let path = path.split('?').next().unwrap_or(path);
+        match (method, status) {
+            ("GET", "200") if path == object => c.full_reads += 1,
+            ("GET", "304") if path == object => c.unchanged_reads += 1,
+            ("PUT", "200") if path == object => c.writes += 1,
+            // A missing copy is a read as well (404, before the first write).
+            ("GET", "200" | "404") if path == copy => c.copy_reads += 1,
+            ("PUT", "200") if path == copy => c.copy_writes += 1,
+            ("POST", "200") if path == "/" => c.kms_calls += 1,
+            _ => {}
+        }
+    }
+    Ok(c)
+}
+
+/// Runs the real fleet; its counts and how far apart its instances started.
+pub(crate) fn run(args: &Args) -> Result<(Counts, f64), String> {
+    let dir = std::env::temp_dir().join(format!("stateseal-calibrate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(dir.join("moto")).map_err(|e| e.to_string())?;
+    let moto = Moto::start(&dir.join("moto"));
+    let (_, alias_arn, _) = moto.create_key("stateseal");
+    moto.create_bucket(BUCKET);
+    let store = format!("s3://{BUCKET}/{OBJECT}");
+    let kek = format!("aws-kms://{alias_arn}");
+    let env = moto.env();
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_err(|e| e.to_string())?
+        .as_secs_f64();
+    let created = format!("{:.3}", now - CREATED_BEFORE);
+    let init = json_of(
+        &cli(
+            args,
+            &env,
+            &[
+                "init",
+                "--kek",
+                &kek,
+                "--store",
+                &store,
+                "--refresh-interval",
+                &REFRESH.to_string(),
+                "--max-skew",
+                &SKEW.to_string(),
+                "--state-ttl",
+                &TTL.to_string(),
+                "--now",
+                &created,
+                "--allow-clock-override",
+                "--json",
+            ],
+        )?,
+        "stateseal init",
+    )?;
+    let keyset_id = init["keyset"]
+        .as_str()
+        .ok_or("init: no keyset id")?
+        .to_owned();
+    let keks: Vec<String> = init["keyset_keks"]
+        .as_array()
+        .ok_or("init: no keyset_keks")?
+        .iter()
+        .filter_map(|k| k.as_str().map(str::to_owned))
+        .collect();
+    let config = dir.join("fleet.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "store = {store:?}\naudience = \"calibration\"\nrefresh_interval = {REFRESH}\n\
+             max_skew = {SKEW}\nttl = {TTL}\nrotation_period = {ROTATION_PERIOD}\nready_timeout = 30\n\
+             keyset_id = {keyset_id:?}\nkeyset_keks = {keks:?}\n"
+        ),
+    )
+    .map_err(|e| e.to_string())?;
+    let log = moto_log(&dir);
+    let from = std::fs::metadata(&log)
+        .map(|m| m.len() as usize)
+        .unwrap_or(0);
+    let (fleet, ports, started, spread) = start_fleet(args, &env, &config, &dir)?;
+    let end = started + Duration::from_secs_f64(args.duration);
+    wait_ready(&ports, started + Duration::from_secs(30))?;
+    std::thread::sleep(end.saturating_duration_since(Instant::now()));
+    drop(fleet);
+    let mut counts = count_log(&log, from)?;
+    // The rotations: what the servers said they did.
+    for i in 0..args.instances {
+        let said = std::fs::read_to_string(dir.join(format!("server-{i}.log")))
+            .map_err(|e| format!("server log: {e}"))?;
+        counts.rotations += said.matches(ROTATED).count() as u64;
+    }
+    drop(moto);
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok((counts, spread))
+}
+
+fn moto_log(dir: &Path) -> PathBuf {
+    dir.join("moto").join("moto.log")
+}
+
+/// Spawns every server without waiting for any; the fleet, its ports, when
+/// the first was spawned and how long spawning them all took.
+fn start_fleet(
+    args: &Args,
+    env: &[(&str, String)],
+    config: &Path,
+    dir: &Path,
+) -> Result<(Fleet, Vec<u16>, Instant, f64), String> {
+    let mut fleet = Fleet(Vec::new());
+    let mut ports = Vec::new();
+    let started = Instant::now();
+    for i in 0..args.instances {
+        let port = free_port()?;
+        let log = std::fs::File::create(dir.join(format!("server-{i}.log")))
+            .map_err(|e| e.to_string())?;
+        let err = log.try_clone().map_err(|e| e.to_string())?;
+        let child = Command::new(&args.server)
+            .args([
+                "--addr",
+                &format!("127.0.0.1:{port}"),
+                "--config",
+                &config.display().to_string(),
+            ])
+            .envs(env.iter().map(|(k, v)| (*k, v)))
+            .env("RUST_LOG", "warn,stateseal::rotation::scheduler=info")
+            .stdout(Stdio::from(log))
+            .stderr(Stdio::from(err))
+            .spawn()
+            .map_err(|e| format!("start {}: {e}", args.server.display()))?;
+        fleet.0.push(child);
+        ports.push(port);
+    }
+    Ok((fleet, ports, started, started.elapsed().as_secs_f64()))
+}
+
+fn wait_ready(ports: &[u16], deadline: Instant) -> Result<(), String> {
+    for &port in ports {
+        loop {
+            let ready = http_get(port, "/stats")
+                .and_then(|b| serde_json::from_str::<serde_json::Value>(&b).ok())
+                .is_some_and(|s| s["ready"] == true);
+            if ready {
+                break;
+            }
+            if Instant::now() > deadline {
+                return Err(format!("the server on port {port} was not ready in 30 s"));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    Ok(())
+}

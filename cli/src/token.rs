@@ -223,7 +223,7 @@ async fn verified_from_store(
     trust: &TrustArgs,
     now: f64,
 ) -> Result<VerifiedKeyset, CliError> {
-    let registry = registry();
+    let registry = registry(uri);
     let store = registry
         .open_store(uri)
         .map_err(|e| CliError::Usage(format!("--keyset: {e}")))?;
@@ -234,7 +234,7 @@ async fn verified_from_store(
 /// The ring a server holds at `now` for the keyset in `uri`.
 async fn ring_from_store(uri: &str, trust: &TrustArgs, now: f64) -> Result<KeyRing, CliError> {
     let v = verified_from_store(uri, trust, now).await?;
-    keyset_ring(&v.doc, &registry(), now)
+    keyset_ring(&v.doc, &registry(uri), now)
         .await
         .map_err(|e| CliError::Failed(format!("--keyset: {e}")))
 }
@@ -359,7 +359,7 @@ async fn inspect(a: InspectArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let mut holder = None;
     if let Some(uri) = &a.keyset {
         let v = verified_from_store(uri, &a.trust, now).await?;
-        let st = keyset_status(&v.doc, &registry(), now).await;
+        let st = keyset_status(&v.doc, &registry(uri), now).await;
         holder = Some(st.entries.into_iter().find(|e| e.kid == Some(kid)));
     }
     let in_ring = holder

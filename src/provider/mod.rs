@@ -7,6 +7,7 @@
 //! scheduler and the CLI, never on the seal/unseal path.
 
 mod endpoint;
+mod failure;
 mod local;
 mod registry;
 
@@ -16,6 +17,7 @@ pub use endpoint::{
     ALLOW_CUSTOM_ENDPOINTS_VAR, check_endpoint, check_google_endpoint, custom_endpoints_allowed,
     is_loopback_http,
 };
+pub use failure::{MAX_PROVIDER_TEXT, bounded_text, cause_chain, provider_failure};
 pub use local::LocalProvider;
 pub use registry::{ProviderRegistry, scheme_of};
 

@@ -76,7 +76,7 @@ async fn launch(config: &Config, instances: usize) -> Result<Fleet, CliError> {
     let mut protections = Vec::new();
     let mut urls = Vec::new();
     for _ in 0..instances {
-        let protection = start(config, registry())
+        let protection = start(config, registry(&config.store))
             .await
             .map_err(|e| fail("starting an instance")(e.to_string()))?;
         let router = bearer_auth::mcp_router(StateSealed::new(
@@ -201,11 +201,11 @@ pub(crate) async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<(), CliEr
         .build()
         .map_err(|e| CliError::Usage(e.to_string()))?;
     let fleet = launch(&config, args.instances).await?;
-    let store_handle = registry()
+    let store_handle = registry(&store)
         .open_store(&store)
         .map_err(|e| CliError::Usage(format!("--store: {e}")))?;
     let trust = KeysetTrust::new(config.trust_policy().map_err(CliError::from)?);
-    let registry = registry();
+    let registry = registry(&store);
     let colour = std::io::stdout().is_terminal() && !args.json;
     // With --json, stdout is the one summary object (`stateseal demo --json | jq`);
     // progress goes to stderr.

@@ -7,7 +7,9 @@ use serde_json::{Value, json};
 use stateseal::LocalProvider;
 use stateseal::rotation::{Timing, init_keyset};
 
-use super::{StoreArg, TimingArgs, WriteClockArgs, registry};
+use super::{
+    ALLOW_LOCAL_KEK_VAR, StoreArg, TimingArgs, WriteClockArgs, local_kek_allowed, registry,
+};
 use crate::error::CliError;
 use crate::output::{kid_json, kid_text, line, object};
 
@@ -69,7 +71,12 @@ pub(crate) async fn init(a: InitArgs, out: &mut dyn Write) -> Result<(), CliErro
     let timing = a.timing.over(Timing::default())?;
     let now = a.clock.now(timing.max_skew)?;
     let store = a.store.open()?;
-    let registry = registry();
+    let registry = registry(store.uri());
+    if a.kek.starts_with("local://") && !local_kek_allowed(store.uri()) {
+        return Err(CliError::Usage(format!(
+            "--kek: local:// KEKs are for development keysets in a file:// store; for another store set {ALLOW_LOCAL_KEK_VAR}=1 (servers must then allow local KEKs too)"
+        )));
+    }
     registry
         .provider_for(&a.kek)
         .map_err(|e| CliError::Usage(format!("--kek: {e}")))?;

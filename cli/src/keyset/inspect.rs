@@ -89,7 +89,7 @@ async fn verified(
     trust: &stateseal::rotation::KeysetTrust,
     now: Option<f64>,
 ) -> Result<VerifiedKeyset, CliError> {
-    let result = super::open_stored(store, &registry(), trust, now).await?;
+    let result = super::open_stored(store, &registry(store.uri()), trust, now).await?;
     result.map_err(|e| match e {
         stateseal::Error::Kms { .. } => CliError::Rejected(format!(
             "the keyset cannot be verified, so nothing in it is shown: its MAC key does not unwrap ({})",
@@ -246,7 +246,7 @@ fn status_text(
 pub(crate) async fn status(a: StatusArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let now = read_now(a.view.now)?;
     let (store, trust) = a.view.store.open_trusted()?;
-    let registry = registry();
+    let registry = registry(store.uri());
     let v = verified(store.as_ref(), &trust, Some(now)).await?;
     let st = keyset_status(&v.doc, &registry, now).await;
     if a.view.json {
@@ -280,7 +280,7 @@ pub(crate) async fn check(a: CheckArgs, out: &mut dyn Write) -> Result<(), CliEr
     let (store, trust) = a.view.store.open_trusted()?;
     let report = check_keyset(
         store.as_ref(),
-        &registry(),
+        &registry(store.uri()),
         &trust,
         now,
         SchedulerConfig::default().max_seals_per_key,

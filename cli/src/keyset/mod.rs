@@ -37,13 +37,27 @@ pub(crate) enum KeysetCmd {
     Renew(RenewArgs),
 }
 
-/// The registry the CLI resolves KEK and store URIs with: the embedded
-/// `local`/`file` plus every provider crate, configured from the environment
-/// (a provider's configuration error surfaces only when a URI names it).
-pub(crate) fn registry() -> ProviderRegistry {
+/// Set to `1` to use `local://` KEKs with a store other than `file://`.
+pub(crate) const ALLOW_LOCAL_KEK_VAR: &str = "STATESEAL_ALLOW_LOCAL_KEK";
+
+/// Whether the CLI accepts `local://` KEKs for the keyset in `store`: a
+/// development keyset in a `file://` store, or with [`ALLOW_LOCAL_KEK_VAR`]
+/// set to `1`. A shared store's keyset under a KEK file on one machine is a
+/// mistake the servers would refuse anyway (they need `allow_local_kek`).
+pub(crate) fn local_kek_allowed(store: &str) -> bool {
+    stateseal::provider::scheme_of(store).is_ok_and(|s| s == "file")
+        || std::env::var(ALLOW_LOCAL_KEK_VAR).is_ok_and(|v| v == "1")
+}
+
+/// The registry the CLI resolves KEK and store URIs with for the keyset in
+/// `store`: the embedded `file` (and `local`, see [`local_kek_allowed`]) plus
+/// every provider crate, configured from the environment (a provider's
+/// configuration error surfaces only when a URI names it).
+pub(crate) fn registry(store: &str) -> ProviderRegistry {
     let mut registry = ProviderRegistry::with_defaults();
-    // Operators create and inspect local-KEK keysets for development with the CLI.
-    registry.allow_local_kek();
+    if local_kek_allowed(store) {
+        registry.allow_local_kek();
+    }
     stateseal_providers::register_from_env(&mut registry);
     registry
 }
@@ -121,7 +135,7 @@ impl TrustArgs {
 
 impl StoreArg {
     pub(crate) fn open(&self) -> Result<Arc<dyn KeysetStore>, CliError> {
-        registry()
+        registry(&self.store)
             .open_store(&self.store)
             .map_err(|e| CliError::Usage(format!("--store: {e}")))
     }

@@ -73,7 +73,7 @@ pub(crate) async fn upgrade(a: UpgradeArgs, out: &mut dyn Write) -> Result<(), C
         .now(stateseal::rotation::Timing::default().max_skew)?;
     let v = upgrade_keyset(
         store.as_ref(),
-        &registry(),
+        &registry(store.uri()),
         &policy,
         a.mac_kek.as_deref(),
         DEFAULT_KEYSET_VALIDITY,
@@ -99,7 +99,7 @@ pub(crate) async fn renew(a: RenewArgs, out: &mut dyn Write) -> Result<(), CliEr
         .now(stateseal::rotation::Timing::default().max_skew)?;
     let v = renew_keyset(
         store.as_ref(),
-        &registry(),
+        &registry(store.uri()),
         &trust,
         a.generation,
         validity,

@@ -75,7 +75,7 @@ fn refused(e: Error) -> CliError {
 
 pub(crate) async fn rotate(a: RotateArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let (store, trust) = a.store.open_trusted()?;
-    let registry = registry();
+    let registry = registry(store.uri());
     // Verified (tag, pins, minimum generation) before anything it says is used;
     // freshness is checked at the write's own instant below.
     let verified = load_verified(store.as_ref(), &registry, &trust, None)

@@ -1,6 +1,6 @@
 //! The `stateseal` binary: token tools, exit codes, and no secret in any message.
 
-use crate::{json_of, stateseal, text, verdict};
+use crate::{json_of, scratch, stateseal, stateseal_with, text, verdict};
 
 const KEY_HEX: &str = "3031323334353637383961626364656630313233343536373839616263646566";
 const PARAMS: &str = r#"{"name":"deploy","arguments":{"env":"prod"}}"#;
@@ -722,4 +722,44 @@ fn simulate_prints_the_capacity_table_and_refuses_bad_input() {
         );
         assert!(out.stdout.is_empty(), "{args:?}");
     }
+}
+
+/// A `local://` KEK is for a development keyset in a `file://` store: for a
+/// shared store `init` refuses it (exit 2, naming the opt-in) before any
+/// request or file is made; with STATESEAL_ALLOW_LOCAL_KEK=1 it goes on to the
+/// store (here an unresolvable host, so it fails there instead).
+#[test]
+fn init_refuses_a_local_kek_for_a_shared_store_unless_opted_in() {
+    let dir = scratch("local-kek-shared");
+    let kek_path = dir.join("kek.bin");
+    let kek = format!("local://{}", kek_path.display());
+    let args = [
+        "init",
+        "--kek",
+        &kek,
+        "--store",
+        "vault-kv://secret/stateseal/keyset",
+    ];
+    let vault = [
+        ("VAULT_ADDR", "https://vault.invalid:8200"),
+        ("VAULT_TOKEN", "not-a-token"),
+    ];
+    let refused = stateseal_with(&args, &vault, None);
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused.stderr));
+    let e = text(&refused.stderr);
+    assert!(
+        e.contains("local:// KEKs are for development keysets in a file:// store")
+            && e.contains("STATESEAL_ALLOW_LOCAL_KEK=1"),
+        "{e}"
+    );
+    assert!(!e.contains("not-a-token"), "{e}");
+    assert!(!kek_path.exists(), "a KEK file was created");
+    let mut opted: Vec<(&str, &str)> = vault.to_vec();
+    opted.push(("STATESEAL_ALLOW_LOCAL_KEK", "1"));
+    let past = stateseal_with(&args, &opted, None);
+    assert_ne!(past.status.code(), Some(0));
+    let e = text(&past.stderr);
+    assert!(!e.contains("file:// store"), "{e}");
+    assert!(e.contains("vault.invalid"), "{e}");
+    assert!(!kek_path.exists(), "a KEK file was created");
 }

@@ -15,7 +15,10 @@ use aws_sdk_kms::config::http::HttpResponse;
 use aws_sdk_kms::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_kms::primitives::Blob;
 use aws_sdk_kms::types::DataKeySpec;
-use stateseal::provider::{BoxFuture, DataKey, ErrorClass, KeyProvider, WrapContext, kms_error};
+use stateseal::provider::{
+    BoxFuture, DataKey, ErrorClass, KeyProvider, WrapContext, bounded_text, kms_error,
+    provider_failure,
+};
 use stateseal::{Error, Secret};
 use tokio::sync::{Mutex, OnceCell};
 
@@ -125,8 +128,7 @@ pub(crate) fn class_of_code(code: &str, status: u16) -> ErrorClass {
         | "KMSInternalException"
         | "DependencyTimeoutException"
         | "KeyUnavailableException" => ErrorClass::Transient,
-        _ if status >= 500 || status == 429 => ErrorClass::Transient,
-        _ => ErrorClass::Invalid,
+        _ => ErrorClass::of_http_status(status),
     }
 }
 
@@ -140,8 +142,13 @@ where
         SdkError::ServiceError(se) => {
             let code = se.err().code().unwrap_or("Unknown");
             let status = se.raw().status().as_u16();
-            let msg: String = se.err().message().unwrap_or("").chars().take(200).collect();
-            err(class_of_code(code, status), format!("{op}: {code}: {msg}"))
+            let msg = se.err().message().unwrap_or("");
+            provider_failure(
+                crate::SCHEME,
+                class_of_code(code, status),
+                op,
+                &format!("{code}: {msg}"),
+            )
         }
         SdkError::TimeoutError(_) => err(ErrorClass::Transient, format!("{op}: timed out")),
         SdkError::ConstructionFailure(_) => err(
@@ -158,8 +165,10 @@ where
             } else {
                 ""
             };
-            let text: String = text.chars().take(300).collect();
-            err(ErrorClass::Transient, format!("{op}: {text}{hint}"))
+            err(
+                ErrorClass::Transient,
+                format!("{op}: {}{hint}", bounded_text(&text)),
+            )
         }
     }
 }

@@ -13,7 +13,9 @@ use bytes::Bytes;
 use google_cloud_gax::error::rpc::Code;
 use google_cloud_gax::options::RequestOptionsBuilder;
 use google_cloud_kms_v1::client::KeyManagementService;
-use stateseal::provider::{BoxFuture, DataKey, ErrorClass, KeyProvider, WrapContext, kms_error};
+use stateseal::provider::{
+    BoxFuture, DataKey, ErrorClass, KeyProvider, WrapContext, kms_error, provider_failure,
+};
 use stateseal::{Error, Secret};
 use tokio::sync::OnceCell;
 use zeroize::Zeroize;
@@ -102,10 +104,11 @@ pub(crate) fn class_of_code(code: Code, op: &str) -> ErrorClass {
 
 fn classify(op: &str, e: &google_cloud_gax::error::Error) -> Error {
     if let Some(status) = e.status() {
-        let msg: String = status.message.chars().take(200).collect();
-        return err(
+        return provider_failure(
+            crate::SCHEME,
             class_of_code(status.code, op),
-            format!("{op}: {}: {msg}", status.code.name()),
+            op,
+            &format!("{}: {}", status.code.name(), status.message),
         );
     }
     if e.is_authentication() {
@@ -115,12 +118,11 @@ fn classify(op: &str, e: &google_cloud_gax::error::Error) -> Error {
             format!("{op}: credentials: {e} (check Application Default Credentials)"),
         );
     }
-    let class = match e.http_status_code() {
-        Some(s) if s < 500 && s != 429 => ErrorClass::Invalid,
-        _ => ErrorClass::Transient,
-    };
-    let text: String = e.to_string().chars().take(300).collect();
-    err(class, format!("{op}: {text}"))
+    // No status at all: the request never got an answer, which may pass.
+    let class = e
+        .http_status_code()
+        .map_or(ErrorClass::Transient, ErrorClass::of_http_status);
+    provider_failure(crate::SCHEME, class, op, &e.to_string())
 }
 
 /// Wipes a plaintext copy held in `Bytes`, when this is its last reference

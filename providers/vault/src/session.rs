@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use stateseal::Error;
-use stateseal::provider::{ErrorClass, kms_error};
+use stateseal::provider::{ErrorClass, bounded_text, cause_chain, kms_error};
 use tokio::sync::Mutex;
 use vaultrs::client::{Client, VaultClient, VaultClientSettingsBuilder};
 use vaultrs::error::ClientError;
@@ -307,16 +307,10 @@ impl CallError {
 /// The first Vault error message, shortened; Vault's messages name paths and
 /// causes, never key material.
 fn vault_message(errors: &[String]) -> String {
-    let mut m: String = errors
-        .first()
-        .map_or("", String::as_str)
-        .chars()
-        .take(160)
-        .collect();
-    if m.is_empty() {
-        m.push_str("no message");
+    match errors.first().map(String::as_str) {
+        None | Some("") => "no message".into(),
+        Some(m) => bounded_text(m),
     }
-    m
 }
 
 /// Maps a Vault failure onto an [`ErrorClass`] (see the crate docs for the table).
@@ -329,8 +323,9 @@ pub(crate) fn class_of(e: &ClientError) -> ErrorClass {
                 404 => ErrorClass::Denied,
                 400 if text.contains("not found") || text.contains("deleted") => ErrorClass::Denied,
                 400 => ErrorClass::Invalid,
-                412 | 429 | 500..=599 => ErrorClass::Transient,
-                _ => ErrorClass::Invalid,
+                // A check-and-set that lost a race: the next attempt may win.
+                412 => ErrorClass::Transient,
+                other => ErrorClass::of_http_status(other),
             }
         }
         ClientError::RestClientError { .. } | ClientError::ResponseEmptyError => {
@@ -354,14 +349,7 @@ pub(crate) fn classify(provider: &str, what: &str, e: &ClientError) -> Error {
         }
         ClientError::RestClientError { source } => {
             // The chain names the failure (refused, timed out, bad response); never a header value.
-            let mut cause = source.to_string();
-            let mut next = std::error::Error::source(source);
-            while let Some(s) = next {
-                cause.push_str(": ");
-                cause.push_str(&s.to_string());
-                next = s.source();
-            }
-            format!("{what}: cannot reach Vault ({cause})")
+            format!("{what}: cannot reach Vault ({})", cause_chain(source))
         }
         ClientError::FileReadError { path, source } => format!("{what}: read {path}: {source}"),
         other => format!("{what}: {other}"),

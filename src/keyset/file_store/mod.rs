@@ -30,6 +30,15 @@ pub(crate) fn read_bounded(
     Ok(StoredKeyset::from_bytes(&bytes))
 }
 
+/// Flushes `dir` (the rename in it) to disk.
+fn sync_directory(dir: &Path) -> std::io::Result<()> {
+    #[cfg(test)]
+    if tests::DIRECTORY_SYNC_FAILS.get() {
+        return Err(std::io::Error::other("injected: directory fsync failed"));
+    }
+    File::open(dir)?.sync_all()
+}
+
 /// Mode of a keyset file this store creates (an existing file keeps its own).
 const NEW_FILE_MODE: u32 = 0o600;
 
@@ -258,11 +267,15 @@ impl FileStore {
             f.set_permissions(fs::Permissions::from_mode(mode))?;
             f.write_all(doc.bytes())?;
             f.sync_all()?;
-            fs::rename(&tmp, &self.path)?;
-            File::open(&dir)?.sync_all()
+            fs::rename(&tmp, &self.path)
         })();
         if result.is_err() {
             let _ = fs::remove_file(&tmp);
+        } else if let Err(e) = sync_directory(&dir) {
+            // The rename is the write: every reader sees the new document now,
+            // so reporting a failure would send the writer back to retry on a
+            // generation that is gone. Only durability across a crash is in doubt.
+            tracing::warn!(store = %self.uri, error = %e, "the keyset was written, but its directory could not be flushed to disk: a crash before the next flush may bring back the previous document");
         }
         drop(lock);
         result.map_err(|e| self.io("write", &e))

@@ -1,7 +1,14 @@
 //! The file store's writers' lock, compare-and-swap, modes and URIs.
 
+use std::cell::Cell;
+
 use super::*;
 use crate::keyset::{KeyEntry, Keyset};
+
+thread_local! {
+    /// Makes this thread's directory flushes fail (a fault the OS gives rarely).
+    pub(super) static DIRECTORY_SYNC_FAILS: Cell<bool> = const { Cell::new(false) };
+}
 
 /// A copy of the lock's descriptor (what a child forked mid-write holds)
 /// must not keep the lock once the writer is done.
@@ -158,4 +165,27 @@ fn uri_parsing() {
         let err = FileStore::from_uri(bad).unwrap_err().to_string();
         assert!(err.contains("absolute path"), "{bad}: {err}");
     }
+}
+
+/// A write whose rename landed is a write, even when flushing the directory
+/// after it fails: the document is there, no temporary is left, and the
+/// writer is told it succeeded (reporting a failure would make it retry on a
+/// generation that is gone).
+#[test]
+fn a_failed_directory_flush_after_the_rename_still_reports_the_write() {
+    let dir = scratch(line!());
+    let store = FileStore::new(dir.join("keyset.json"));
+    store.cas_blocking(None, &doc(1)).unwrap();
+    DIRECTORY_SYNC_FAILS.set(true);
+    let written = store.cas_blocking(Some(1), &doc(2));
+    DIRECTORY_SYNC_FAILS.set(false);
+    written.expect("the rename landed");
+    assert_eq!(store.read().unwrap().unwrap().generation(), 2);
+    let leftovers = fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains(".tmp-"))
+        .count();
+    assert_eq!(leftovers, 0);
+    fs::remove_dir_all(dir).unwrap();
 }

@@ -8,3 +8,4 @@ mod e2e;
 mod floats;
 mod http;
 mod macros;
+mod oauth;

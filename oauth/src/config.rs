@@ -1,0 +1,180 @@
+//! What a resource server trusts: one issuer, one audience, the issuer's key
+//! set, the algorithms it may sign with, and how much clock skew to allow.
+
+use std::time::Duration;
+
+use jsonwebtoken::Algorithm;
+
+use crate::Error;
+
+/// The asymmetric algorithms accepted unless configured otherwise. HMAC
+/// (`HS*`) is never accepted: a resource server holds only the issuer's
+/// public keys, and an HMAC "verified" with one would be forgeable by anyone.
+pub(crate) const DEFAULT_ALGORITHMS: [Algorithm; 7] = [
+    Algorithm::RS256,
+    Algorithm::RS384,
+    Algorithm::RS512,
+    Algorithm::PS256,
+    Algorithm::ES256,
+    Algorithm::ES384,
+    Algorithm::EdDSA,
+];
+
+/// A resource server's configuration; build it with
+/// [`ResourceServerConfig::builder`].
+#[derive(Debug, Clone)]
+pub struct ResourceServerConfig {
+    pub(crate) issuer: String,
+    pub(crate) audience: String,
+    pub(crate) jwks_uri: String,
+    pub(crate) resource_metadata: Option<String>,
+    pub(crate) algorithms: Vec<Algorithm>,
+    pub(crate) leeway: f64,
+    pub(crate) unknown_kid_refresh: Duration,
+    pub(crate) jwks_max_age: Duration,
+    pub(crate) fetch_timeout: Duration,
+}
+
+impl ResourceServerConfig {
+    /// A builder; `issuer`, `audience` and `jwks_uri` are required.
+    pub fn builder() -> ResourceServerConfigBuilder {
+        ResourceServerConfigBuilder(Self {
+            issuer: String::new(),
+            audience: String::new(),
+            jwks_uri: String::new(),
+            resource_metadata: None,
+            algorithms: DEFAULT_ALGORITHMS.to_vec(),
+            leeway: 60.0,
+            unknown_kid_refresh: Duration::from_secs(30),
+            jwks_max_age: Duration::from_secs(3600),
+            fetch_timeout: Duration::from_secs(5),
+        })
+    }
+
+    /// The clock skew allowed on `exp` and `nbf`, in seconds.
+    pub fn leeway(&self) -> f64 {
+        self.leeway
+    }
+
+    /// The shortest time between two key-set fetches caused by unknown key ids.
+    pub fn unknown_kid_refresh(&self) -> Duration {
+        self.unknown_kid_refresh
+    }
+}
+
+/// Builds a [`ResourceServerConfig`], checking it in [`build`](Self::build).
+#[derive(Debug, Clone)]
+pub struct ResourceServerConfigBuilder(ResourceServerConfig);
+
+impl ResourceServerConfigBuilder {
+    /// The issuer (`iss`) every token must name, exactly.
+    pub fn issuer(mut self, issuer: impl Into<String>) -> Self {
+        self.0.issuer = issuer.into();
+        self
+    }
+
+    /// This resource's identifier, which every token's `aud` must contain
+    /// (the MCP server's canonical URI, RFC 8707).
+    pub fn audience(mut self, audience: impl Into<String>) -> Self {
+        self.0.audience = audience.into();
+        self
+    }
+
+    /// Where the issuer publishes its keys: `https://…`, or `http://` to a
+    /// loopback address.
+    pub fn jwks_uri(mut self, uri: impl Into<String>) -> Self {
+        self.0.jwks_uri = uri.into();
+        self
+    }
+
+    /// This server's protected-resource metadata URL (RFC 9728), named in
+    /// every `WWW-Authenticate` challenge.
+    pub fn resource_metadata(mut self, url: impl Into<String>) -> Self {
+        self.0.resource_metadata = Some(url.into());
+        self
+    }
+
+    /// The signature algorithms accepted (default: RS256/384/512, PS256,
+    /// ES256/384, EdDSA). HMAC algorithms are refused when building.
+    pub fn algorithms(mut self, algorithms: &[Algorithm]) -> Self {
+        self.0.algorithms = algorithms.to_vec();
+        self
+    }
+
+    /// The clock skew allowed on `exp` and `nbf`, in seconds (default 60, at most 300).
+    pub fn leeway(mut self, seconds: f64) -> Self {
+        self.0.leeway = seconds;
+        self
+    }
+
+    /// The shortest time between two key-set fetches caused by tokens naming
+    /// a key id not in the cache (default 30 s; anyone can send such a token).
+    pub fn unknown_kid_refresh(mut self, every: Duration) -> Self {
+        self.0.unknown_kid_refresh = every;
+        self
+    }
+
+    /// How long a fetched key set is used before it is fetched again (default 1 h).
+    pub fn jwks_max_age(mut self, age: Duration) -> Self {
+        self.0.jwks_max_age = age;
+        self
+    }
+
+    /// The time limit of one key-set fetch (default 5 s).
+    pub fn fetch_timeout(mut self, timeout: Duration) -> Self {
+        self.0.fetch_timeout = timeout;
+        self
+    }
+
+    /// The checked configuration.
+    ///
+    /// # Errors
+    /// [`Error::Config`] naming the first setting that is missing or wrong.
+    pub fn build(self) -> Result<ResourceServerConfig, Error> {
+        let c = self.0;
+        let bad = |m: String| Err(Error::Config(m));
+        if c.issuer.is_empty() {
+            return bad("issuer is required".into());
+        }
+        if c.audience.is_empty() {
+            return bad("audience is required (this resource's URI)".into());
+        }
+        if c.jwks_uri.is_empty() {
+            return bad("jwks_uri is required".into());
+        }
+        stateseal::provider::check_endpoint("jwks_uri", &c.jwks_uri)
+            .map_err(|e| Error::Config(e.to_string().replace("invalid configuration: ", "")))?;
+        if let Some(url) = &c.resource_metadata
+            && (url.contains('"') || url.chars().any(char::is_control))
+        {
+            return bad(
+                "resource_metadata must be a URL without quotes or control characters".into(),
+            );
+        }
+        if c.algorithms.is_empty() {
+            return bad("algorithms must name at least one algorithm".into());
+        }
+        if let Some(hs) = c
+            .algorithms
+            .iter()
+            .find(|a| matches!(a, Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512))
+        {
+            return bad(format!(
+                "algorithms: {hs:?} is an HMAC algorithm; a resource server verifies with the issuer's public keys only"
+            ));
+        }
+        if !(c.leeway.is_finite() && (0.0..=300.0).contains(&c.leeway)) {
+            return bad("leeway must be between 0 and 300 seconds".into());
+        }
+        if c.unknown_kid_refresh.is_zero() {
+            return bad("unknown_kid_refresh must be positive".into());
+        }
+        if c.jwks_max_age < c.unknown_kid_refresh {
+            return bad("jwks_max_age must be at least unknown_kid_refresh".into());
+        }
+        if c.fetch_timeout.is_zero() {
+            return bad("fetch_timeout must be positive".into());
+        }
+        Ok(c)
+    }
+}

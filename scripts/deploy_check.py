@@ -89,18 +89,37 @@ for name in overlays:
     check(spec["replicas"] >= 3, f"{name}: at least three replicas")
     check(c["readinessProbe"]["httpGet"]["path"] == "/readyz", f"{name}: readiness on /readyz")
     check(c["livenessProbe"]["httpGet"]["path"] == "/healthz", f"{name}: liveness on /healthz")
+    ports = {p["name"]: p["containerPort"] for p in c.get("ports", [])}
+    check(set(ports) == {"http", "admin"} and ports["http"] != ports["admin"],
+          f"{name}: the MCP port and the operators' port are separate")
+    check(c["readinessProbe"]["httpGet"]["port"] == "admin" and c["livenessProbe"]["httpGet"]["port"] == "admin",
+          f"{name}: probes on the operators' port")
+    args = c.get("args", [])
+    check("--admin-addr" in args and args[args.index("--admin-addr") + 1].endswith(f":{ports.get('admin')}"),
+          f"{name}: the server listens for operators on the admin port")
+    policies = kind(docs, "NetworkPolicy")
+    rules = policies[0]["spec"].get("ingress", []) if len(policies) == 1 else []
+    admin_rules = [r for r in rules if any(p.get("port") in ("admin", ports.get("admin")) for p in r.get("ports", []))]
+    check(len(policies) == 1 and "Ingress" in policies[0]["spec"].get("policyTypes", [])
+          and len(admin_rules) == 1 and admin_rules[0].get("from"),
+          f"{name}: a NetworkPolicy opens the operators' port to named scrapers only")
     check(pod["securityContext"].get("runAsNonRoot") is True, f"{name}: runs as non-root")
     check(c["securityContext"].get("readOnlyRootFilesystem") is True
           and c["securityContext"].get("allowPrivilegeEscalation") is False, f"{name}: read-only, no escalation")
     check("requests" in c.get("resources", {}), f"{name}: resource requests")
     annotations = spec["template"]["metadata"].get("annotations", {})
-    check(annotations.get("prometheus.io/path") == "/metrics", f"{name}: Prometheus scrapes /metrics")
+    check(annotations.get("prometheus.io/path") == "/metrics"
+          and annotations.get("prometheus.io/port") == str(ports.get("admin")),
+          f"{name}: Prometheus scrapes /metrics on the operators' port")
     pdb = kind(docs, "PodDisruptionBudget")
     check(len(pdb) == 1 and pdb[0]["spec"]["minAvailable"] >= 2, f"{name}: a disruption budget keeps two serving")
     config = tomllib.loads(config_map(docs, "stateseal-fleet")["data"]["fleet.toml"])
     scheme, identity = IDENTITY[name]
     check(config["store"].startswith(scheme), f"{name}: the keyset store is {scheme}…")
     check(identity(docs, env(docs)), f"{name}: the workload identity is configured")
+    oauth = config.get("oauth", {})
+    check(all(str(oauth.get(k, "")).startswith("https://") for k in ("issuer", "audience", "jwks_uri")),
+          f"{name}: callers authenticate with OAuth access tokens ([oauth] issuer, audience, jwks_uri over https)")
     check(str(config.get("keyset_id", "")).startswith("ks_") and len(config.get("keyset_keks", [])) > 0,
           f"{name}: the keyset id and KEKs are pinned")
     # Servers read; the rotator job writes.
@@ -127,6 +146,9 @@ for name in overlays:
           f"{name}: the rotator's store and pins are the servers'")
     check(ROTATOR_IDENTITY[name](docs, rotator_env), f"{name}: the rotator's workload identity is configured")
 
+dockerfile = (ROOT / "deploy/docker/Dockerfile").read_text()
+check("--example mcp_server" in dockerfile and "http_server" not in dockerfile,
+      "the image runs the OAuth server (examples/mcp_server.rs), not the demo-token example")
 r = subprocess.run([tools / "hadolint", str(ROOT / "deploy/docker/Dockerfile")], capture_output=True, text=True)
 check(r.returncode == 0, "hadolint deploy/docker/Dockerfile" + ("" if r.returncode == 0 else f": {r.stdout}"))
 

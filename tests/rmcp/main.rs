@@ -9,3 +9,4 @@ mod floats;
 mod http;
 mod macros;
 mod oauth;
+mod server;

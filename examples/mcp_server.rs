@@ -1,0 +1,205 @@
+//! The deployable MCP server (the image in `deploy/` runs it): the
+//! multi-round tool, prompt and resource of the example server behind the
+//! stateseal boundary, with callers authenticated by OAuth 2.1 access tokens
+//! (`stateseal-oauth`: JWTs checked against the issuer's JWKS) and nothing
+//! else. Operators' endpoints are on a separate listener.
+//!
+//! ```sh
+//! cargo run --example mcp_server -- --config fleet.toml \
+//!     [--addr 0.0.0.0:8080] [--admin-addr 127.0.0.1:9090] [--allow-local-kek]
+//! ```
+//!
+//! `fleet.toml` is the fleet's stateseal configuration (`setup::Config`) plus
+//! an `[oauth]` table, which is required:
+//!
+//! ```toml
+//! [oauth]
+//! issuer = "https://auth.example.com"
+//! audience = "https://mcp.example.com/mcp"
+//! jwks_uri = "https://auth.example.com/.well-known/jwks.json"
+//! resource_metadata = "https://mcp.example.com/.well-known/oauth-protected-resource"
+//! leeway = 60
+//! ```
+//!
+//! `--addr` serves `/mcp` (bearer tokens required) and
+//! `/.well-known/oauth-protected-resource`; `--admin-addr` serves `/metrics`,
+//! `/healthz`, `/readyz` and `/stats`, never `/mcp`.
+
+#[path = "../cli/src/demo/bearer_auth.rs"]
+#[allow(dead_code, reason = "only the unauthenticated routes are used here")]
+mod bearer_auth;
+#[path = "../cli/src/demo/confirming.rs"]
+mod confirming;
+
+use std::sync::Arc;
+
+use axum::http::{StatusCode, header};
+use stateseal::ProviderRegistry;
+use stateseal::rmcp_adapter::StateSealed;
+use stateseal::setup::{Config, Protection, start};
+use stateseal_oauth::{
+    ResourceServer, ResourceServerConfig, protected_resource_metadata, require_bearer,
+};
+
+const USAGE: &str = "usage: mcp_server --config FILE [--addr HOST:PORT] [--admin-addr HOST:PORT] [--allow-local-kek]";
+
+fn usage(message: &str) -> ! {
+    eprintln!("mcp_server: {message}\n{USAGE}");
+    std::process::exit(2)
+}
+
+/// The `[oauth]` table as a resource-server configuration.
+fn oauth_config(table: &toml::Table) -> Result<ResourceServerConfig, String> {
+    let text = |key: &str| -> Result<Option<String>, String> {
+        match table.get(key) {
+            None => Ok(None),
+            Some(toml::Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(format!("[oauth] {key} must be a string")),
+        }
+    };
+    let required = |key: &str| text(key)?.ok_or(format!("[oauth] {key} is required"));
+    if let Some(unknown) = table.keys().find(|k| {
+        ![
+            "issuer",
+            "audience",
+            "jwks_uri",
+            "resource_metadata",
+            "leeway",
+        ]
+        .contains(&k.as_str())
+    }) {
+        return Err(format!("[oauth] has no setting {unknown:?}"));
+    }
+    let mut b = ResourceServerConfig::builder()
+        .issuer(required("issuer")?)
+        .audience(required("audience")?)
+        .jwks_uri(required("jwks_uri")?);
+    if let Some(url) = text("resource_metadata")? {
+        b = b.resource_metadata(url);
+    }
+    match table.get("leeway") {
+        None => {}
+        Some(toml::Value::Integer(i)) => b = b.leeway(*i as f64),
+        Some(toml::Value::Float(f)) => b = b.leeway(*f),
+        Some(_) => return Err("[oauth] leeway must be a number of seconds".into()),
+    }
+    b.build().map_err(|e| format!("[oauth] {e}"))
+}
+
+#[tokio::main]
+async fn main() -> std::io::Result<()> {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(tracing::Level::INFO)
+        .init();
+    let (mut addr, mut admin_addr) = ("127.0.0.1:8080".to_owned(), "127.0.0.1:9090".to_owned());
+    let (mut config_path, mut allow_local_kek) = (None, false);
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        if flag == "--allow-local-kek" {
+            allow_local_kek = true;
+            continue;
+        }
+        match (flag.as_str(), args.next()) {
+            ("--addr", Some(a)) => addr = a,
+            ("--admin-addr", Some(a)) => admin_addr = a,
+            ("--config", Some(p)) => config_path = Some(p),
+            _ => usage(&format!("unexpected argument {flag:?}")),
+        }
+    }
+    let Some(path) = config_path else {
+        usage("--config is required");
+    };
+    let text =
+        std::fs::read_to_string(&path).unwrap_or_else(|e| usage(&format!("--config {path}: {e}")));
+    let mut table: toml::Table = text
+        .parse()
+        .unwrap_or_else(|e| usage(&format!("--config {path}: {e}")));
+    let oauth = match table.remove("oauth") {
+        Some(toml::Value::Table(t)) => oauth_config(&t).unwrap_or_else(|e| usage(&e)),
+        _ => usage(
+            "the configuration needs an [oauth] table (issuer, audience, jwks_uri): this server accepts only validated OAuth access tokens",
+        ),
+    };
+    let config = Config::from_toml_str(&table.to_string())
+        .unwrap_or_else(|e| usage(&format!("--config {path}: {e}")));
+    let metrics = metrics_exporter_prometheus::PrometheusBuilder::new()
+        .install_recorder()
+        .map_err(std::io::Error::other)?;
+    let mut registry = ProviderRegistry::with_defaults();
+    if allow_local_kek {
+        registry.allow_local_kek();
+    }
+    stateseal_providers::register_from_env(&mut registry);
+    let protection = Arc::new(
+        start(&config, registry)
+            .await
+            .map_err(std::io::Error::other)?,
+    );
+    let auth = Arc::new(ResourceServer::new(oauth).map_err(std::io::Error::other)?);
+    let metadata = protected_resource_metadata(&auth).to_string();
+    let app = bearer_auth::mcp_routes(StateSealed::new(
+        confirming::Confirming,
+        protection.boundary(),
+    ))
+    .layer(axum::middleware::from_fn_with_state(auth, require_bearer))
+    .route(
+        "/.well-known/oauth-protected-resource",
+        axum::routing::get(move || {
+            std::future::ready(([(header::CONTENT_TYPE, "application/json")], metadata))
+        }),
+    );
+    let admin = axum::Router::new()
+        .route(
+            "/metrics",
+            axum::routing::get(move || std::future::ready(metrics.render())),
+        )
+        .route("/healthz", axum::routing::get(|| std::future::ready("ok")))
+        .route("/readyz", {
+            let p = Arc::clone(&protection);
+            axum::routing::get(move || std::future::ready(readiness(&p)))
+        })
+        .route("/stats", {
+            let p = Arc::clone(&protection);
+            axum::routing::get(move || std::future::ready(stats(&p)))
+        });
+    let listener = tokio::net::TcpListener::bind(&addr).await?;
+    let admin_listener = tokio::net::TcpListener::bind(&admin_addr).await?;
+    eprintln!(
+        "listening on http://{}/mcp, operators' endpoints on http://{}",
+        listener.local_addr()?,
+        admin_listener.local_addr()?
+    );
+    // Answers are written in pieces (SSE): TCP_NODELAY keeps Nagle from holding them.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::warn!("cannot set TCP_NODELAY: {e}");
+        }
+    });
+    tokio::try_join!(async { axum::serve(listener, app).await }, async {
+        axum::serve(admin_listener, admin).await
+    },)?;
+    Ok(())
+}
+
+/// 200 while the instance can seal, else 503.
+fn readiness(p: &Protection) -> (StatusCode, &'static str) {
+    if p.is_ready() {
+        (StatusCode::OK, "ready")
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "not ready")
+    }
+}
+
+/// Readiness, keyset generation and KMS calls (no secrets).
+fn stats(p: &Protection) -> String {
+    let st = p.status();
+    format!(
+        "{{\"ready\":{},\"refresh_ok\":{},\"generation\":{},\"kms_calls\":{},\"pid\":{}}}",
+        p.is_ready(),
+        st.last_error.is_none(),
+        st.generation.unwrap_or(0),
+        p.scheduler().kms_calls(),
+        std::process::id()
+    )
+}

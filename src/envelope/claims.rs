@@ -5,7 +5,8 @@ use std::borrow::Cow;
 use std::ops::Range;
 
 use crate::json::{
-    Cursor, Scalar, Text, parse_flat_object_with, push_json_float, push_text, push_wtf8,
+    Cursor, Scalar, Text, is_plain_ascii, json_string_len, parse_flat_object_with,
+    push_classified_json_string, push_json_float,
 };
 use crate::reason::RejectReason;
 
@@ -31,18 +32,31 @@ pub(crate) struct MintClaims<'a> {
 /// Python SDK's key order and encoding, after `headroom` zero bytes (room for the
 /// codec's header), with capacity for `tailroom` more bytes (its tag), so that
 /// sealing in place never reallocates. Written into `out` (empty; its capacity is reused).
-pub(crate) fn write_payload(
-    c: &MintClaims<'_>,
+///
+/// The room is reserved once, from the strings' exact escaped lengths: a
+/// buffer that grew while being written would leave a copy of the plaintext
+/// written so far in the memory it released.
+pub(crate) fn write_payload<'a>(
+    c: &MintClaims<'a>,
     headroom: usize,
     tailroom: usize,
     mut out: Vec<u8>,
 ) -> Vec<u8> {
-    // Literals, two floats and quotes fit in 128 bytes; escaping may still grow it.
-    let strings = c.identity.method().len()
-        + c.identity.target().len()
+    // Each string is classified once: its exact length, then its writing.
+    let classify = |s: &'a [u8]| {
+        let plain = is_plain_ascii(s);
+        (s, plain, json_string_len(s, plain))
+    };
+    let method = classify(c.identity.method().as_bytes());
+    let target = classify(c.identity.target().as_bytes());
+    let state = classify(c.state);
+    let audience = c.audience.map(|a| classify(a.as_bytes()));
+    // Literals, two floats and the digest's and principal's quotes fit in 128 bytes.
+    let strings = method.2
+        + target.2
+        + state.2
+        + audience.map_or(0, |a| a.2)
         + c.identity.args_digest_bytes().len()
-        + c.state.len()
-        + c.audience.map_or(0, str::len)
         + c.principal_claim.map_or(0, str::len);
     out.clear();
     out.reserve(headroom + 128 + strings + tailroom);
@@ -52,16 +66,16 @@ pub(crate) fn write_payload(
     out.extend_from_slice(b",\"exp\":");
     push_json_float(c.exp, &mut out);
     out.extend_from_slice(b",\"m\":");
-    push_wtf8(c.identity.method().as_bytes(), &mut out);
+    push_classified_json_string(method.0, method.1, &mut out);
     out.extend_from_slice(b",\"t\":");
-    push_text(c.identity.target(), &mut out);
+    push_classified_json_string(target.0, target.1, &mut out);
     out.extend_from_slice(b",\"a\":\"");
     out.extend_from_slice(c.identity.args_digest_bytes());
     out.extend_from_slice(b"\",\"s\":");
-    push_wtf8(c.state, &mut out);
-    if let Some(aud) = c.audience {
+    push_classified_json_string(state.0, state.1, &mut out);
+    if let Some((aud, plain, _)) = audience {
         out.extend_from_slice(b",\"aud\":");
-        push_wtf8(aud.as_bytes(), &mut out);
+        push_classified_json_string(aud, plain, &mut out);
     }
     if let Some(p) = c.principal_claim {
         out.extend_from_slice(b",\"p\":\"");
@@ -333,6 +347,46 @@ mod tests {
             }
         }
         out
+    }
+
+    /// The payload's room is reserved once, exactly enough for the escaped
+    /// strings: the buffer never grows while plaintext is written into it (a
+    /// grown buffer leaves the plaintext written so far in the memory it
+    /// released), and the written state reads back unchanged.
+    #[test]
+    fn escaped_states_are_written_without_the_buffer_growing() {
+        let identity =
+            RequestIdentity::from_json("tools/call", br#"{"name":"t\u0001","arguments":{}}"#)
+                .unwrap();
+        for state in [
+            "\u{1}".repeat(1000),
+            "\"\\".repeat(700),
+            "\u{e9}\u{20ac}\u{1f600}".repeat(300),
+            "plain".repeat(100),
+        ] {
+            let payload = write_payload(
+                &MintClaims {
+                    iat: 1_700_000_000.25,
+                    exp: 1_700_000_600.25,
+                    identity: &identity,
+                    state: state.as_bytes(),
+                    audience: Some("svc\u{2}"),
+                    principal_claim: None,
+                },
+                40,
+                16,
+                Vec::new(),
+            );
+            let spare = payload.capacity() - payload.len();
+            assert!(
+                (16..=16 + 128).contains(&spare),
+                "{spare} bytes spare of {}: the buffer grew while being written",
+                payload.capacity()
+            );
+            let v: serde_json::Value = serde_json::from_slice(&payload[40..]).unwrap();
+            assert_eq!(v["s"], state.as_str());
+            assert_eq!(v["aud"], "svc\u{2}");
+        }
     }
 
     /// A custom codec naming a payload outside its buffer fails closed.

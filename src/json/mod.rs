@@ -30,4 +30,7 @@ pub use write::float_repr;
 pub(crate) use cursor::Cursor;
 pub(crate) use parse::{Scalar, parse_flat_object_with};
 pub(crate) use py_json::{PyJson, write_sorted_map};
-pub(crate) use write::{push_json_float, push_json_string as push_wtf8, push_text};
+pub(crate) use swar::is_plain_ascii;
+pub(crate) use write::{
+    json_string_len, push_classified_json_string, push_json_float, push_json_string as push_wtf8,
+};

@@ -126,10 +126,43 @@ fn push_u_escape(cp: u32, out: &mut Vec<u8>) {
 
 /// A string as `json.dumps(..., ensure_ascii=True)` writes it, quotes included.
 pub(crate) fn push_json_string(bytes: &[u8], out: &mut Vec<u8>) {
-    out.reserve(bytes.len() + 2);
+    let plain = is_plain_ascii(bytes);
+    out.reserve(json_string_len(bytes, plain));
+    push_classified_json_string(bytes, plain, out);
+}
+
+/// How many bytes [`push_json_string`] writes for `bytes`, quotes included;
+/// `plain` is [`is_plain_ascii`]`(bytes)`, which the caller has already
+/// found (a non-plain string is scanned once more here).
+pub(crate) fn json_string_len(bytes: &[u8], plain: bool) -> usize {
+    if plain {
+        return bytes.len() + 2;
+    }
+    let mut n = 2;
+    let mut i = 0;
+    while i < bytes.len() {
+        if PLAIN[usize::from(bytes[i])] {
+            n += 1;
+            i += 1;
+            continue;
+        }
+        let (cp, width) = decode_at(bytes, i);
+        i += width;
+        n += match cp {
+            0x22 | 0x5c | 0x0a | 0x0d | 0x09 | 0x08 | 0x0c => 2,
+            0x10000.. => 12,
+            _ => 6,
+        };
+    }
+    n
+}
+
+/// [`push_json_string`] for a string whose plainness the caller has found;
+/// writes into `out`'s spare capacity when it holds [`json_string_len`] bytes.
+pub(crate) fn push_classified_json_string(bytes: &[u8], plain: bool, out: &mut Vec<u8>) {
     out.push(b'"');
     // The common case (identifiers, digests, most states) needs no escaping at all.
-    if is_plain_ascii(bytes) {
+    if plain {
         out.extend_from_slice(bytes);
         out.push(b'"');
         return;

@@ -18,12 +18,14 @@
 mod bearer_auth;
 #[path = "../cli/src/demo/confirming.rs"]
 mod confirming;
+#[path = "fixtures/operators.rs"]
+mod operators;
 
 use std::sync::Arc;
 
 use stateseal::boundary::Boundary;
 use stateseal::rmcp_adapter::StateSealed;
-use stateseal::setup::{Config, Protection, start_with_clock};
+use stateseal::setup::{Config, start_with_clock};
 use stateseal::{AesGcmCodec, Clock, Envelope, KeyRing, ProviderRegistry, RingHandle, SystemClock};
 
 /// The system clock moved by a fixed offset: one fleet member running fast or slow.
@@ -105,7 +107,7 @@ async fn main() -> std::io::Result<()> {
     let router = bearer_auth::mcp_router(StateSealed::new(confirming::Confirming, boundary))
         .route("/stats", {
             let p = protection.clone();
-            axum::routing::get(move || std::future::ready(stats(p.as_deref())))
+            axum::routing::get(move || std::future::ready(operators::stats(p.as_deref())))
         })
         .route(
             "/metrics",
@@ -114,7 +116,9 @@ async fn main() -> std::io::Result<()> {
         .route("/healthz", axum::routing::get(|| std::future::ready("ok")))
         .route(
             "/readyz",
-            axum::routing::get(move || std::future::ready(readiness(protection.as_deref()))),
+            axum::routing::get(move || {
+                std::future::ready(operators::readiness(protection.as_deref()))
+            }),
         );
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     eprintln!("listening on http://{}/mcp", listener.local_addr()?);
@@ -126,31 +130,4 @@ async fn main() -> std::io::Result<()> {
         }
     });
     axum::serve(listener, router).await
-}
-
-/// 200 while the instance can seal (a ring is loaded and the keyset is fresh
-/// enough: the scheduler clears readiness past `max_store_staleness`), else 503.
-fn readiness(p: Option<&Protection>) -> (axum::http::StatusCode, &'static str) {
-    match p {
-        Some(p) if !p.is_ready() => (axum::http::StatusCode::SERVICE_UNAVAILABLE, "not ready"),
-        _ => (axum::http::StatusCode::OK, "ready"),
-    }
-}
-
-/// What a fleet operator (or the soak) reads off an instance: readiness, keyset generation, KMS calls.
-fn stats(p: Option<&Protection>) -> String {
-    match p {
-        Some(p) => {
-            let st = p.status();
-            format!(
-                "{{\"ready\":{},\"refresh_ok\":{},\"generation\":{},\"kms_calls\":{},\"pid\":{}}}",
-                p.is_ready(),
-                st.last_error.is_none(),
-                st.generation.unwrap_or(0),
-                p.scheduler().kms_calls(),
-                std::process::id()
-            )
-        }
-        None => format!("{{\"ready\":true,\"pid\":{}}}", std::process::id()),
-    }
 }

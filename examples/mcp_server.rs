@@ -30,13 +30,15 @@
 mod bearer_auth;
 #[path = "../cli/src/demo/confirming.rs"]
 mod confirming;
+#[path = "fixtures/operators.rs"]
+mod operators;
 
 use std::sync::Arc;
 
-use axum::http::{StatusCode, header};
+use axum::http::header;
 use stateseal::ProviderRegistry;
 use stateseal::rmcp_adapter::StateSealed;
-use stateseal::setup::{Config, Protection, start};
+use stateseal::setup::{Config, start};
 use stateseal_oauth::{
     ResourceServer, ResourceServerConfig, protected_resource_metadata, require_bearer,
 };
@@ -157,11 +159,11 @@ async fn main() -> std::io::Result<()> {
         .route("/healthz", axum::routing::get(|| std::future::ready("ok")))
         .route("/readyz", {
             let p = Arc::clone(&protection);
-            axum::routing::get(move || std::future::ready(readiness(&p)))
+            axum::routing::get(move || std::future::ready(operators::readiness(Some(&p))))
         })
         .route("/stats", {
             let p = Arc::clone(&protection);
-            axum::routing::get(move || std::future::ready(stats(&p)))
+            axum::routing::get(move || std::future::ready(operators::stats(Some(&p))))
         });
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     let admin_listener = tokio::net::TcpListener::bind(&admin_addr).await?;
@@ -180,26 +182,4 @@ async fn main() -> std::io::Result<()> {
         axum::serve(admin_listener, admin).await
     },)?;
     Ok(())
-}
-
-/// 200 while the instance can seal, else 503.
-fn readiness(p: &Protection) -> (StatusCode, &'static str) {
-    if p.is_ready() {
-        (StatusCode::OK, "ready")
-    } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "not ready")
-    }
-}
-
-/// Readiness, keyset generation and KMS calls (no secrets).
-fn stats(p: &Protection) -> String {
-    let st = p.status();
-    format!(
-        "{{\"ready\":{},\"refresh_ok\":{},\"generation\":{},\"kms_calls\":{},\"pid\":{}}}",
-        p.is_ready(),
-        st.last_error.is_none(),
-        st.generation.unwrap_or(0),
-        p.scheduler().kms_calls(),
-        std::process::id()
-    )
 }

@@ -29,6 +29,7 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 
 use crate::fake_gcs::{Api, FakeGcs, encode};
+use crate::served::Served;
 
 const PRECONDITION_FAILED: &str = "<?xml version='1.0' encoding='UTF-8'?><Error><Code>PreconditionFailed</Code><Message>At least one of the pre-conditions you specified did not hold.</Message></Error>";
 
@@ -37,8 +38,7 @@ pub struct GcsPreconditionFront {
     /// `http://127.0.0.1:<port>`, for `STATESEAL_GCS_ENDPOINT`.
     pub endpoint: String,
     shared: Arc<Shared>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _served: Served,
 }
 
 struct Shared {
@@ -62,33 +62,14 @@ impl GcsPreconditionFront {
             not_modified: AtomicUsize::new(0),
             writing: Mutex::new(()),
         });
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        listener.set_nonblocking(true).expect("nonblocking");
-        let endpoint = format!("http://{}", listener.local_addr().expect("addr"));
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let app = axum::Router::new()
             .fallback(handle)
             .with_state(Arc::clone(&shared));
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .expect("runtime");
-            rt.block_on(async move {
-                let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
-                let _ = axum::serve(listener, app)
-                    .with_graceful_shutdown(async {
-                        let _ = stopped.await;
-                    })
-                    .await;
-            });
-        });
+        let served = Served::start(app);
         Self {
-            endpoint,
+            endpoint: served.url.clone(),
             shared,
-            stop: Some(stop),
-            thread: Some(thread),
+            _served: served,
         }
     }
 
@@ -110,17 +91,6 @@ impl GcsPreconditionFront {
     /// Writes that landed so far.
     pub fn writes(&self) -> usize {
         self.shared.writes.load(Ordering::SeqCst)
-    }
-}
-
-impl Drop for GcsPreconditionFront {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 

@@ -15,6 +15,8 @@ use base64_simd::URL_SAFE_NO_PAD;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 
+use crate::served::Served;
+
 /// One signing key: its id, its PKCS#1 private key and its public JWK.
 struct IssuerKey {
     kid: String,
@@ -90,8 +92,7 @@ pub struct Issuer {
     shared: Arc<Shared>,
     unpublished: IssuerKey,
     next: AtomicUsize,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _served: Served,
 }
 
 async fn jwks(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
@@ -113,34 +114,16 @@ impl Issuer {
             published: Mutex::new(vec![IssuerKey::generate("key-1")]),
             fetches: AtomicUsize::new(0),
         });
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        listener.set_nonblocking(true).expect("nonblocking");
-        let url = format!("http://{}", listener.local_addr().expect("addr"));
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let app = axum::Router::new()
             .route("/jwks.json", axum::routing::get(jwks))
             .with_state(Arc::clone(&shared));
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime");
-            rt.block_on(async move {
-                let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
-                let _ = axum::serve(listener, app)
-                    .with_graceful_shutdown(async {
-                        let _ = stopped.await;
-                    })
-                    .await;
-            });
-        });
+        let served = Served::start(app);
         Self {
-            url,
+            url: served.url.clone(),
             shared,
             unpublished: IssuerKey::generate("never-published"),
             next: AtomicUsize::new(2),
-            stop: Some(stop),
-            thread: Some(thread),
+            _served: served,
         }
     }
 
@@ -189,17 +172,6 @@ impl Issuer {
     /// Stops publishing `kid`.
     pub fn retire(&self, kid: &str) {
         self.keys().retain(|k| k.kid != kid);
-    }
-}
-
-impl Drop for Issuer {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 

@@ -28,5 +28,6 @@ pub mod moto;
 pub mod openbao;
 pub mod provider_contract;
 pub mod relay;
+mod served;
 mod services;
 pub mod store_contract;

@@ -181,33 +181,31 @@ fn only_validated_tokens_reach_the_tools_and_operators_have_their_own_listener()
     let _ = std::fs::remove_dir_all(dir);
 }
 
-#[test]
-fn a_configuration_without_oauth_is_refused() {
+/// `mcp_server --config <file with text>`: its exit code and stderr.
+fn refused_config(text: &str) -> (Option<i32>, String) {
     let dir = scratch();
     let config = dir.join("fleet.toml");
-    std::fs::write(
-        &config,
-        "store = \"file:///tmp/k.json\"\naudience = \"a\"\n",
-    )
-    .expect("config");
+    std::fs::write(&config, text).expect("config");
     let out = Command::new(server_binary())
         .args(["--config", &config.display().to_string()])
         .output()
         .expect("run");
-    assert_eq!(out.status.code(), Some(2));
-    let e = String::from_utf8_lossy(&out.stderr);
-    assert!(e.contains("needs an [oauth] table"), "{e}");
-    std::fs::write(
-        &config,
-        "store = \"file:///tmp/k.json\"\naudience = \"a\"\n[oauth]\nissuer = \"https://issuer.invalid\"\naudience = \"x\"\njwks_uri = \"http://issuer.invalid/jwks\"\n",
-    )
-    .expect("config");
-    let out = Command::new(server_binary())
-        .args(["--config", &config.display().to_string()])
-        .output()
-        .expect("run");
-    assert_eq!(out.status.code(), Some(2));
-    let e = String::from_utf8_lossy(&out.stderr);
-    assert!(e.contains("[oauth]") && e.contains("jwks_uri"), "{e}");
     let _ = std::fs::remove_dir_all(dir);
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_configuration_without_oauth_is_refused() {
+    let keyset = "store = \"file:///tmp/k.json\"\naudience = \"a\"\n";
+    let (code, e) = refused_config(keyset);
+    assert_eq!(code, Some(2), "{e}");
+    assert!(e.contains("needs an [oauth] table"), "{e}");
+    let (code, e) = refused_config(&format!(
+        "{keyset}[oauth]\nissuer = \"https://issuer.invalid\"\naudience = \"x\"\njwks_uri = \"http://issuer.invalid/jwks\"\n"
+    ));
+    assert_eq!(code, Some(2), "{e}");
+    assert!(e.contains("[oauth]") && e.contains("jwks_uri"), "{e}");
 }

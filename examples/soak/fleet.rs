@@ -1,7 +1,6 @@
 //! The processes under test: `http_server` instances sharing one keyset in
 //! OpenBao, started, killed and restarted by PID, and read through `/stats`.
 
-use std::io::Read;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -39,21 +38,7 @@ pub(crate) fn free_port() -> u16 {
         .unwrap_or_else(|e| panic!("no free port: {e}"))
 }
 
-/// A minimal HTTP/1.1 GET on loopback (no client library needed for `/stats`).
-pub(crate) fn http_get(port: u16, path: &str) -> Option<String> {
-    use std::io::Write;
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut body = String::new();
-    s.read_to_string(&mut body).ok()?;
-    let (head, rest) = body.split_once("\r\n\r\n")?;
-    head.starts_with("HTTP/1.1 200").then(|| rest.to_owned())
-}
+pub(crate) use stateseal_testkit::http::http_get;
 
 /// Peak resident set size of a process, from `/proc/<pid>/status` (`VmHWM`).
 pub(crate) fn peak_rss_kb(pid: u32) -> u64 {

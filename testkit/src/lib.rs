@@ -20,6 +20,7 @@
 pub mod fake_gcs;
 pub mod gcp_kms_contract;
 pub mod gcs_front;
+pub mod http;
 pub mod integrity_contract;
 pub mod issuer;
 pub mod keysets;

@@ -2,12 +2,12 @@
 //! N `http_server` processes, and moto's access log as the count of what the
 //! fleet asked of the store and the KMS.
 
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use stateseal::keyset::NEWEST_COPY_SUFFIX;
+use stateseal_testkit::http::http_get;
 use stateseal_testkit::moto::Moto;
 
 use super::{Args, CREATED_BEFORE, Counts, REFRESH, ROTATION_PERIOD, SKEW, TTL};
@@ -27,20 +27,6 @@ impl Drop for Fleet {
             let _ = c.wait();
         }
     }
-}
-
-fn http_get(port: u16, path: &str) -> Option<String> {
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut body = String::new();
-    s.read_to_string(&mut body).ok()?;
-    let (head, rest) = body.split_once("\r\n\r\n")?;
-    head.starts_with("HTTP/1.1 200").then(|| rest.to_owned())
 }
 
 fn free_port() -> Result<u16, String> {

@@ -1,7 +1,6 @@
 //! The processes under test: `http_server` instances sharing one keyset in
 //! OpenBao, started, killed and restarted by PID, and read through `/stats`.
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -31,12 +30,7 @@ pub(crate) struct FleetEnv {
     pub(crate) pins: Vec<(&'static str, String)>,
 }
 
-pub(crate) fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap_or_else(|e| panic!("no free port: {e}"))
-}
+pub(crate) use stateseal_testkit::free_port;
 
 pub(crate) use stateseal_testkit::http::http_get;
 

@@ -2,8 +2,7 @@
 //! `Debug` output of the resource server, for accepted and refused tokens
 //! alike, with every level captured.
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::Extension;
@@ -11,31 +10,13 @@ use serde_json::json;
 use stateseal::boundary::AuthenticatedPrincipal;
 use stateseal_oauth::{ResourceServer, ResourceServerConfig, require_bearer};
 use stateseal_testkit::issuer::{Issuer, hs256_token};
-
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("lock").extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
+use stateseal_testkit::logs::Logs;
 
 // One thread: the server, the client and the subscriber all live on it.
 #[tokio::test(flavor = "current_thread")]
 async fn tokens_never_reach_logs_errors_or_debug() {
-    let logs = Captured::default();
-    let writer = logs.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let logs = Logs::default();
+    let _guard = logs.capture_all();
     let issuer = Issuer::start();
     let audience = "https://mcp.test/mcp";
     let config = ResourceServerConfig::builder()
@@ -98,7 +79,7 @@ async fn tokens_never_reach_logs_errors_or_debug() {
         }
     }
     seen.push_str(&format!("{server:?}"));
-    let logged = String::from_utf8(logs.0.lock().expect("lock").clone()).expect("utf-8");
+    let logged = logs.text();
     assert!(
         logged.contains("bearer token refused"),
         "nothing captured: {logged}"

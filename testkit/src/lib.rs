@@ -11,6 +11,8 @@
 //! - [`keysets`]: verified content, pins and KEK-holder edits of a stored keyset;
 //! - [`member`]: one fleet member (scheduler on a manual clock + envelope);
 //! - [`relay`]: a TCP relay to cut, for outages of services that keep their state in memory;
+//! - [`issuer`]: a local OAuth authorization server (JWKS, RS256 tokens, key rotation);
+//! - [`http`]: a minimal loopback GET; [`logs`]: log lines captured in memory;
 //! - [`store_contract`]: what every `KeysetStore` must do;
 //! - [`integrity_contract`]: what a writer without the KEK can do to a keyset in any store (nothing);
 //! - [`provider_contract`]: what every `KeyProvider` must do.
@@ -24,6 +26,7 @@ pub mod http;
 pub mod integrity_contract;
 pub mod issuer;
 pub mod keysets;
+pub mod logs;
 pub mod member;
 pub mod moto;
 pub mod openbao;
@@ -31,4 +34,6 @@ pub mod provider_contract;
 pub mod relay;
 mod served;
 mod services;
+
+pub use services::free_port;
 pub mod store_contract;

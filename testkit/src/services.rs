@@ -25,7 +25,7 @@ pub(crate) fn program(var: &str, name: &str) -> PathBuf {
 }
 
 /// A loopback port free right now.
-pub(crate) fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("free port")

@@ -1,34 +1,16 @@
 //! No token, key, plaintext state or principal in any log line, error message or `Debug` output.
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use stateseal::{
     AesGcmCodec, Envelope, Error, KeyRing, Principal, RequestIdentity, RingHandle, Secret,
 };
-
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("lock").extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
+use stateseal_testkit::logs::Logs;
 
 #[test]
 fn secrets_never_reach_logs_errors_or_debug() {
-    let logs = Captured::default();
-    let writer = logs.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
+    let logs = Logs::default();
+    let subscriber = logs.subscriber_all();
     let mut seen = String::new();
     let secret_text = "k3y-MATERIAL-that-is-at-least-32-bytes-long";
     let state = "STATE-plaintext-do-not-log";
@@ -81,7 +63,7 @@ fn secrets_never_reach_logs_errors_or_debug() {
             envelope.verify(&id, &token, Some(&p)).expect("ok")
         ));
     });
-    let logs = String::from_utf8(logs.0.lock().expect("lock").clone()).expect("utf8");
+    let logs = logs.text();
     assert!(logs.contains("ephemeral"), "the capture works: {logs}");
     let everything = format!("{logs}\n{seen}");
     let key_hex = hex::encode(secret_text);

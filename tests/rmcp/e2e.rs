@@ -1,4 +1,3 @@
-use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::*;
@@ -13,6 +12,7 @@ use stateseal::rmcp_adapter::{PrincipalSource, StateSealed};
 use stateseal::{
     AesGcmCodec, Clock, Envelope, KeyRing, ManualClock, Principal, RingHandle, Secret,
 };
+use stateseal_testkit::logs::Logs;
 
 /// A tool, a prompt and a resource that each need one confirmation round.
 #[derive(Clone, Default)]
@@ -110,34 +110,6 @@ impl PrincipalSource for Fixed {
         Ok(self
             .0
             .map(|s| Principal::from_components("client-1", Some("https://as.example"), Some(s))))
-    }
-}
-
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("lock").extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Logs {
-    fn capture(&self) -> tracing::subscriber::DefaultGuard {
-        let w = self.clone();
-        tracing::subscriber::set_default(
-            tracing_subscriber::fmt()
-                .with_writer(move || w.clone())
-                .with_ansi(false)
-                .finish(),
-        )
-    }
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().expect("lock")).into_owned()
     }
 }
 

@@ -22,13 +22,20 @@ pub(crate) fn request_meta() -> Value {
     })
 }
 
-/// One MCP request over HTTP/1.1 (2026-07-28 stateless lifecycle); the JSON-RPC response.
-fn call(addr: &str, token: &str, params: Value) -> Value {
+/// A `tools/call` request (2026-07-28 stateless lifecycle) for `params`:
+/// the tool's name and the JSON-RPC body.
+pub(crate) fn tools_call(params: Value) -> (String, String) {
     let mut params = params;
     params["_meta"] = request_meta();
     let name = params["name"].as_str().unwrap_or_default().to_owned();
     let body =
         json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).to_string();
+    (name, body)
+}
+
+/// One MCP request over HTTP/1.1; the JSON-RPC response.
+pub(crate) fn call(addr: &str, token: &str, params: Value) -> Value {
+    let (name, body) = tools_call(params);
     post(addr, token, &name, &body)
 }
 

@@ -16,7 +16,6 @@ use stateseal_oauth::{ResourceServer, ResourceServerConfig, require_bearer};
 use stateseal_testkit::issuer::Issuer;
 
 use crate::e2e::Confirming;
-use crate::http::{post, request_meta};
 
 const AUDIENCE: &str = "http://127.0.0.1/mcp";
 
@@ -61,13 +60,7 @@ async fn a_state_sealed_for_one_subject_is_refused_for_another() {
     let (alice, bob) = (token("alice"), token("bob"));
     let call = |token: String, params: serde_json::Value| {
         let a = addr.clone();
-        tokio::task::spawn_blocking(move || {
-            let mut params = params;
-            params["_meta"] = request_meta();
-            let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
-                .to_string();
-            post(&a, &token, "deploy", &body)
-        })
+        tokio::task::spawn_blocking(move || crate::http::call(&a, &token, params))
     };
     let first = call(
         alice.clone(),

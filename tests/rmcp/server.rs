@@ -11,6 +11,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 use stateseal::LocalProvider;
+use stateseal_testkit::free_port;
 use stateseal_testkit::issuer::Issuer;
 
 const AUDIENCE: &str = "http://127.0.0.1/mcp";
@@ -40,13 +41,6 @@ impl Drop for Killed {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("port")
-        .port()
-}
-
 /// (status line, headers and body) of one HTTP/1.1 request.
 fn http(port: u16, request: &str) -> (String, String) {
     // Not listening yet (the server is starting): no status.
@@ -70,14 +64,11 @@ fn get(port: u16, path: &str) -> (String, String) {
 }
 
 fn call(port: u16, token: &str, params: Value) -> (String, String) {
-    let mut params = params;
-    params["_meta"] = crate::http::request_meta();
-    let body =
-        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).to_string();
+    let (name, body) = crate::http::tools_call(params);
     http(
         port,
         &format!(
-            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: deploy\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: {name}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
             body.len()
         ),
     )

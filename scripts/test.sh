@@ -68,4 +68,5 @@ echo "== cargo doc"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
 echo "== public API unchanged (api/*.txt; scripts/public-api.py rewrites them)"
 python3 scripts/public-api.py --check
+echo "== target/ holds $(du -sh target | cut -f1) ($(df -h --output=avail . | tail -1 | tr -d " ") left on the disk)"
 echo "== all checks passed"

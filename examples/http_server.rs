@@ -1,25 +1,29 @@
 //! A streamable-HTTP rmcp server (axum) whose multi-round tool, prompt and
-//! resource are protected by the stateseal boundary, with a bearer-token
-//! auth layer that maps tokens to principals (states are bound to the caller).
+//! resource are protected by the stateseal boundary, with callers
+//! authenticated by OAuth access tokens (`stateseal-oauth`: JWTs checked
+//! against the issuer's JWKS; states are bound to the caller). The fleet
+//! member of the project's harnesses; `examples/mcp_server.rs` is the
+//! deployable server, `stateseal demo` the look without an issuer.
 //!
 //! ```sh
-//! cargo run --example http_server -- --addr 127.0.0.1:8080                      # process-local key
-//! cargo run --example http_server -- --addr 127.0.0.1:8080 --keyset file:///tmp/ks/keyset.json
-//! cargo run --example http_server -- --config fleet.toml [--clock-offset 1.5]    # any store, e.g. Vault
+//! OAUTH="--oauth-issuer https://auth.example.com --oauth-jwks-uri https://auth.example.com/jwks.json"
+//! cargo run --example http_server -- $OAUTH --addr 127.0.0.1:8080                # process-local key
+//! cargo run --example http_server -- $OAUTH --keyset file:///tmp/ks/keyset.json
+//! cargo run --example http_server -- $OAUTH --config fleet.toml [--clock-offset 1.5]  # any store
 //! # A keyset under a local:// KEK (development only) needs --allow-local-kek.
 //! ```
-//! Bearer tokens: `alice-token` and `bob-token` (a real server verifies OAuth tokens here).
+//! Access tokens must name the audience `stateseal-example`.
 //! With a keyset, `GET /stats` answers `{"ready":…,"refresh_ok":…,"generation":…,"kms_calls":…}` (no secrets).
 //! For operators and probes: `GET /metrics` (Prometheus text format), `GET /healthz` (the
 //! process answers), `GET /readyz` (200 once a key ring is loaded and while the keyset stays
 //! fresh enough to seal, else 503).
 
-#[path = "../cli/src/demo/bearer_auth.rs"]
-mod bearer_auth;
 #[path = "../cli/src/demo/confirming.rs"]
 mod confirming;
 #[path = "fixtures/operators.rs"]
 mod operators;
+#[path = "../cli/src/demo/routes.rs"]
+mod routes;
 
 use std::sync::Arc;
 
@@ -27,6 +31,16 @@ use stateseal::boundary::Boundary;
 use stateseal::rmcp_adapter::StateSealed;
 use stateseal::setup::{Config, start_with_clock};
 use stateseal::{AesGcmCodec, Clock, Envelope, KeyRing, ProviderRegistry, RingHandle, SystemClock};
+use stateseal_oauth::{ResourceServer, ResourceServerConfig, require_bearer};
+
+/// The audience of its states and of the access tokens it accepts.
+const AUDIENCE: &str = "stateseal-example";
+const USAGE: &str = "usage: http_server --oauth-issuer URL --oauth-jwks-uri URL [--addr 127.0.0.1:PORT] [--keyset STORE_URI | --config FILE] [--clock-offset SECONDS] [--allow-local-kek]";
+
+fn usage(message: &str) -> ! {
+    eprintln!("http_server: {message}\n{USAGE}");
+    std::process::exit(2)
+}
 
 /// The system clock moved by a fixed offset: one fleet member running fast or slow.
 #[derive(Debug)]
@@ -52,6 +66,7 @@ async fn main() -> std::io::Result<()> {
     let mut config_text = None;
     let mut offset = 0.0;
     let mut allow_local_kek = false;
+    let (mut issuer, mut jwks_uri) = (None, None);
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         if flag == "--allow-local-kek" {
@@ -61,18 +76,31 @@ async fn main() -> std::io::Result<()> {
         match (flag.as_str(), args.next()) {
             ("--addr", Some(a)) => addr = a,
             ("--keyset", Some(k)) => {
-                config_text = Some(format!("store = {k:?}\naudience = \"stateseal-example\"\n"));
+                config_text = Some(format!("store = {k:?}\naudience = {AUDIENCE:?}\n"));
             }
             ("--config", Some(path)) => config_text = Some(std::fs::read_to_string(path)?),
             ("--clock-offset", Some(s)) => offset = s.parse().map_err(std::io::Error::other)?,
-            _ => {
-                eprintln!(
-                    "usage: http_server [--addr 127.0.0.1:PORT] [--keyset STORE_URI | --config FILE] [--clock-offset SECONDS] [--allow-local-kek]"
-                );
-                std::process::exit(2);
-            }
+            ("--oauth-issuer", Some(url)) => issuer = Some(url),
+            ("--oauth-jwks-uri", Some(url)) => jwks_uri = Some(url),
+            _ => usage(&format!("unexpected argument {flag:?}")),
         }
     }
+    let (Some(issuer), Some(jwks_uri)) = (issuer, jwks_uri) else {
+        usage(
+            "--oauth-issuer and --oauth-jwks-uri are required: this server accepts only validated OAuth access tokens (`stateseal demo` runs without an issuer)",
+        );
+    };
+    let oauth = ResourceServerConfig::builder()
+        .issuer(issuer)
+        .audience(AUDIENCE)
+        .jwks_uri(jwks_uri)
+        .build()
+        .unwrap_or_else(|e| usage(&e.to_string()));
+    let clock = Arc::new(OffsetClock(offset));
+    let auth = Arc::new(
+        ResourceServer::with_clock(oauth, Arc::clone(&clock) as Arc<dyn Clock>)
+            .map_err(std::io::Error::other)?,
+    );
     let protection = match config_text {
         // A fleet: one call builds the scheduler and boundary from a keyset that rotates without downtime.
         Some(text) => {
@@ -84,7 +112,7 @@ async fn main() -> std::io::Result<()> {
                 registry.allow_local_kek();
             }
             stateseal_providers::register_from_env(&mut registry);
-            let p = start_with_clock(&config, registry, Arc::new(OffsetClock(offset)))
+            let p = start_with_clock(&config, registry, clock)
                 .await
                 .map_err(std::io::Error::other)?;
             Some(Arc::new(p))
@@ -97,14 +125,14 @@ async fn main() -> std::io::Result<()> {
             let ring = Arc::new(RingHandle::new(
                 KeyRing::ephemeral().map_err(std::io::Error::other)?,
             ));
-            let envelope =
-                Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("stateseal-example"))
-                    .build()
-                    .map_err(std::io::Error::other)?;
+            let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some(AUDIENCE))
+                .build()
+                .map_err(std::io::Error::other)?;
             Boundary::new(Arc::new(envelope))
         }
     };
-    let router = bearer_auth::mcp_router(StateSealed::new(confirming::Confirming, boundary))
+    let router = routes::mcp_routes(StateSealed::new(confirming::Confirming, boundary))
+        .layer(axum::middleware::from_fn_with_state(auth, require_bearer))
         .route("/stats", {
             let p = protection.clone();
             axum::routing::get(move || std::future::ready(operators::stats(p.as_deref())))

@@ -25,13 +25,12 @@
 //! `/.well-known/oauth-protected-resource`; `--admin-addr` serves `/metrics`,
 //! `/healthz`, `/readyz` and `/stats`, never `/mcp`.
 
-#[path = "../cli/src/demo/bearer_auth.rs"]
-#[allow(dead_code, reason = "only the unauthenticated routes are used here")]
-mod bearer_auth;
 #[path = "../cli/src/demo/confirming.rs"]
 mod confirming;
 #[path = "fixtures/operators.rs"]
 mod operators;
+#[path = "../cli/src/demo/routes.rs"]
+mod routes;
 
 use std::sync::Arc;
 
@@ -140,7 +139,7 @@ async fn main() -> std::io::Result<()> {
     );
     let auth = Arc::new(ResourceServer::new(oauth).map_err(std::io::Error::other)?);
     let metadata = protected_resource_metadata(&auth).to_string();
-    let app = bearer_auth::mcp_routes(StateSealed::new(
+    let app = routes::mcp_routes(StateSealed::new(
         confirming::Confirming,
         protection.boundary(),
     ))

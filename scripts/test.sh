@@ -44,7 +44,9 @@ echo "== examples against real services"
 cargo run --quiet --example vault -- --dev
 cargo run --quiet --example aws_kms -- --dev
 cargo run --quiet --example gcp_kms -- --dev
-echo "== the Python package (pip install ./bindings/python; pytest: codec contract, fork, OpenBao faults, mixed fleet)"
+echo "== the Node package (bindings/node installed beside the TypeScript MCP SDK from npm: node --test, tsc, benchmark)"
+scripts/node-package.sh
+echo "== the Python package (pip install ./bindings/python; pytest: codec contract, fork, OpenBao faults, three-language fleet)"
 pypkg_python="$(scripts/py-package.sh | tail -1)"
 echo "== glibc 2.41 for the nonce check: scripts/glibc-env.sh refuses an unsigned release, a tampered index, a tampered package"
 scripts/glibc-env-check.sh

@@ -21,6 +21,8 @@ pub(crate) struct Server {
 
 /// What the fleet shares: binaries, config, Vault credentials.
 pub(crate) struct FleetEnv {
+    /// The issuer whose access tokens the servers accept: its URL and JWKS URI.
+    pub(crate) oauth: [String; 2],
     pub(crate) server_bin: PathBuf,
     pub(crate) config: PathBuf,
     pub(crate) vault_addr: String,
@@ -91,6 +93,10 @@ impl Server {
                 &env.config.display().to_string(),
                 "--clock-offset",
                 &self.clock_offset.to_string(),
+                "--oauth-issuer",
+                &env.oauth[0],
+                "--oauth-jwks-uri",
+                &env.oauth[1],
             ])
             .env("VAULT_ADDR", &env.vault_addr)
             .env("RUST_LOG", "warn")

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
-const USERS: [&str; 2] = ["alice", "bob"];
+pub(crate) const USERS: [&str; 2] = ["alice", "bob"];
 const REJECTED: &str = "Invalid or expired requestState";
 
 /// The attack kinds, in the order of [`Tally::attacks_by_kind`].
@@ -106,6 +106,8 @@ fn classify(body: &str) -> Answer {
 pub(crate) struct Load {
     pub(crate) http: reqwest::Client,
     pub(crate) ports: Vec<u16>,
+    /// Each user's access token (`USERS` order).
+    pub(crate) tokens: Arc<[String]>,
     pub(crate) tally: Arc<Tally>,
     pub(crate) deadline: Instant,
     pub(crate) max_conversations: u64,
@@ -123,7 +125,7 @@ impl Load {
         let resp = self
             .http
             .post(format!("http://127.0.0.1:{port}/mcp"))
-            .header("Authorization", format!("Bearer {}-token", USERS[user]))
+            .header("Authorization", format!("Bearer {}", self.tokens[user]))
             .header("Accept", "application/json, text/event-stream")
             .header("MCP-Protocol-Version", "2026-07-28")
             .header("Mcp-Method", "tools/call")

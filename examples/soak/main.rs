@@ -100,7 +100,15 @@ fn run(args: &Args) -> Result<bool, String> {
         ),
     )
     .map_err(|e| e.to_string())?;
+    // Callers authenticate with access tokens from a local issuer, valid for the whole run.
+    let issuer = stateseal_testkit::issuer::Issuer::start();
+    let ttl = args.duration.ceil() as u64 + 3600;
+    let tokens: Arc<[String]> = load::USERS
+        .iter()
+        .map(|user| issuer.access_token(user, "stateseal-example", ttl))
+        .collect();
     let mut env = FleetEnv {
+        oauth: [issuer.url.clone(), issuer.jwks_uri()],
         server_bin: args.server.clone(),
         config,
         vault_addr: bao.addr.clone(),
@@ -200,6 +208,7 @@ fn run(args: &Args) -> Result<bool, String> {
             let load = Load {
                 http: http.clone(),
                 ports: ports.clone(),
+                tokens: Arc::clone(&tokens),
                 tally: Arc::clone(&tally),
                 deadline,
                 max_conversations: args.max_conversations,

@@ -157,6 +157,20 @@ impl Issuer {
         self.keys().last().expect("a key").sign(claims)
     }
 
+    /// An access token for `subject` (client `example-client`) naming
+    /// `audience`, valid for `ttl_secs` from now: what a fleet harness's
+    /// callers present.
+    pub fn access_token(&self, subject: &str, audience: &str, ttl_secs: u64) -> String {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock after 1970")
+            .as_secs();
+        self.mint(&json!({
+            "iss": self.url, "aud": audience, "sub": subject, "client_id": "example-client",
+            "iat": now, "exp": now + ttl_secs,
+        }))
+    }
+
     /// A token signed with a key that was never published.
     pub fn mint_unpublished(&self, claims: &Value) -> String {
         self.unpublished.sign(claims)

@@ -9,4 +9,6 @@ mod floats;
 mod http;
 mod macros;
 mod oauth;
+#[path = "../../cli/src/demo/routes.rs"]
+mod routes;
 mod server;

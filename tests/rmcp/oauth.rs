@@ -35,7 +35,7 @@ async fn a_state_sealed_for_one_subject_is_refused_for_another() {
     let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("svc"))
         .build()
         .expect("env");
-    let router = crate::bearer_auth::mcp_routes(StateSealed::new(
+    let router = crate::routes::mcp_routes(StateSealed::new(
         Confirming::default(),
         Boundary::new(Arc::new(envelope)),
     ))

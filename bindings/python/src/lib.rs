@@ -8,7 +8,6 @@
 
 #![forbid(unsafe_code)]
 
-mod running;
 mod settings;
 
 use std::sync::{Arc, Mutex};
@@ -20,27 +19,11 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict, PyType};
 use stateseal::Error;
 
-use running::{Recipe, Running};
+use stateseal_binding::{Recipe, Running, reason};
 
 /// The exception seal and unseal raise: the SDK's `InvalidRequestState`
 /// (the Python package hands it over at import).
 static INVALID_STATE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
-
-/// The reason a seal or unseal failed, as a log-only code: never a key,
-/// a token or a plaintext.
-fn reason(e: &Error) -> String {
-    match e {
-        Error::Rejected(r) => r.as_str().to_owned(),
-        Error::NotReady => "not ready: no key ring loaded".to_owned(),
-        Error::SealingStopped => {
-            "not sealing: the keyset store has been unusable for longer than max_store_staleness"
-                .to_owned()
-        }
-        Error::Seal(why) => format!("seal failed: {why}"),
-        Error::Random => "the operating system's random source failed".to_owned(),
-        _ => "rejected".to_owned(),
-    }
-}
 
 fn invalid_state(py: Python<'_>, why: String) -> PyErr {
     match INVALID_STATE.get(py) {
@@ -120,6 +103,26 @@ impl NativeCodec {
     }
 }
 
+/// Releases an instance: this process's is shut down; one inherited across
+/// `fork` is abandoned, since dropping it would act on the parent's runtime
+/// through the descriptors they share (deregistering the parent's sockets from
+/// its epoll set, waking its threads).
+fn release(running: Arc<Running>) {
+    if running.pid == std::process::id() {
+        drop(running);
+    } else {
+        Running::abandon(running);
+    }
+}
+
+impl Drop for NativeCodec {
+    fn drop(&mut self) {
+        if let Some(running) = self.running.swap(None) {
+            release(running);
+        }
+    }
+}
+
 /// What a closed codec says.
 const CLOSED: &str = "the codec is closed";
 
@@ -191,11 +194,7 @@ impl NativeCodec {
     /// Stops the background refresh; later seals and unseals raise.
     fn close(&self) {
         if let Some(running) = self.running.swap(None) {
-            if running.pid == std::process::id() {
-                drop(running);
-            } else {
-                Running::abandon(running);
-            }
+            release(running);
         }
     }
 }

@@ -15,11 +15,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
+from issuer import Issuer
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 CLI = os.environ.get("STATESEAL_CLI", str(ROOT / "target/debug/stateseal"))
 HTTP_SERVER = os.environ.get("STATESEAL_HTTP_SERVER", str(ROOT / "target/debug/examples/http_server"))
 BAO = os.environ.get("STATESEAL_BAO", str(ROOT / "target/svcenv/bin/bao"))
+# The Node fleet member (scripts/node-package.sh installs its packages beside it).
+NODE_SERVER = ROOT / "bindings/node/test/fleet_server.mjs"
 HERE = pathlib.Path(__file__).resolve().parent
 
 # A short timing profile so rotations complete in seconds: R = 1 s, S = 1 s,
@@ -150,9 +153,18 @@ def vault_keyset(openbao: Service, tmp_path: pathlib.Path) -> Keyset:
     return init("hcvault://transit/keys/stateseal", "vault-kv://secret/stateseal/keyset", tmp_path, env)
 
 
-def python_server(keyset: Keyset, log: pathlib.Path, **settings: object) -> Service:
+@pytest.fixture(scope="session")
+def issuer() -> Iterator[Issuer]:
+    """The OAuth issuer whose access tokens every fleet server accepts."""
+    it = Issuer()
+    yield it
+    it.close()
+
+
+def python_server(keyset: Keyset, log: pathlib.Path, issuer: Issuer, **settings: object) -> Service:
     port = free_port()
     flags = [f"{k}={v}" for k, v in {**TIMING, **settings}.items()]
+    flags += [f"oauth_issuer={issuer.url}", f"oauth_jwks_uri={issuer.jwks_uri}"]
     flags += [f"keyset_id={keyset.keyset_id}", f"keyset_keks={','.join(keyset.keks)}"]
     if keyset.kek.startswith("local://"):
         flags.append("allow_local_kek=true")
@@ -161,7 +173,17 @@ def python_server(keyset: Keyset, log: pathlib.Path, **settings: object) -> Serv
     )
 
 
-def rust_server(keyset: Keyset, log: pathlib.Path) -> Service:
+def node_server(keyset: Keyset, log: pathlib.Path, issuer: Issuer) -> Service:
+    port = free_port()
+    flags = [f"{k}={v}" for k, v in TIMING.items()]
+    flags += [f"oauth_issuer={issuer.url}", f"oauth_jwks_uri={issuer.jwks_uri}"]
+    flags += [f"keyset_id={keyset.keyset_id}", f"keyset_keks={','.join(keyset.keks)}"]
+    if keyset.kek.startswith("local://"):
+        flags.append("allow_local_kek=true")
+    return start_service(["node", str(NODE_SERVER), str(port), keyset.store, *flags], port, log, keyset.env)
+
+
+def rust_server(keyset: Keyset, log: pathlib.Path, issuer: Issuer) -> Service:
     port = free_port()
     config = keyset.dir / f"rust-{port}.toml"
     config.write_text(
@@ -170,6 +192,7 @@ def rust_server(keyset: Keyset, log: pathlib.Path) -> Service:
         + "".join(f"{k} = {v}\n" for k, v in TIMING.items())
     )
     args = [HTTP_SERVER, "--addr", f"127.0.0.1:{port}", "--config", str(config)]
+    args += ["--oauth-issuer", issuer.url, "--oauth-jwks-uri", issuer.jwks_uri]
     if keyset.kek.startswith("local://"):
         args.append("--allow-local-kek")
     return start_service(args, port, log, keyset.env)

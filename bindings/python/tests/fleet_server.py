@@ -2,17 +2,21 @@
 tool, written with the SDK's `MCPServer`, its `requestState` protected by the
 SDK's own boundary over a `KeysetCodec` on the fleet's keyset.
 
-    python fleet_server.py PORT STORE [setting=value ...]
+    python fleet_server.py PORT STORE oauth_issuer=URL oauth_jwks_uri=URL [setting=value ...]
 
-Bearer tokens `alice-token` and `bob-token` map to the same principals as the
-Rust example's auth layer, so a state minted by either server binds the same
-caller. Prints `ready` once listening.
+Callers present OAuth access tokens (RS256 JWTs for the audience
+`stateseal-example`), validated against the issuer's JWKS as the Rust example
+server's `stateseal-oauth` layer does, and become the same principal (issuer,
+client id, subject), so a state minted by either server binds the same caller.
+Prints `ready` once listening.
 """
 
 from __future__ import annotations
 
 import sys
 
+import anyio.to_thread
+import jwt
 import uvicorn
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
@@ -23,22 +27,35 @@ from mcp_types import ElicitRequest, ElicitRequestFormParams, InputRequiredResul
 from stateseal import KeysetCodec
 
 AUDIENCE = "stateseal-example"
-SUBJECTS = {"alice-token": "alice", "bob-token": "bob"}
 
 
-class BearerTokens:
-    """The Rust example's stand-in auth layer, as a token verifier."""
+class JwtVerifier:
+    """Access tokens checked against the issuer's JWKS: RS256 only, issuer,
+    audience, expiry, subject and client id required."""
+
+    def __init__(self, issuer: str, jwks_uri: str) -> None:
+        self.issuer = issuer
+        self.keys = jwt.PyJWKClient(jwks_uri, cache_keys=True)
 
     async def verify_token(self, token: str) -> AccessToken | None:
-        subject = SUBJECTS.get(token)
-        if subject is None:
+        try:
+            key = await anyio.to_thread.run_sync(self.keys.get_signing_key_from_jwt, token)
+            claims = jwt.decode(
+                token,
+                key.key,
+                algorithms=["RS256"],
+                audience=AUDIENCE,
+                issuer=self.issuer,
+                options={"require": ["exp", "iss", "aud", "sub", "client_id"]},
+            )
+        except jwt.PyJWTError:
             return None
         return AccessToken(
             token=token,
-            client_id="example-client",
+            client_id=claims["client_id"],
             scopes=[],
-            subject=subject,
-            claims={"iss": "https://auth.example"},
+            subject=claims["sub"],
+            claims={"iss": claims["iss"]},
         )
 
 
@@ -62,14 +79,15 @@ def settings(args: list[str]) -> dict[str, object]:
 
 def main() -> None:
     port, store = int(sys.argv[1]), sys.argv[2]
-    options = settings(sys.argv[3:])
+    oauth = dict(a.split("=", 1) for a in sys.argv[3:] if a.startswith("oauth_"))
+    options = settings([a for a in sys.argv[3:] if not a.startswith("oauth_")])
     codec = KeysetCodec.start(store, **options)  # type: ignore[arg-type]
     security = RequestStateSecurity(codec=codec, ttl=codec.ttl, audience=AUDIENCE)
     url = f"http://127.0.0.1:{port}"
     server = MCPServer(
         AUDIENCE,
-        token_verifier=BearerTokens(),
-        auth=AuthSettings(issuer_url="https://auth.example", resource_server_url=url),
+        token_verifier=JwtVerifier(oauth["oauth_issuer"], oauth["oauth_jwks_uri"]),
+        auth=AuthSettings(issuer_url=oauth["oauth_issuer"], resource_server_url=url),
         request_state_security=security,
     )
 

@@ -9,6 +9,7 @@ import urllib.error
 import urllib.request
 
 from conftest import TIMING, Keyset, free_port, start_service, wait_for, HTTP_SERVER
+from issuer import Issuer
 
 
 def get(url: str) -> tuple[int, str]:
@@ -26,7 +27,7 @@ def metric(text: str, name: str) -> float | None:
     return None
 
 
-def test_health_readiness_and_metrics(local_keyset: Keyset) -> None:
+def test_health_readiness_and_metrics(local_keyset: Keyset, issuer: Issuer) -> None:
     port = free_port()
     config = local_keyset.dir / "server.toml"
     config.write_text(
@@ -34,7 +35,8 @@ def test_health_readiness_and_metrics(local_keyset: Keyset) -> None:
         + "".join(f"{k} = {v}\n" for k, v in TIMING.items())
     )
     server = start_service(
-        [HTTP_SERVER, "--addr", f"127.0.0.1:{port}", "--config", str(config), "--allow-local-kek"],
+        [HTTP_SERVER, "--addr", f"127.0.0.1:{port}", "--config", str(config), "--allow-local-kek"]
+        + ["--oauth-issuer", issuer.url, "--oauth-jwks-uri", issuer.jwks_uri],
         port,
         local_keyset.dir / "server.log",
     )

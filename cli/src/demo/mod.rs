@@ -5,6 +5,7 @@
 
 mod bearer_auth;
 mod confirming;
+mod routes;
 
 use std::collections::BTreeSet;
 use std::io::{IsTerminal, Write};

@@ -161,7 +161,10 @@ pub(crate) fn run(args: &Args) -> Result<(Counts, f64), String> {
     let from = std::fs::metadata(&log)
         .map(|m| m.len() as usize)
         .unwrap_or(0);
-    let (fleet, ports, started, spread) = start_fleet(args, &env, &config, &dir)?;
+    // The servers take callers' tokens from this issuer; the calibration sends them none.
+    let issuer = stateseal_testkit::issuer::Issuer::start();
+    let oauth = [issuer.url.clone(), issuer.jwks_uri()];
+    let (fleet, ports, started, spread) = start_fleet(args, &env, &config, &dir, &oauth)?;
     let end = started + Duration::from_secs_f64(args.duration);
     wait_ready(&ports, started + Duration::from_secs(30))?;
     std::thread::sleep(end.saturating_duration_since(Instant::now()));
@@ -189,6 +192,7 @@ fn start_fleet(
     env: &[(&str, String)],
     config: &Path,
     dir: &Path,
+    oauth: &[String; 2],
 ) -> Result<(Fleet, Vec<u16>, Instant, f64), String> {
     let mut fleet = Fleet(Vec::new());
     let mut ports = Vec::new();
@@ -204,6 +208,10 @@ fn start_fleet(
                 &format!("127.0.0.1:{port}"),
                 "--config",
                 &config.display().to_string(),
+                "--oauth-issuer",
+                &oauth[0],
+                "--oauth-jwks-uri",
+                &oauth[1],
             ])
             .envs(env.iter().map(|(k, v)| (*k, v)))
             .env("RUST_LOG", "warn,stateseal::rotation::scheduler=info")

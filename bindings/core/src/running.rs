@@ -21,20 +21,26 @@ fn registry(allow_local_kek: bool) -> ProviderRegistry {
 
 /// What a codec is started from (kept so a forked child can start its own).
 #[derive(Debug, Clone)]
-pub(crate) struct Recipe {
-    pub(crate) config: Config,
-    pub(crate) allow_local_kek: bool,
+pub struct Recipe {
+    /// The configuration as the caller gave it (timing not yet from the keyset).
+    pub config: Config,
+    /// Whether `local://` KEKs are accepted (development only).
+    pub allow_local_kek: bool,
     /// Timing fields the caller set; the others follow the keyset's profile.
-    pub(crate) explicit_timing: ExplicitTiming,
+    pub explicit_timing: ExplicitTiming,
 }
 
 /// Which of R, S, T and P the caller gave.
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct ExplicitTiming {
-    pub(crate) refresh_interval: bool,
-    pub(crate) max_skew: bool,
-    pub(crate) ttl: bool,
-    pub(crate) propagation: bool,
+pub struct ExplicitTiming {
+    /// R was given.
+    pub refresh_interval: bool,
+    /// S was given.
+    pub max_skew: bool,
+    /// T was given.
+    pub ttl: bool,
+    /// P was given.
+    pub propagation: bool,
 }
 
 impl Recipe {
@@ -76,19 +82,24 @@ impl Recipe {
     }
 }
 
-pub(crate) struct Running {
+/// A started codec: its scheduler on a runtime of its own, and the codec over its ring.
+pub struct Running {
     /// The process that started it: a child after `fork` has none of its threads.
-    pub(crate) pid: u32,
+    pub pid: u32,
     /// The state lifetime T in force (the SDK's `RequestStateSecurity` takes the same).
-    pub(crate) ttl: f64,
-    pub(crate) codec: AesGcmCodec,
+    pub ttl: f64,
+    /// Seals and opens with the scheduler's ring.
+    pub codec: AesGcmCodec,
     protection: Option<Protection>,
     runtime: Option<tokio::runtime::Runtime>,
 }
 
 impl Running {
     /// Starts the scheduler and waits (up to `ready_timeout`) for the first ring.
-    pub(crate) fn start(recipe: &Recipe) -> Result<Self, Error> {
+    ///
+    /// # Errors
+    /// A configuration the keyset refuses, or no ring within `ready_timeout`.
+    pub fn start(recipe: &Recipe) -> Result<Self, Error> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("stateseal-keyset")
@@ -115,21 +126,30 @@ impl Running {
         })
     }
 
-    pub(crate) fn protection(&self) -> Option<&Protection> {
+    /// The scheduler and boundary (`None` once shut down).
+    pub fn protection(&self) -> Option<&Protection> {
         self.protection.as_ref()
     }
 
-    pub(crate) fn seal(&self, payload: &[u8]) -> Result<String, Error> {
+    /// Seals `payload` under the ring's primary key.
+    ///
+    /// # Errors
+    /// As [`StateCodec::seal`].
+    pub fn seal(&self, payload: &[u8]) -> Result<String, Error> {
         self.codec.seal(payload)
     }
 
-    pub(crate) fn unseal(&self, token: &str) -> Result<Vec<u8>, Error> {
+    /// Opens a token sealed under any key of the ring.
+    ///
+    /// # Errors
+    /// As [`StateCodec::unseal`].
+    pub fn unseal(&self, token: &str) -> Result<Vec<u8>, Error> {
         self.codec.unseal(token)
     }
 
     /// Abandons an instance inherited across `fork`: its runtime's threads do
     /// not exist in this process, so shutting it down would wait for them forever.
-    pub(crate) fn abandon(running: Arc<Self>) {
+    pub fn abandon(running: Arc<Self>) {
         std::mem::forget(running);
     }
 }

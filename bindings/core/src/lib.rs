@@ -1,0 +1,46 @@
+//! What the language bindings (`bindings/python`, `bindings/node`) share, so
+//! that each is only the glue to its runtime: a keyset codec running on its
+//! own background threads inside a foreign runtime's process ([`Running`]),
+//! started from named settings ([`recipe`]) or the `STATESEAL_*` variables
+//! ([`recipe_from_env`]), and the log-only reason a seal or unseal failed
+//! ([`reason`]).
+//!
+//! ```no_run
+//! use stateseal_binding::{Running, Setting, recipe};
+//!
+//! let recipe = recipe(
+//!     "file:///var/lib/stateseal/keyset.json",
+//!     "my-server",
+//!     [("ttl", Setting::Number(600.0))],
+//! )?;
+//! let running = Running::start(&recipe).map_err(|e| e.to_string())?;
+//! let token = running.seal(b"state")?;
+//! assert_eq!(running.unseal(&token)?, b"state");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+#![forbid(unsafe_code)]
+
+mod running;
+mod settings;
+
+pub use running::{ExplicitTiming, Recipe, Running};
+pub use settings::{Setting, recipe, recipe_from_env};
+
+use stateseal::Error;
+
+/// The reason a seal or unseal failed, as a log-only code: never a key, a
+/// token or a plaintext.
+pub fn reason(e: &Error) -> String {
+    match e {
+        Error::Rejected(r) => r.as_str().to_owned(),
+        Error::NotReady => "not ready: no key ring loaded".to_owned(),
+        Error::SealingStopped => {
+            "not sealing: the keyset store has been unusable for longer than max_store_staleness"
+                .to_owned()
+        }
+        Error::Seal(why) => format!("seal failed: {why}"),
+        Error::Random => "the operating system's random source failed".to_owned(),
+        _ => "rejected".to_owned(),
+    }
+}

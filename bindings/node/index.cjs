@@ -1,0 +1,225 @@
+'use strict';
+// stateseal for Node: request states sealed with AES-GCM / XAES-256-GCM under
+// keys from a keyset that rotates without downtime (KMS-held, shared with Rust
+// and Python servers), for the TypeScript MCP SDK's `RequestStateCodec`.
+const { AsyncLocalStorage } = require('node:async_hooks');
+const native = require('./native.cjs');
+
+/** Any stateseal failure: `code` says what kind, the message never holds a secret. */
+class StatesealError extends Error {
+  constructor(message, code) {
+    super(message);
+    this.name = 'StatesealError';
+    this.code = code;
+  }
+}
+
+/** A request state refused; `reason` is a log-only code (`mac`, `expired`, `principal`, …). */
+class InvalidRequestStateError extends StatesealError {
+  constructor(reason) {
+    super(reason, 'ERR_STATESEAL_REJECTED');
+    this.name = 'InvalidRequestStateError';
+    this.reason = reason;
+  }
+}
+
+const NATIVE_CODES = { InvalidArg: 'ERR_STATESEAL_CONFIG', GenericFailure: 'ERR_STATESEAL_START' };
+
+/** The native error as one of ours (its message is already secret-free). */
+function ours(e) {
+  if (e instanceof StatesealError) return e;
+  const code = (e && e.code) || '';
+  if (code === 'ERR_STATESEAL_REJECTED') return new InvalidRequestStateError(e.message);
+  if (code.startsWith('ERR_STATESEAL_')) return new StatesealError(e.message, code);
+  if (NATIVE_CODES[code]) return new StatesealError(e.message, NATIVE_CODES[code]);
+  return e;
+}
+
+function call(f) {
+  try {
+    return f();
+  } catch (e) {
+    throw ours(e);
+  }
+}
+
+function configError(message) {
+  return new StatesealError(message, 'ERR_STATESEAL_CONFIG');
+}
+
+/** A codec over a keyset-backed key ring (or static keys): `seal` and `unseal` bytes. */
+class KeysetCodec {
+  #native;
+
+  /** @private use `KeysetCodec.start`, `KeysetCodec.fromEnv` or `KeysetCodec.fromKeys`. */
+  constructor(handle) {
+    if (!(handle instanceof native.NativeCodec)) {
+      throw configError('use KeysetCodec.start(store, options), KeysetCodec.fromEnv() or KeysetCodec.fromKeys(keys)');
+    }
+    this.#native = handle;
+  }
+
+  /**
+   * Starts a codec on the keyset in `store` (`file://`, `vault-kv://`, `s3://`, `gs://`)
+   * and resolves once its key ring is ready; the ring refreshes on background threads.
+   */
+  static async start(store, options = {}) {
+    if (typeof store !== 'string' || store === '') throw configError('store: expected a store URI (a string)');
+    if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+      throw configError('options: expected an object');
+    }
+    const handle = await call(() => native.NativeCodec.start(store, JSON.stringify(options))).catch((e) => {
+      throw ours(e);
+    });
+    return new KeysetCodec(handle);
+  }
+
+  /** Starts a codec from the `STATESEAL_*` variables, as the Rust servers read them. */
+  static async fromEnv() {
+    const handle = await call(() => native.NativeCodec.fromEnv()).catch((e) => {
+      throw ours(e);
+    });
+    return new KeysetCodec(handle);
+  }
+
+  /**
+   * A codec over static keys (strings or bytes, each at least 32 bytes; the first seals):
+   * byte for byte the Python SDK's codec, for fleets that share one.
+   */
+  static fromKeys(keys) {
+    if (!Array.isArray(keys) || keys.length === 0) throw configError('keys: expected a non-empty array');
+    const bytes = keys.map((k, i) => {
+      if (typeof k === 'string') return Buffer.from(k, 'utf8');
+      if (k instanceof Uint8Array) return Buffer.from(k);
+      throw configError(`keys[${i}]: expected a string or bytes`);
+    });
+    return new KeysetCodec(call(() => native.NativeCodec.fromKeys(bytes)));
+  }
+
+  /** Seals bytes (or a string, as UTF-8) under the primary key: a URL-safe token. */
+  seal(payload) {
+    const bytes = typeof payload === 'string' ? Buffer.from(payload, 'utf8') : payload;
+    if (!(bytes instanceof Uint8Array)) throw configError('payload: expected bytes or a string');
+    return call(() => this.#native.seal(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)));
+  }
+
+  /** Opens a token sealed under any key of the ring; throws `InvalidRequestStateError`. */
+  unseal(token) {
+    if (typeof token !== 'string') throw new InvalidRequestStateError('malformed');
+    return call(() => this.#native.unseal(token));
+  }
+
+  /** The keyset's state lifetime T in seconds (`null` for static keys). */
+  get ttl() {
+    return call(() => this.#native.ttl);
+  }
+
+  /** The scheduler's view (`ready`, `generation`, `phase`, `primary`, `ring`, …); `null` for static keys. */
+  status() {
+    const json = call(() => this.#native.status());
+    return json === null ? null : JSON.parse(json);
+  }
+
+  /** Stops the background refresh; later calls throw `StatesealError` (`ERR_STATESEAL_CLOSED`). */
+  close() {
+    this.#native.close();
+  }
+
+  /** @internal the envelope `createStatesealCodec` seals through. */
+  _envelope(audience, ttl) {
+    return call(() => this.#native.envelope(audience, ttl));
+  }
+}
+
+/** Bodies up to this size are kept for binding; a larger one leaves its round unbindable. */
+const MAX_BODY = 4 << 20;
+
+/** The principal a state is bound to, from the SDK's `AuthInfo` (issuer and subject from `extra`). */
+function principalOf(ctx) {
+  const auth = ctx && ctx.http && ctx.http.authInfo;
+  if (!auth || typeof auth.clientId !== 'string') return undefined;
+  const extra = auth.extra || {};
+  const text = (v) => (typeof v === 'string' ? v : undefined);
+  return {
+    clientId: auth.clientId,
+    issuer: text(extra.iss) ?? text(extra.issuer),
+    subject: text(extra.sub) ?? text(extra.subject),
+  };
+}
+
+/**
+ * The TypeScript SDK's `RequestStateCodec` on a stateseal codec: `mint` seals the
+ * JSON payload with the Rust envelope's claims (expiry, the round's method, target
+ * and arguments, audience, principal), `verify` checks them and throws
+ * `InvalidRequestStateError` with a log-only reason. Serve the MCP handler through
+ * `handler(...)` so that each round's request is at hand.
+ */
+function createStatesealCodec({
+  codec,
+  ttlSeconds,
+  audience,
+  bind = principalOf,
+  clock = () => Date.now() / 1000,
+  format = 'json',
+} = {}) {
+  if (!(codec instanceof KeysetCodec)) throw configError('codec: expected a KeysetCodec');
+  if (audience !== undefined && (typeof audience !== 'string' || audience === '')) {
+    throw configError('audience: expected a non-empty string');
+  }
+  if (typeof bind !== 'function') throw configError('bind: expected a function of the request context');
+  if (typeof clock !== 'function') throw configError('clock: expected a function returning seconds since 1970');
+  if (format !== 'json' && format !== 'text') throw configError("format: expected 'json' or 'text'");
+  // 'json': any JSON value, as the SDK's own codec; 'text': a string sealed as it is (what
+  // Rust and Python servers put in their states, for fleets that share them).
+  const encode = format === 'json' ? (p) => JSON.stringify(p) : (p) => (typeof p === 'string' ? p : undefined);
+  const decode = format === 'json' ? (s) => JSON.parse(s) : (s) => s;
+  const ttl = ttlSeconds ?? codec.ttl ?? 600;
+  if (typeof ttl !== 'number' || !Number.isFinite(ttl) || ttl <= 0) {
+    throw configError('ttlSeconds: expected a positive number of seconds');
+  }
+  const envelope = codec._envelope(audience ?? null, ttl);
+  const requests = new AsyncLocalStorage();
+
+  function round(ctx) {
+    const body = requests.getStore();
+    const req = ctx && ctx.mcpReq;
+    if (body === undefined || !req) {
+      throw configError('the request is not at hand: serve the MCP handler through statesealCodec.handler(handler)');
+    }
+    const principal = bind(ctx) ?? null;
+    if (principal !== null && typeof principal !== 'string' && typeof principal.clientId !== 'string') {
+      throw configError('bind: expected a principal ({ clientId, issuer?, subject? } or a string) or undefined');
+    }
+    return [req.method, JSON.stringify(req.id), body, principal, clock()];
+  }
+
+  return {
+    async mint(payload, ctx) {
+      const state = encode(payload);
+      if (state === undefined) throw configError(format === 'json' ? 'payload: expected a JSON value' : 'payload: expected a string');
+      const [method, id, body, principal, now] = round(ctx);
+      return call(() => envelope.mint(method, id, body, state, principal, now));
+    },
+    async verify(state, ctx) {
+      if (typeof state !== 'string') throw new InvalidRequestStateError('malformed');
+      const [method, id, body, principal, now] = round(ctx);
+      return decode(call(() => envelope.verify(method, id, body, state, principal, now)));
+    },
+    /** The SDK's handler (`createMcpHandler(...)`), each request's body kept for binding. */
+    handler(inner) {
+      if (!inner || typeof inner.fetch !== 'function') throw configError('handler: expected an MCP handler with fetch()');
+      const fetch = async (request, options = {}) => {
+        let body = '';
+        if (options.parsedBody !== undefined) {
+          body = JSON.stringify(options.parsedBody);
+        } else if (request.method === 'POST' && Number(request.headers.get('content-length') ?? 0) <= MAX_BODY) {
+          body = await request.clone().text();
+        }
+        return requests.run(body.length <= MAX_BODY ? body : '', () => inner.fetch(request, options));
+      };
+      return new Proxy(inner, { get: (t, p, r) => (p === 'fetch' ? fetch : Reflect.get(t, p, r)) });
+    },
+  };
+}
+
+module.exports = { KeysetCodec, createStatesealCodec, StatesealError, InvalidRequestStateError };

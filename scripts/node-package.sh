@@ -12,5 +12,5 @@ cargo build --quiet -p stateseal-cli --bin stateseal
 # `npm ci` installs exactly the lock file's versions; the install script's cargo build is incremental.
 (cd "$project" && npm ci --no-audit --no-fund --foreground-scripts --loglevel=error) >&2
 (cd "$project" && npx --no-install tsc -p tsconfig.json) >&2
-STATESEAL_CLI="$PWD/target/debug/stateseal" node --test --test-concurrency=1 "$project"/*.test.mjs >&2
+STATESEAL_CLI="$PWD/target/debug/stateseal" node --test --test-concurrency=1 --test-reporter=spec "$project"/*.test.mjs >&2
 node "$project/bench.mjs" >&2

@@ -14,12 +14,35 @@ class StatesealError extends Error {
   }
 }
 
-/** A request state refused; `reason` is a log-only code (`mac`, `expired`, `principal`, …). */
+/**
+ * stateseal's refusal reasons as the four of the SDK's own codec, which is what
+ * `verify` throws (the SDK logs the message): `malformed`, `mac`, `expired`, `bind`.
+ */
+const SDK_REASONS = {
+  seal: 'mac',
+  'unknown key': 'mac',
+  expired: 'expired',
+  'minted in the future': 'expired',
+  'request binding': 'bind',
+  audience: 'bind',
+  principal: 'bind',
+  'principal drift': 'bind',
+  'principal binding error': 'bind',
+};
+
+/**
+ * A request state refused. `reason` is stateseal's log-only reason (`seal`, `unknown key`,
+ * `expired`, `principal`, `request binding`, `audience`, `malformed`, …), `sdkReason` the
+ * SDK codec's (`malformed`, `mac`, `expired`, `bind`); the message is the SDK's from
+ * `verify`, stateseal's from `unseal`.
+ */
 class InvalidRequestStateError extends StatesealError {
-  constructor(reason) {
-    super(reason, 'ERR_STATESEAL_REJECTED');
+  constructor(reason, { sdk = false } = {}) {
+    const sdkReason = SDK_REASONS[reason] ?? 'malformed';
+    super(sdk ? sdkReason : reason, 'ERR_STATESEAL_REJECTED');
     this.name = 'InvalidRequestStateError';
     this.reason = reason;
+    this.sdkReason = sdkReason;
   }
 }
 
@@ -201,9 +224,14 @@ function createStatesealCodec({
       return call(() => envelope.mint(method, id, body, state, principal, now));
     },
     async verify(state, ctx) {
-      if (typeof state !== 'string') throw new InvalidRequestStateError('malformed');
+      if (typeof state !== 'string') throw new InvalidRequestStateError('malformed', { sdk: true });
       const [method, id, body, principal, now] = round(ctx);
-      return decode(call(() => envelope.verify(method, id, body, state, principal, now)));
+      try {
+        return decode(envelope.verify(method, id, body, state, principal, now));
+      } catch (e) {
+        const err = ours(e);
+        throw err instanceof InvalidRequestStateError ? new InvalidRequestStateError(err.reason, { sdk: true }) : err;
+      }
     },
     /** The SDK's handler (`createMcpHandler(...)`), each request's body kept for binding. */
     handler(inner) {

@@ -66,10 +66,16 @@ export declare class StatesealError extends Error {
     | 'ERR_STATESEAL_NOT_BUILT';
 }
 
-/** A request state refused; `reason` is log-only (`mac`, `expired`, `principal`, `request`, …). */
+/**
+ * A request state refused. `reason`: stateseal's log-only reason (`seal`, `unknown key`,
+ * `expired`, `principal`, `request binding`, `audience`, `malformed`, …); `sdkReason`: the
+ * SDK codec's. The message is `sdkReason` when thrown by `verify` (the SDK logs it), `reason`
+ * when thrown by `unseal`.
+ */
 export declare class InvalidRequestStateError extends StatesealError {
   readonly code: 'ERR_STATESEAL_REJECTED';
   readonly reason: string;
+  readonly sdkReason: 'malformed' | 'mac' | 'expired' | 'bind';
 }
 
 /** A codec over a keyset-backed key ring, or over static keys. */

@@ -23,7 +23,9 @@ const TIMING_FLAGS = ['--refresh-interval', '1', '--max-skew', '1', '--state-ttl
 export function localKeyset() {
   const dir = mkdtempSync(path.join(tmpdir(), 'stateseal-node-'));
   const store = `file://${dir}/keyset.json`;
-  const out = execFileSync(CLI, ['init', '--kek', `local://${dir}/kek.bin`, '--store', store, ...TIMING_FLAGS, '--json']);
+  const out = execFileSync(CLI, ['init', '--kek', `local://${dir}/kek.bin`, '--store', store, ...TIMING_FLAGS, '--json'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const created = JSON.parse(out);
   return { dir, store, keysetId: created.keyset, keysetKeks: created.keyset_keks };
 }
@@ -31,7 +33,7 @@ export function localKeyset() {
 /** `stateseal <args>` against a keyset's store, pinned as init said. */
 export function cli(keyset, ...args) {
   const env = { ...process.env, STATESEAL_KEYSET_ID: keyset.keysetId, STATESEAL_KEYSET_KEKS: keyset.keysetKeks.join(',') };
-  return execFileSync(CLI, args, { env }).toString();
+  return execFileSync(CLI, args, { env, stdio: ['ignore', 'pipe', 'pipe'] }).toString();
 }
 
 const CONFIRM = { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] };
@@ -41,12 +43,20 @@ const CONFIRM = { type: 'object', properties: { ok: { type: 'boolean' } }, requi
  * Rust and Python example servers: a confirmation round whose state goes through
  * `statesealCodec`. The caller is the `x-user` header (a test's stand-in for an auth layer).
  */
-export async function sdkServer(statesealCodec, { errors = [] } = {}) {
+export async function sdkServer(statesealCodec, { errors = [], reasons } = {}) {
+  // With `reasons`, verify also records stateseal's own reason of each refusal.
+  const verify = reasons
+    ? async (state, ctx) =>
+        statesealCodec.verify(state, ctx).catch((e) => {
+          reasons.push(e.reason);
+          throw e;
+        })
+    : statesealCodec.verify;
   const handler = statesealCodec.handler(
     createMcpHandler(() => {
       const server = new McpServer(
         { name: 'stateseal-node-test', version: '1.0.0' },
-        { capabilities: { tools: {} }, requestState: { verify: statesealCodec.verify } },
+        { capabilities: { tools: {} }, requestState: { verify } },
       );
       server.server.onerror = (e) => errors.push(e.message);
       server.registerTool('deploy', { inputSchema: z.object({ env: z.string() }) }, async ({ env }, ctx) => {

@@ -1,7 +1,7 @@
 """A child drops the codec it inherited across `os.fork()` without using it,
 between two marker calls; `scripts/nonce-path-check.sh` runs this under
 `strace -f` and requires that the child made no system call between the
-markers. The inherited instance's runtime shares its epoll set and eventfd
+markers but getpid. The inherited instance's runtime shares its epoll set and eventfd
 with the parent's: dropping it in the child would act on the parent's.
 
     python fork_drop_probe.py DIR    (prints the child's pid)

@@ -245,7 +245,14 @@ function createStatesealCodec({
         }
         return requests.run(body.length <= MAX_BODY ? body : '', () => inner.fetch(request, options));
       };
-      return new Proxy(inner, { get: (t, p, r) => (p === 'fetch' ? fetch : Reflect.get(t, p, r)) });
+      // Everything else is the handler's own, called on the handler itself (not the proxy).
+      return new Proxy(inner, {
+        get(target, key) {
+          if (key === 'fetch') return fetch;
+          const value = Reflect.get(target, key, target);
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
     },
   };
 }

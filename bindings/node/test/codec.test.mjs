@@ -85,6 +85,22 @@ test('bad options are refused, naming the option', async () => {
   assert.throws(() => new KeysetCodec({}), { code: 'ERR_STATESEAL_CONFIG' });
 });
 
+test('start waits off the event loop: timers fire while the first ring is awaited', async () => {
+  const k = localKeyset();
+  let ticks = 0;
+  const timer = setInterval(() => (ticks += 1), 20);
+  // No keyset at this path: start waits its whole readyTimeout for a ring, then fails.
+  const started = Date.now();
+  await assert.rejects(
+    KeysetCodec.start(`file://${k.dir}/missing.json`, { ...pinned(k), readyTimeout: 1 }),
+    (e) => e.code === 'ERR_STATESEAL_START',
+  );
+  clearInterval(timer);
+  const waited = Date.now() - started;
+  assert.ok(waited >= 900, `start gave up after ${waited} ms`);
+  assert.ok(ticks >= waited / 20 / 2, `${ticks} timer ticks in ${waited} ms: the event loop was blocked`);
+});
+
 test('static keys: too short or missing keys refused', () => {
   assert.throws(() => KeysetCodec.fromKeys([]), { code: 'ERR_STATESEAL_CONFIG' });
   assert.throws(() => KeysetCodec.fromKeys(['short']), (e) => e.code === 'ERR_STATESEAL_CONFIG' && !e.message.includes('short'));

@@ -91,6 +91,13 @@ class KeysetCodec {
     if (options === null || typeof options !== 'object' || Array.isArray(options)) {
       throw configError('options: expected an object');
     }
+    for (const [name, value] of Object.entries(options)) {
+      // JSON would turn these into null ("not set") or throw: refuse them by name instead.
+      if (typeof value === 'number' && !Number.isFinite(value)) throw configError(`${name}: expected a finite number`);
+      if (!['number', 'string', 'boolean', 'undefined'].includes(typeof value) && !Array.isArray(value) && value !== null) {
+        throw configError(`${name}: expected a number, a string, a boolean or a list of strings`);
+      }
+    }
     const handle = await call(() => native.NativeCodec.start(store, JSON.stringify(options))).catch((e) => {
       throw ours(e);
     });
@@ -154,13 +161,15 @@ class KeysetCodec {
   }
 }
 
-/** Bodies up to this size are kept for binding; a larger one leaves its round unbindable. */
-const MAX_BODY = 4 << 20;
+/** Request bodies up to this many bytes are kept for binding (the SDK's own default limit). */
+const MAX_BODY_BYTES = 4 << 20;
 
 /** The principal a state is bound to, from the SDK's `AuthInfo` (issuer and subject from `extra`). */
 function principalOf(ctx) {
   const auth = ctx && ctx.http && ctx.http.authInfo;
-  if (!auth || typeof auth.clientId !== 'string') return undefined;
+  if (!auth) return undefined;
+  // Authenticated but without a client id: refuse rather than leave the state unbound.
+  if (typeof auth.clientId !== 'string') throw configError('authInfo.clientId: expected a string');
   const extra = auth.extra || {};
   const text = (v) => (typeof v === 'string' ? v : undefined);
   return {
@@ -170,21 +179,48 @@ function principalOf(ctx) {
   };
 }
 
+/** A request's body as text, read from a clone and at most `max` bytes (`null` past it). */
+async function bodyOf(request, max) {
+  if (request.body === null) return '';
+  if (request.bodyUsed) return null;
+  const reader = request.clone().body.getReader();
+  const chunks = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > max) {
+      // Not awaited: a tee branch's cancel settles only once the other branch (the SDK's) is done.
+      reader.cancel().catch(() => {});
+      return null;
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+const CODEC_OPTIONS = new Set(['codec', 'ttlSeconds', 'audience', 'bind', 'clock', 'format', 'maxBodyBytes']);
+
 /**
  * The TypeScript SDK's `RequestStateCodec` on a stateseal codec: `mint` seals the
- * JSON payload with the Rust envelope's claims (expiry, the round's method, target
- * and arguments, audience, principal), `verify` checks them and throws
- * `InvalidRequestStateError` with a log-only reason. Serve the MCP handler through
- * `handler(...)` so that each round's request is at hand.
+ * payload with the Rust envelope's claims (expiry, the round's method, target and
+ * arguments, audience, principal), `verify` checks them and throws
+ * `InvalidRequestStateError` with the SDK codec's reason. Serve the MCP handler
+ * through `handler(...)` so that each round's request is at hand.
  */
-function createStatesealCodec({
-  codec,
-  ttlSeconds,
-  audience,
-  bind = principalOf,
-  clock = () => Date.now() / 1000,
-  format = 'json',
-} = {}) {
+function createStatesealCodec(options = {}) {
+  const unknown = Object.keys(options).find((k) => !CODEC_OPTIONS.has(k));
+  if (unknown !== undefined) throw configError(`unknown option ${JSON.stringify(unknown)}`);
+  const {
+    codec,
+    ttlSeconds,
+    audience,
+    bind = principalOf,
+    clock = () => Date.now() / 1000,
+    format = 'json',
+    maxBodyBytes = MAX_BODY_BYTES,
+  } = options;
   if (!(codec instanceof KeysetCodec)) throw configError('codec: expected a KeysetCodec');
   if (audience !== undefined && (typeof audience !== 'string' || audience === '')) {
     throw configError('audience: expected a non-empty string');
@@ -192,58 +228,76 @@ function createStatesealCodec({
   if (typeof bind !== 'function') throw configError('bind: expected a function of the request context');
   if (typeof clock !== 'function') throw configError('clock: expected a function returning seconds since 1970');
   if (format !== 'json' && format !== 'text') throw configError("format: expected 'json' or 'text'");
+  if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes <= 0) {
+    throw configError('maxBodyBytes: expected a positive whole number of bytes');
+  }
   // 'json': any JSON value, as the SDK's own codec; 'text': a string sealed as it is (what
   // Rust and Python servers put in their states, for fleets that share them).
   const encode = format === 'json' ? (p) => JSON.stringify(p) : (p) => (typeof p === 'string' ? p : undefined);
-  const decode = format === 'json' ? (s) => JSON.parse(s) : (s) => s;
+  const decode =
+    format === 'json'
+      ? (s) => {
+          try {
+            return JSON.parse(s);
+          } catch {
+            // Authentic but not JSON (a text state of another member): never quote it.
+            throw new InvalidRequestStateError('malformed', { sdk: true });
+          }
+        }
+      : (s) => s;
   const ttl = ttlSeconds ?? codec.ttl ?? 600;
   if (typeof ttl !== 'number' || !Number.isFinite(ttl) || ttl <= 0) {
     throw configError('ttlSeconds: expected a positive number of seconds');
   }
   const envelope = codec._envelope(audience ?? null, ttl);
+  // Per HTTP request: its body, and its requests parsed once (on first use).
   const requests = new AsyncLocalStorage();
 
   function round(ctx) {
-    const body = requests.getStore();
+    const store = requests.getStore();
     const req = ctx && ctx.mcpReq;
-    if (body === undefined || !req) {
+    if (store === undefined || !req) {
       throw configError('the request is not at hand: serve the MCP handler through statesealCodec.handler(handler)');
     }
+    store.parsed ??= native.NativeRequest.parse(store.body ?? '');
     const principal = bind(ctx) ?? null;
     if (principal !== null && typeof principal !== 'string' && typeof principal.clientId !== 'string') {
       throw configError('bind: expected a principal ({ clientId, issuer?, subject? } or a string) or undefined');
     }
-    return [req.method, JSON.stringify(req.id), body, principal, clock()];
+    return [store.parsed, req.method, JSON.stringify(req.id), principal, clock()];
   }
 
   return {
     async mint(payload, ctx) {
       const state = encode(payload);
       if (state === undefined) throw configError(format === 'json' ? 'payload: expected a JSON value' : 'payload: expected a string');
-      const [method, id, body, principal, now] = round(ctx);
-      return call(() => envelope.mint(method, id, body, state, principal, now));
+      const [request, method, id, principal, now] = round(ctx);
+      return call(() => envelope.mint(request, method, id, state, principal, now));
     },
     async verify(state, ctx) {
       if (typeof state !== 'string') throw new InvalidRequestStateError('malformed', { sdk: true });
-      const [method, id, body, principal, now] = round(ctx);
+      const [request, method, id, principal, now] = round(ctx);
+      let text;
       try {
-        return decode(envelope.verify(method, id, body, state, principal, now));
+        text = envelope.verify(request, method, id, state, principal, now);
       } catch (e) {
         const err = ours(e);
         throw err instanceof InvalidRequestStateError ? new InvalidRequestStateError(err.reason, { sdk: true }) : err;
       }
+      return decode(text);
     },
     /** The SDK's handler (`createMcpHandler(...)`), each request's body kept for binding. */
     handler(inner) {
       if (!inner || typeof inner.fetch !== 'function') throw configError('handler: expected an MCP handler with fetch()');
-      const fetch = async (request, options = {}) => {
+      const fetch = async (request, fetchOptions = {}) => {
         let body = '';
-        if (options.parsedBody !== undefined) {
-          body = JSON.stringify(options.parsedBody);
-        } else if (request.method === 'POST' && Number(request.headers.get('content-length') ?? 0) <= MAX_BODY) {
-          body = await request.clone().text();
+        if (fetchOptions.parsedBody !== undefined) {
+          body = JSON.stringify(fetchOptions.parsedBody);
+        } else if (request.method === 'POST') {
+          // Past the limit the body is not kept: its rounds cannot bind, so they fail closed.
+          body = await bodyOf(request, maxBodyBytes);
         }
-        return requests.run(body.length <= MAX_BODY ? body : '', () => inner.fetch(request, options));
+        return requests.run({ body, parsed: undefined }, () => inner.fetch(request, fetchOptions));
       };
       // Everything else is the handler's own, called on the handler itself (not the proxy).
       return new Proxy(inner, {

@@ -62,8 +62,7 @@ export declare class StatesealError extends Error {
     | 'ERR_STATESEAL_START'
     | 'ERR_STATESEAL_CLOSED'
     | 'ERR_STATESEAL_UNAVAILABLE'
-    | 'ERR_STATESEAL_REJECTED'
-    | 'ERR_STATESEAL_NOT_BUILT';
+    | 'ERR_STATESEAL_REJECTED';
 }
 
 /**
@@ -105,12 +104,17 @@ export interface StatesealCodecOptions {
   ttlSeconds?: number;
   /** The audience states are sealed for (your server's name). */
   audience?: string;
-  /** The principal of a request; default: `ctx.http.authInfo` (`clientId`, `extra.iss`, `extra.sub`). */
+  /**
+   * The principal of a request; default: `ctx.http.authInfo` (`clientId`, `extra.iss`,
+   * `extra.sub`; an `authInfo` without a string `clientId` is an error, never unbound).
+   */
   bind?: (ctx: RequestContext) => Principal | string | undefined;
   /** `'json'` (default): payloads are JSON values; `'text'`: strings sealed as they are, as Rust and Python servers seal theirs. */
   format?: 'json' | 'text';
   /** Seconds since 1970 (tests move it); default: the system clock. */
   clock?: () => number;
+  /** Request bodies up to this many bytes are kept for binding (default 4 MiB); a larger one's rounds are refused. */
+  maxBodyBytes?: number;
 }
 
 /** The SDK's handler shape (`createMcpHandler(...)`). */
@@ -120,7 +124,7 @@ export interface FetchHandler {
 
 /** The SDK's `RequestStateCodec<T>`; `verify` is what `ServerOptions.requestState.verify` takes. */
 export interface StatesealCodec<T = unknown> {
-  mint(payload: T, ctx?: RequestContext): Promise<string>;
+  mint(payload: T, ctx: RequestContext): Promise<string>;
   verify(state: string, ctx: RequestContext): Promise<T>;
   /** `handler` with each request kept at hand for binding: serve this one. */
   handler<H extends FetchHandler>(handler: H): H;

@@ -10,12 +10,14 @@
 //! spec makes retries idempotent. Every check fails closed with a log-only
 //! reason; the wire sees one frozen error.
 
+mod batch;
 mod claims;
 mod identity;
 mod principal;
 
 use std::sync::Arc;
 
+pub use batch::RequestBatch;
 pub use claims::{ENVELOPE_VERSION, FUTURE_SKEW_SECS};
 pub use identity::{CARRIER_METHODS, RequestIdentity};
 pub use principal::{PRINCIPAL_LABEL, Principal};

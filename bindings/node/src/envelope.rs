@@ -1,15 +1,15 @@
 //! The Rust envelope's claims from JavaScript: the round's identity from the
-//! request as it arrived (the HTTP body's JSON-RPC message with the round's
-//! id and method, parsed here, so arguments are bound exactly as the Rust and
-//! Python servers bind them), the principal from its parts.
+//! request as it arrived (a [`NativeRequest`]: the HTTP body parsed here, so
+//! arguments are bound exactly as the Rust and Python servers bind them), the
+//! principal from its parts.
 
 use std::sync::Arc;
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use serde_json::Value;
-use stateseal::{Envelope, Principal, RequestIdentity, StateCodec};
+use stateseal::{Envelope, Principal, StateCodec};
 
+use crate::request::NativeRequest;
 use crate::{Code, Shared, fail, open, thrown};
 
 /// The caller a state is bound to, by its parts (as the Rust servers' `AuthenticatedPrincipal`).
@@ -61,30 +61,6 @@ impl Through {
     }
 }
 
-/// The identity of the round `method` / `id` in `body` (one JSON-RPC message or a batch).
-fn identity(
-    method: &str,
-    id_json: &str,
-    body: &str,
-) -> std::result::Result<RequestIdentity, Error<Code>> {
-    let unbound = || fail(Code::Rejected, "malformed");
-    let id: Value = serde_json::from_str(id_json).map_err(|_| unbound())?;
-    let body: Value = serde_json::from_str(body).map_err(|_| unbound())?;
-    let matches = |m: &&Value| {
-        m.get("id") == Some(&id) && m.get("method").and_then(Value::as_str) == Some(method)
-    };
-    let message = match &body {
-        Value::Array(batch) => batch.iter().find(matches),
-        one => Some(one).filter(matches),
-    }
-    .ok_or_else(unbound)?;
-    let params = message
-        .get("params")
-        .cloned()
-        .unwrap_or(Value::Object(Default::default()));
-    RequestIdentity::from_serde(method, &params).map_err(|_| unbound())
-}
-
 fn principal(p: PrincipalArg) -> Option<Principal> {
     p.map(|p| match p {
         Either::A(text) => Principal::new(text),
@@ -122,19 +98,22 @@ impl NativeEnvelope {
 
 #[napi]
 impl NativeEnvelope {
-    /// Seals `state` for the round (`method`, its JSON-RPC `id` as JSON, the HTTP `body` it came in), bound to `principal`, at `now` (seconds).
+    /// Seals `state` for the round (`method`, its JSON-RPC `id` as JSON, in `request`), bound to `principal`, at `now` (seconds).
     #[napi]
     pub fn mint(
         &self,
+        request: &NativeRequest,
         method: String,
         id_json: String,
-        body: String,
         state: String,
         principal_parts: PrincipalArg,
         now: f64,
     ) -> std::result::Result<String, Error<Code>> {
         open(&self.shared)?;
-        let id = identity(&method, &id_json, &body)?;
+        let id = request
+            .batch
+            .identity(&method, id_json.as_bytes())
+            .map_err(|e| thrown(&e))?;
         self.envelope
             .mint_at(
                 &id,
@@ -149,15 +128,18 @@ impl NativeEnvelope {
     #[napi]
     pub fn verify(
         &self,
+        request: &NativeRequest,
         method: String,
         id_json: String,
-        body: String,
         token: String,
         principal_parts: PrincipalArg,
         now: f64,
     ) -> std::result::Result<String, Error<Code>> {
         open(&self.shared)?;
-        let id = identity(&method, &id_json, &body)?;
+        let id = request
+            .batch
+            .identity(&method, id_json.as_bytes())
+            .map_err(|e| thrown(&e))?;
         let text = self
             .envelope
             .verify_at(&id, &token, principal(principal_parts).as_ref(), now)

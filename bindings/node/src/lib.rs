@@ -15,6 +15,7 @@
 #![deny(unsafe_code)]
 
 mod envelope;
+mod request;
 mod settings;
 
 use std::sync::Arc;
@@ -26,6 +27,7 @@ use stateseal::{AesGcmCodec, KeyRing, RingHandle, StateCodec};
 use stateseal_binding::{Running, reason};
 
 pub use envelope::NativeEnvelope;
+pub use request::NativeRequest;
 
 /// What a failure is, as JavaScript's `err.code`.
 #[derive(Debug, Clone, Copy)]
@@ -61,6 +63,8 @@ pub(crate) fn thrown(e: &stateseal::Error) -> Error<Code> {
         stateseal::Error::Rejected(_) => fail(Code::Rejected, reason(e)),
         stateseal::Error::Config(m) if m == CLOSED => fail(Code::Closed, CLOSED),
         stateseal::Error::Config(m) => fail(Code::Config, m.clone()),
+        // A state the envelope cannot carry (too large, not UTF-8): the caller's to fix.
+        stateseal::Error::Seal(_) => fail(Code::Config, reason(e)),
         _ => fail(Code::Unavailable, reason(e)),
     }
 }

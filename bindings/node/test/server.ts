@@ -44,7 +44,7 @@ const handler = states.handler(
 );
 
 const node = toNodeHandler(handler);
-createServer(async (req, res) => {
+const http = createServer(async (req, res) => {
   const auth = await authenticate(req);
   if (!auth) {
     res.writeHead(401, { 'www-authenticate': 'Bearer' }).end();
@@ -52,6 +52,11 @@ createServer(async (req, res) => {
   }
   (req as IncomingMessage & { auth?: AuthInfo }).auth = auth;
   await node(req, res);
-}).listen(8080, '127.0.0.1');
+});
+http.listen(8080, '127.0.0.1');
 
-process.on('SIGTERM', () => codec.close());
+process.once('SIGTERM', () => {
+  http.close();
+  http.closeAllConnections();
+  codec.close(); // the process then exits once the last request is answered
+});

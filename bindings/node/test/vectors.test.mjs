@@ -17,6 +17,36 @@ const stricter = new Map(data('stricter-than-python-mcp-2.3.0.json').stricter.ma
 const secret = (label) => Buffer.from(vectors.keys.find((k) => k.label === label).secret_hex, 'hex');
 const loneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
+test("the Python SDK's keys: the same key ids from bytes and from strings (UTF-8)", () => {
+  for (const k of vectors.keys) {
+    const key = k.secret_type === 'str' ? k.secret_text : Buffer.from(k.secret_hex, 'hex');
+    const token = KeysetCodec.fromKeys([key]).seal('x');
+    assert.equal(Buffer.from(token.slice(3), 'base64url').subarray(0, 4).toString('hex'), k.kid_hex, k.label);
+  }
+});
+
+test("the Python SDK's key errors, with its messages", () => {
+  const aaaa = 'a'.repeat(32);
+  const cases = [
+    ['31_bytes', [Buffer.from('k'.repeat(31))]],
+    ['31_byte_str', ['k'.repeat(31)]],
+    ['15_chars_2byte_utf8_is_30_bytes', ['é'.repeat(15)]],
+    ['duplicate', [Buffer.from(aaaa), Buffer.from(aaaa)]],
+    ['duplicate_str_and_bytes_spelling', [aaaa, Buffer.from(aaaa)]],
+  ];
+  for (const [label, keys] of cases) {
+    const expected = vectors.key_errors.find((e) => e.label === label).message;
+    assert.throws(() => KeysetCodec.fromKeys(keys), (e) => {
+      assert.equal(e.code, 'ERR_STATESEAL_CONFIG', label);
+      // The SDK's message, without its advice to run Python.
+      assert.equal(e.message, expected.split('. Generate one with')[0], label);
+      return true;
+    });
+  }
+  assert.throws(() => KeysetCodec.fromKeys([aaaa, 32]), { code: 'ERR_STATESEAL_CONFIG', message: 'keys[1]: expected a string or bytes' });
+  assert.throws(() => KeysetCodec.fromKeys([]), { code: 'ERR_STATESEAL_CONFIG' });
+});
+
 /** What the Node codec cannot be asked, and why. */
 function outOfScope(v) {
   const state = JSON.parse(v.request_state_json);

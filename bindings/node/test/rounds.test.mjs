@@ -1,0 +1,105 @@
+// How `createStatesealCodec` finds a round's request and caller, and refuses
+// what it cannot bind: batches, bodies past the limit, non-JSON states,
+// contexts without a client id, misspelt options. The SDK's handler is
+// stood in for by one that calls mint/verify inside `handler()`, as the SDK does.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { InvalidRequestStateError, KeysetCodec, StatesealError, createStatesealCodec } from 'stateseal';
+
+const codec = KeysetCodec.fromKeys(['k'.repeat(32)]);
+const call = (id, env) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'deploy', arguments: { env } } });
+const ctx = (id, authInfo) => ({ mcpReq: { id, method: 'tools/call' }, http: authInfo && { authInfo } });
+
+/** `f(states)` inside the handler, for a POST of `body` (text or a stream). */
+function serve(states, body, f) {
+  const init = { method: 'POST', body };
+  if (body instanceof ReadableStream) init.duplex = 'half';
+  return states.handler({ fetch: () => f(states) }).fetch(new Request('http://127.0.0.1/mcp', init));
+}
+
+const refusal = (reason, sdkReason) => (e) => {
+  assert.ok(e instanceof InvalidRequestStateError, `${e}`);
+  assert.equal(e.reason, reason);
+  assert.equal(e.message, sdkReason);
+  return true;
+};
+
+test('a batch repeating a request id binds none of its requests', async () => {
+  const states = createStatesealCodec({ codec, audience: 'svc' });
+  const token = await serve(states, JSON.stringify(call(1, 'staging')), (s) => s.mint({ env: 'staging' }, ctx(1)));
+  assert.deepEqual(await serve(states, JSON.stringify(call(1, 'staging')), (s) => s.verify(token, ctx(1))), { env: 'staging' });
+  // The state minted for staging, echoed in a batch whose second request with the same id deploys prod.
+  const batch = JSON.stringify([call(1, 'staging'), call(1, 'prod')]);
+  await assert.rejects(serve(states, batch, (s) => s.verify(token, ctx(1))), refusal('malformed', 'malformed'));
+  // Distinct ids in a batch bind each to its own request.
+  const fine = JSON.stringify([call(2, 'prod'), call(1, 'staging')]);
+  assert.deepEqual(await serve(states, fine, (s) => s.verify(token, ctx(1))), { env: 'staging' });
+  await assert.rejects(serve(states, fine, (s) => s.verify(token, ctx(2))), refusal('request binding', 'bind'));
+});
+
+test('a body past maxBodyBytes is not kept, with or without a Content-Length', async () => {
+  const states = createStatesealCodec({ codec, maxBodyBytes: 1024 });
+  const small = JSON.stringify(call(1, 'prod'));
+  const token = await serve(states, small, (s) => s.mint('x', ctx(1)));
+  const padded = JSON.stringify({ ...call(1, 'prod'), pad: 'p'.repeat(2048) });
+  const chunks = (text) =>
+    new ReadableStream({
+      start(c) {
+        for (let i = 0; i < text.length; i += 512) c.enqueue(new TextEncoder().encode(text.slice(i, i + 512)));
+        c.close();
+      },
+    });
+  await assert.rejects(serve(states, padded, (s) => s.verify(token, ctx(1))), refusal('malformed', 'malformed'));
+  await assert.rejects(serve(states, chunks(padded), (s) => s.verify(token, ctx(1))), refusal('malformed', 'malformed'));
+  assert.equal(await serve(states, chunks(small), (s) => s.verify(token, ctx(1))), 'x');
+});
+
+test('an authentic state that is not JSON is refused without being quoted', async () => {
+  const text = createStatesealCodec({ codec, format: 'text' });
+  const json = createStatesealCodec({ codec });
+  const body = JSON.stringify(call(1, 'prod'));
+  const token = await serve(text, body, (s) => s.mint('confirm-deploy:prod', ctx(1)));
+  await assert.rejects(serve(json, body, (s) => s.verify(token, ctx(1))), (e) => {
+    refusal('malformed', 'malformed')(e);
+    assert.ok(!e.stack.includes('confirm-deploy'));
+    return true;
+  });
+});
+
+test('the caller: parts from authInfo, and an authInfo without a client id is an error', async () => {
+  const states = createStatesealCodec({ codec });
+  const body = JSON.stringify(call(1, 'prod'));
+  const alice = { token: 't', clientId: 'c', scopes: [], extra: { iss: 'https://as.test', sub: 'alice' } };
+  const token = await serve(states, body, (s) => s.mint('x', ctx(1, alice)));
+  assert.equal(await serve(states, body, (s) => s.verify(token, ctx(1, alice))), 'x');
+  await assert.rejects(serve(states, body, (s) => s.verify(token, ctx(1, { ...alice, extra: { sub: 'bob' } }))), refusal('principal', 'bind'));
+  await assert.rejects(serve(states, body, (s) => s.verify(token, ctx(1))), refusal('principal drift', 'bind'));
+  await assert.rejects(serve(states, body, (s) => s.mint('x', ctx(1, { token: 't', scopes: [] }))), {
+    code: 'ERR_STATESEAL_CONFIG',
+    message: 'authInfo.clientId: expected a string',
+  });
+  // Outside handler(): a configuration error, never an unbound state.
+  await assert.rejects(states.mint('x', ctx(1)), { code: 'ERR_STATESEAL_CONFIG', message: /handler/ });
+});
+
+test('bad options are refused by name', async () => {
+  const cases = [
+    [{ codec, audiance: 'svc' }, 'unknown option "audiance"'],
+    [{ codec, audience: '' }, 'audience: expected a non-empty string'],
+    [{ codec, ttlSeconds: -1 }, 'ttlSeconds: expected a positive number of seconds'],
+    [{ codec, format: 'xml' }, "format: expected 'json' or 'text'"],
+    [{ codec, maxBodyBytes: 1.5 }, 'maxBodyBytes: expected a positive whole number of bytes'],
+    [{ codec, bind: 'alice' }, 'bind: expected a function of the request context'],
+    [{ codec: {} }, 'codec: expected a KeysetCodec'],
+  ];
+  for (const [options, message] of cases) {
+    assert.throws(() => createStatesealCodec(options), (e) => e instanceof StatesealError && e.code === 'ERR_STATESEAL_CONFIG' && e.message === message);
+  }
+  for (const [options, message] of [
+    [{ ttl: Number.NaN }, 'ttl: expected a finite number'],
+    [{ ttl: 10n }, 'ttl: expected a number, a string, a boolean or a list of strings'],
+  ]) {
+    await assert.rejects(KeysetCodec.start('file:///nonexistent.invalid/keyset.json', options), { code: 'ERR_STATESEAL_CONFIG', message });
+  }
+});

@@ -1,0 +1,138 @@
+//! The requests of one JSON-RPC body, for servers that see the HTTP body but
+//! not the parsed request when they mint or verify (the TypeScript SDK's
+//! `RequestStateCodec` hook, through the Node package).
+
+use crate::error::Error;
+use crate::json::{Duplicates, Value, parse};
+use crate::reason::RejectReason;
+
+use super::identity::RequestIdentity;
+
+/// The requests of one JSON-RPC body (a message or a batch), parsed once
+/// with the Python SDK's `json.loads` semantics, as [`RequestIdentity::from_json`]
+/// reads params: each round's identity by its id and method.
+///
+/// A body that repeats an id binds none of its requests with that id: a
+/// state minted for one request's arguments must never verify for another's.
+///
+/// ```
+/// use stateseal::{RequestBatch, RequestIdentity};
+///
+/// let body = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"deploy","arguments":{"env":"prod"}}}"#;
+/// let batch = RequestBatch::parse(body);
+/// let id = batch.identity("tools/call", b"7")?;
+/// let params = br#"{"name":"deploy","arguments":{"env":"prod"}}"#;
+/// assert_eq!(id, RequestIdentity::from_json("tools/call", params)?);
+/// assert!(batch.identity("tools/call", b"8").is_err());
+/// # Ok::<(), stateseal::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct RequestBatch {
+    /// (id, method, params) of every request; `None` when the body is not JSON.
+    requests: Option<Vec<(Value, String, Value)>>,
+}
+
+/// `message` as (id, method, params), if it is a request (not a notification or a response).
+fn request_of(message: &Value) -> Option<(Value, String, Value)> {
+    let id = message.get("id")?.clone();
+    let method = match message.get("method")? {
+        Value::Str(m) => m.as_str()?.to_owned(),
+        _ => return None,
+    };
+    let params = message.get("params").cloned().unwrap_or(Value::Null);
+    Some((id, method, params))
+}
+
+impl RequestBatch {
+    /// Parses an HTTP body; a body that is not JSON gives a batch every lookup refuses.
+    pub fn parse(body: &[u8]) -> Self {
+        let requests = parse(body, Duplicates::LastWins).ok().map(|v| match v {
+            Value::Array(batch) => batch.iter().filter_map(request_of).collect(),
+            one => request_of(&one).into_iter().collect(),
+        });
+        Self { requests }
+    }
+
+    /// The identity of the request with this `method` and id (`id_json`, its JSON text).
+    ///
+    /// # Errors
+    /// [`Error::Rejected`] ([`RejectReason::Malformed`]) when the body is not
+    /// JSON, no request or more than one has that id, its method differs, or
+    /// its params cannot be bound.
+    pub fn identity(&self, method: &str, id_json: &[u8]) -> Result<RequestIdentity, Error> {
+        let malformed = || Error::Rejected(RejectReason::Malformed);
+        let id = parse(id_json, Duplicates::Reject).map_err(|_| malformed())?;
+        let requests = self.requests.as_ref().ok_or_else(malformed)?;
+        let mut with_id = requests.iter().filter(|(i, _, _)| *i == id);
+        let (Some((_, m, params)), None) = (with_id.next(), with_id.next()) else {
+            return Err(malformed());
+        };
+        if m != method {
+            return Err(malformed());
+        }
+        RequestIdentity::from_params(method, params).map_err(|_| malformed())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(id: &str, env: &str) -> String {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"deploy","arguments":{{"env":"{env}","n":1.0}}}}}}"#
+        )
+    }
+
+    fn params(env: &str) -> String {
+        format!(r#"{{"name":"deploy","arguments":{{"env":"{env}","n":1.0}}}}"#)
+    }
+
+    #[test]
+    fn each_request_of_a_batch_by_its_id() {
+        let body = format!("[{},{}]", call("1", "prod"), call("\"b\"", "staging"));
+        let batch = RequestBatch::parse(body.as_bytes());
+        let prod = RequestIdentity::from_json("tools/call", params("prod").as_bytes());
+        let staging = RequestIdentity::from_json("tools/call", params("staging").as_bytes());
+        assert_eq!(batch.identity("tools/call", b"1"), prod);
+        assert_eq!(batch.identity("tools/call", br#""b""#), staging);
+        // Python's number semantics, as the servers bind: 1.0 is not 1.
+        let int =
+            RequestIdentity::from_json("tools/call", params("prod").replace("1.0", "1").as_bytes());
+        assert_ne!(batch.identity("tools/call", b"1"), int);
+    }
+
+    #[test]
+    fn ambiguous_or_missing_rounds_are_refused() {
+        let malformed = Err(Error::Rejected(RejectReason::Malformed));
+        // The same id twice: neither request binds (else a state minted for one verifies for the other).
+        let twice = format!("[{},{}]", call("1", "staging"), call("1", "prod"));
+        assert_eq!(
+            RequestBatch::parse(twice.as_bytes()).identity("tools/call", b"1"),
+            malformed
+        );
+        let one = RequestBatch::parse(call("1", "prod").as_bytes());
+        assert_eq!(one.identity("tools/call", b"2"), malformed);
+        assert_eq!(one.identity("prompts/get", b"1"), malformed);
+        assert_eq!(one.identity("tools/call", b"not json"), malformed);
+        assert_eq!(
+            RequestBatch::parse(b"{").identity("tools/call", b"1"),
+            malformed
+        );
+        assert_eq!(
+            RequestBatch::parse(b"").identity("tools/call", b"1"),
+            malformed
+        );
+        // A notification has no id; a request without params binds as `{}`.
+        let notification = br#"{"jsonrpc":"2.0","method":"tools/call"}"#;
+        assert_eq!(
+            RequestBatch::parse(notification).identity("tools/call", b"null"),
+            malformed
+        );
+        let bare = RequestBatch::parse(br#"{"jsonrpc":"2.0","id":3,"method":"tools/call"}"#);
+        assert_eq!(
+            bare.identity("tools/call", b"3"),
+            RequestIdentity::from_json("tools/call", b"{}")
+        );
+    }
+}

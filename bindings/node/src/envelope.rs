@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use stateseal::{Envelope, Principal, StateCodec};
+use stateseal::{Envelope, Principal, RequestIdentity, StateCodec};
 
 use crate::request::NativeRequest;
 use crate::{Code, Shared, fail, open, thrown};
@@ -94,6 +94,20 @@ impl NativeEnvelope {
                 .map_err(|e| fail(Code::Config, e.to_string()))?;
         Ok(Self { shared, envelope })
     }
+
+    /// The round's identity in `request`, once the codec is known to be open.
+    fn round(
+        &self,
+        request: &NativeRequest,
+        method: &str,
+        id_json: &str,
+    ) -> std::result::Result<RequestIdentity, Error<Code>> {
+        open(&self.shared)?;
+        request
+            .batch
+            .identity(method, id_json.as_bytes())
+            .map_err(|e| thrown(&e))
+    }
 }
 
 #[napi]
@@ -109,11 +123,7 @@ impl NativeEnvelope {
         principal_parts: PrincipalArg,
         now: f64,
     ) -> std::result::Result<String, Error<Code>> {
-        open(&self.shared)?;
-        let id = request
-            .batch
-            .identity(&method, id_json.as_bytes())
-            .map_err(|e| thrown(&e))?;
+        let id = self.round(request, &method, &id_json)?;
         self.envelope
             .mint_at(
                 &id,
@@ -135,11 +145,7 @@ impl NativeEnvelope {
         principal_parts: PrincipalArg,
         now: f64,
     ) -> std::result::Result<String, Error<Code>> {
-        open(&self.shared)?;
-        let id = request
-            .batch
-            .identity(&method, id_json.as_bytes())
-            .map_err(|e| thrown(&e))?;
+        let id = self.round(request, &method, &id_json)?;
         let text = self
             .envelope
             .verify_at(&id, &token, principal(principal_parts).as_ref(), now)

@@ -12,6 +12,7 @@
 //!     "file:///var/lib/stateseal/keyset.json",
 //!     "my-server",
 //!     [("ttl", Setting::Number(600.0))],
+//!     str::to_owned, // the names are the `Config` fields already
 //! )?;
 //! let running = Running::start(&recipe).map_err(|e| e.to_string())?;
 //! let token = running.seal(b"state")?;

@@ -47,7 +47,10 @@ fn text(v: &Setting, expected: &str) -> Result<String, String> {
     }
 }
 
-/// A `Recipe` from `store` and named settings (the `Config` field names);
+/// A `Recipe` from `store` and named settings, each name as the caller's
+/// language spells it; `field_of` turns one into the `Config` field it sets
+/// (`str::to_owned` for Python's names, a camelCase conversion for
+/// JavaScript's). Errors name the setting as the caller spelled it.
 /// `audience` is what the configuration carries.
 ///
 /// # Errors
@@ -56,21 +59,26 @@ pub fn recipe<'a>(
     store: &str,
     audience: &str,
     settings: impl IntoIterator<Item = (&'a str, Setting)>,
+    field_of: fn(&str) -> String,
 ) -> Result<Recipe, String> {
     let mut b = Config::builder(store, audience);
     let mut allow_local_kek = false;
     let mut explicit = ExplicitTiming::default();
     for (name, value) in settings {
         let v = &value;
-        match name {
+        let field = field_of(name);
+        match field.as_str() {
             "refresh_interval" => explicit.refresh_interval = true,
             "max_skew" => explicit.max_skew = true,
             "ttl" => explicit.ttl = true,
             "propagation" => explicit.propagation = true,
             _ => {}
         }
-        b = match name {
-            "kek" => b.kek(Some(text(v, "kek: expected a KEK URI (a string)")?)),
+        b = match field.as_str() {
+            "kek" => b.kek(Some(text(
+                v,
+                &format!("{name}: expected a KEK URI (a string)"),
+            )?)),
             "create_if_missing" => b.create_if_missing(boolean(name, v)?),
             "allow_local_kek" => {
                 allow_local_kek = boolean(name, v)?;
@@ -89,16 +97,16 @@ pub fn recipe<'a>(
             "seal_reservation_block" => b.seal_reservation_block(count(name, v)?),
             "keyset_id" => b.keyset_id(Some(text(
                 v,
-                "keyset_id: expected a keyset id (a string, ks_…)",
+                &format!("{name}: expected a keyset id (a string, ks_…)"),
             )?)),
             "keyset_keks" => b.keyset_keks(match v {
                 Setting::List(l) => l.clone(),
-                _ => return Err("keyset_keks: expected a list of KEK URIs or prefixes".into()),
+                _ => return Err(format!("{name}: expected a list of KEK URIs or prefixes")),
             }),
             "min_generation" => b.min_generation(count(name, v)?),
             "accept_unauthenticated_keyset" => b.accept_unauthenticated_keyset(boolean(name, v)?),
             "renew_keyset" => b.renew_keyset(boolean(name, v)?),
-            other => return Err(format!("unknown setting {other:?}")),
+            _ => return Err(format!("unknown setting {name:?}")),
         };
     }
     let config = b.build().map_err(|e| e.to_string())?;

@@ -55,25 +55,9 @@ pub(crate) fn recipe(store: &str, settings_json: &str) -> Result<Recipe, String>
             ));
         }
         if let Some(v) = setting(js_name, value)? {
-            named.push((snake_case(js_name), v, js_name.as_str()));
+            named.push((js_name.as_str(), v));
         }
     }
-    stateseal_binding::recipe(
-        store,
-        AUDIENCE,
-        named.iter().map(|(n, v, _)| (n.as_str(), v.clone())),
-    )
-    .map_err(|message| {
-        // Name the option as the caller wrote it.
-        named
-            .iter()
-            .find(|(n, _, _)| {
-                message.contains(&format!("{n}:")) || message.contains(&format!("{n:?}"))
-            })
-            .map_or(message.clone(), |(n, _, js)| {
-                message
-                    .replace(&format!("{n:?}"), &format!("{js:?}"))
-                    .replacen(n.as_str(), js, 1)
-            })
-    })
+    // Errors name the option as written: `keysetKeks: expected a list …`.
+    stateseal_binding::recipe(store, AUDIENCE, named, snake_case)
 }

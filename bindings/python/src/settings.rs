@@ -45,6 +45,7 @@ pub(crate) fn recipe(store: &str, settings: Option<&Bound<'_, PyDict>>) -> PyRes
         store,
         AUDIENCE,
         named.iter().map(|(n, v)| (n.as_str(), v.clone())),
+        str::to_owned,
     )
     .map_err(PyValueError::new_err)
 }

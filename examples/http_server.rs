@@ -30,7 +30,7 @@ use std::sync::Arc;
 use stateseal::boundary::Boundary;
 use stateseal::rmcp_adapter::StateSealed;
 use stateseal::setup::{Config, start_with_clock};
-use stateseal::{AesGcmCodec, Clock, Envelope, KeyRing, ProviderRegistry, RingHandle, SystemClock};
+use stateseal::{AesGcmCodec, Clock, Envelope, KeyRing, RingHandle, SystemClock};
 use stateseal_oauth::{ResourceServer, ResourceServerConfig, require_bearer};
 
 /// The audience of its states and of the access tokens it accepts.
@@ -107,11 +107,7 @@ async fn main() -> std::io::Result<()> {
             let config = Config::from_toml_str(&text).map_err(std::io::Error::other)?;
             // Every provider and store, configured from the environment as the
             // deployment sets it (VAULT_*, the AWS chain, Application Default Credentials).
-            let mut registry = ProviderRegistry::with_defaults();
-            if allow_local_kek {
-                registry.allow_local_kek();
-            }
-            stateseal_providers::register_from_env(&mut registry);
+            let registry = stateseal_providers::registry_from_env(allow_local_kek);
             let p = start_with_clock(&config, registry, clock)
                 .await
                 .map_err(std::io::Error::other)?;

@@ -35,7 +35,6 @@ mod routes;
 use std::sync::Arc;
 
 use axum::http::header;
-use stateseal::ProviderRegistry;
 use stateseal::rmcp_adapter::StateSealed;
 use stateseal::setup::{Config, start};
 use stateseal_oauth::{
@@ -127,11 +126,7 @@ async fn main() -> std::io::Result<()> {
     let metrics = metrics_exporter_prometheus::PrometheusBuilder::new()
         .install_recorder()
         .map_err(std::io::Error::other)?;
-    let mut registry = ProviderRegistry::with_defaults();
-    if allow_local_kek {
-        registry.allow_local_kek();
-    }
-    stateseal_providers::register_from_env(&mut registry);
+    let registry = stateseal_providers::registry_from_env(allow_local_kek);
     let protection = Arc::new(
         start(&config, registry)
             .await

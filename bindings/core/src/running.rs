@@ -7,18 +7,6 @@ use stateseal::rotation::{KeysetTrust, load_verified};
 use stateseal::setup::{Config, Protection};
 use stateseal::{AesGcmCodec, Error, ProviderRegistry, StateCodec};
 
-/// The registry every codec resolves KEK and store URIs with: the built-in
-/// `file` store (and `local` KEK where asked) plus every provider crate,
-/// configured from the environment.
-fn registry(allow_local_kek: bool) -> ProviderRegistry {
-    let mut registry = ProviderRegistry::with_defaults();
-    if allow_local_kek {
-        registry.allow_local_kek();
-    }
-    stateseal_providers::register_from_env(&mut registry);
-    registry
-}
-
 /// What a codec is started from (kept so a forked child can start its own).
 #[derive(Debug, Clone)]
 pub struct Recipe {
@@ -106,7 +94,7 @@ impl Running {
             .enable_all()
             .build()
             .map_err(|e| Error::Config(format!("cannot start the background runtime: {e}")))?;
-        let registry = registry(recipe.allow_local_kek);
+        let registry = stateseal_providers::registry_from_env(recipe.allow_local_kek);
         let protection = runtime.block_on(async {
             let config = recipe.config_for(&registry).await;
             config.validate()?;

@@ -54,12 +54,7 @@ pub(crate) fn local_kek_allowed(store: &str) -> bool {
 /// every provider crate, configured from the environment (a provider's
 /// configuration error surfaces only when a URI names it).
 pub(crate) fn registry(store: &str) -> ProviderRegistry {
-    let mut registry = ProviderRegistry::with_defaults();
-    if local_kek_allowed(store) {
-        registry.allow_local_kek();
-    }
-    stateseal_providers::register_from_env(&mut registry);
-    registry
+    stateseal_providers::registry_from_env(local_kek_allowed(store))
 }
 
 /// `--store`, with `STATESEAL_STORE` as its default, and what the CLI trusts

@@ -12,3 +12,20 @@ pub fn register_from_env(registry: &mut ProviderRegistry) {
     stateseal_gcp_kms::register(registry, stateseal_gcp_kms::GcpKmsConfig::from_env());
     stateseal_object_store::register(registry);
 }
+
+/// A registry with every provider configured from the environment, the
+/// built-in `file` store, and the development-only `local` KEK when
+/// `allow_local_kek` (what a server, a binding or the CLI resolves URIs with).
+///
+/// ```
+/// let registry = stateseal_providers::registry_from_env(false);
+/// # let _ = registry;
+/// ```
+pub fn registry_from_env(allow_local_kek: bool) -> ProviderRegistry {
+    let mut registry = ProviderRegistry::with_defaults();
+    if allow_local_kek {
+        registry.allow_local_kek();
+    }
+    register_from_env(&mut registry);
+    registry
+}

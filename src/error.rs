@@ -125,12 +125,13 @@ pub enum Error {
     #[error("keyset write refused, nothing was written: {0}")]
     BehindNewest(String),
     /// The primary key is a `v1.` keyset key and this process has made as
-    /// many seals with it as its seal reservation allows plus one block (a
-    /// process that cannot write the keyset cannot reserve). It seals again
-    /// once a reservation lands or the next key is primary; `v2.` keys carry
-    /// no budget.
+    /// many seals with it as its recorded seal reservation allows (plus one
+    /// block once it holds one). A process that cannot write the keyset
+    /// records nothing and seals nothing with a `v1.` keyset key. It seals
+    /// again once a reservation lands or the next key is primary; `v2.` keys
+    /// carry no budget (`stateseal rotate` makes one).
     #[error(
-        "key {kid} has made the {limit} seals this process may make with it (its seal reservation plus one block); writing the keyset reserves more, and v2 keys carry no budget"
+        "key {kid} has made the {limit} seals this process may make with it (its recorded seal reservation, plus one block once it holds one); writing the keyset reserves more, and `stateseal rotate` gives the keyset a v2 key, which carries no budget"
     )]
     SealBudgetExhausted {
         /// The key id (hex).

@@ -463,7 +463,10 @@ mod tests {
             matches!(&err, Error::SealBudgetExhausted { limit: 2, kid } if *kid == key.kid().to_hex()),
             "{err}"
         );
-        assert!(err.to_string().contains("v2 keys carry no budget"), "{err}");
+        assert!(
+            err.to_string().contains("v2 key, which carries no budget"),
+            "{err}"
+        );
         assert_eq!(key.seal_count(), 2, "the refused seal is not counted");
         // The refused payload's buffer (plaintext) is not kept for reuse.
         assert_eq!(payload_buffer().capacity(), 0);

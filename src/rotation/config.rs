@@ -57,6 +57,13 @@ pub struct SchedulerConfig {
     /// This instance's name in rotation claims and rendezvous hashing (`None`,
     /// the default: a random `i_…` id drawn at start; a pod name fits).
     pub instance_id: Option<String>,
+    /// The claim rule before claimants stepped back: a claimant whose
+    /// rotation failed claims again at its next refresh. Only for the
+    /// simulation's control that shows the frozen rotation it caused
+    /// (feature `internals`, no stability promise).
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
+    pub legacy_reclaim: bool,
 }
 
 impl Default for SchedulerConfig {
@@ -74,6 +81,8 @@ impl Default for SchedulerConfig {
             keyset_validity: DEFAULT_KEYSET_VALIDITY,
             renew_keyset: true,
             instance_id: None,
+            #[cfg(feature = "internals")]
+            legacy_reclaim: false,
         }
     }
 }
@@ -87,6 +96,14 @@ impl SchedulerConfig {
     /// A builder starting from this configuration.
     pub fn to_builder(&self) -> SchedulerConfigBuilder {
         SchedulerConfigBuilder(self.clone())
+    }
+
+    /// Whether the legacy claim rule is on (only ever with feature `internals`).
+    pub(crate) fn legacy_reclaim(&self) -> bool {
+        #[cfg(feature = "internals")]
+        return self.legacy_reclaim;
+        #[cfg(not(feature = "internals"))]
+        false
     }
 
     /// The store staleness limit in force for a fleet on `timing`:

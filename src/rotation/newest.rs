@@ -102,6 +102,39 @@ pub(crate) async fn newest_written(
     }
 }
 
+/// A server's write floor: a server writes (claims, renewals, seal
+/// reservations, rotations) only on the newest document it can see. A
+/// restarted server has no watermark, so a restored backup the running fleet
+/// refuses would otherwise be renewed or rotated by it, its retired keys
+/// back for good; the copy says the store went backwards.
+///
+/// # Errors
+/// [`Error::BehindNewest`] naming the generations and the two ways out.
+pub(crate) async fn server_floor(
+    store: &dyn KeysetStore,
+    registry: &ProviderRegistry,
+    trust: &KeysetTrust,
+    base: &Keyset,
+) -> Result<(), Error> {
+    let Some(newest) = newest_written(store, registry, trust, &base.id).await else {
+        return Ok(());
+    };
+    if newest.generation <= base.generation {
+        return Ok(());
+    }
+    let copy = store
+        .newest_copy()
+        .map_or_else(String::new, |c| c.uri().to_owned());
+    metrics::counter!("stateseal_keyset_writes_refused_total", "reason" => "behind_newest")
+        .increment(1);
+    Err(Error::BehindNewest(format!(
+        "the store holds generation {}, but generation {} was written before it (its copy is {copy}): this is a restored backup, and a server neither renews, claims on nor rotates it. Put the newest document back (copy {copy} over {}), or retire every key in the backup with `stateseal rotate --now-compromise`",
+        base.generation,
+        newest.generation,
+        store.uri(),
+    )))
+}
+
 /// Refuses an operator's write of `candidate`, built on `base`, when a
 /// running instance holding `newest` (the newest document ever written here)
 /// would refuse it; otherwise lifts `candidate`'s generation above `newest`'s,

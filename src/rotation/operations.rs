@@ -4,7 +4,7 @@
 //! ([`RotationPlan::apply`]); a dry run stops after the plan.
 
 use super::config::SchedulerConfig;
-use super::newest::{judge_against_newest, newest_written, write_keyset};
+use super::newest::{judge_against_newest, newest_written, server_floor, write_keyset};
 use super::proof::{prove_live_keys, prove_new_key};
 use super::timeline::{RingPlan, RotateMode, ring_at, rotated};
 use super::trust::{DEFAULT_KEYSET_VALIDITY, KeysetTrust, VerifiedKeyset, seal_with_new_mac_key};
@@ -324,10 +324,12 @@ pub(crate) async fn rotate_vetted(
 ) -> Result<RotationPlan, Error> {
     let mut base = load_verified(store, registry, trust, now).await?;
     vet(&base.doc)?;
-    // Operators' writes only: a server builds on nothing older than it serves.
+    // An operator's write is judged against the newest copy (and may lift its
+    // generation above it); a server's is refused on anything older.
     let newest = if rotation.generation_floor {
         newest_written(store, registry, trust, &base.doc.id).await
     } else {
+        server_floor(store, registry, trust, &base.doc).await?;
         None
     };
     let mut retries = RESERVATION_RETRIES;

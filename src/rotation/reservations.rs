@@ -9,10 +9,10 @@
 //! compare-and-swap write as a rotation, and reserves again before the block
 //! runs out. A process that dies wastes the rest of its block (the count errs
 //! high, never low); the scheduler rotates once `seals_reserved` reaches
-//! `max_seals_per_key`. A process may run one block past its reservation (the
-//! store was down for longer than a block lasts; those seals are added to the
-//! next reservation), and no further: past that it stops sealing with the key
-//! until a reservation lands. Only `v1.` keys have a budget: `v2.` keys
+//! `max_seals_per_key`. A process holding a reservation may run one block past
+//! it (the store was down for longer than a block lasts; those seals are added
+//! to the next reservation), and no further: past that it stops sealing with
+//! the key until a reservation lands. One that has recorded none seals nothing. Only `v1.` keys have a budget: `v2.` keys
 //! (XAES-256-GCM) derive a key per message and need none.
 
 use std::collections::HashMap;

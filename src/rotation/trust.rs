@@ -4,8 +4,10 @@
 //! Admission against the last adopted document follows (`admission`).
 //!
 //! A document that fails here costs at most one KMS call (the MAC key's
-//! unwrap), and none when it names a keyset or a KEK the pins do not allow.
+//! unwrap), and none when it names a keyset or a KEK the pins do not allow,
+//! or a MAC key reference the KMS refused before.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -132,8 +134,14 @@ struct CachedMac {
 pub struct KeysetTrust {
     policy: TrustPolicy,
     cached: Mutex<Option<CachedMac>>,
+    /// MAC key references the KMS refused (keyset id, reference), newest
+    /// last: a junk reference costs one KMS call, however often it is stored.
+    refused: Mutex<VecDeque<(String, MacKeyRef)>>,
     kms_calls: AtomicU64,
 }
+
+/// How many refused MAC key references a verifier remembers.
+const REFUSED_MAC_REFS: usize = 16;
 
 impl std::fmt::Debug for KeysetTrust {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -153,6 +161,7 @@ impl KeysetTrust {
         Self {
             policy,
             cached: Mutex::new(None),
+            refused: Mutex::new(VecDeque::new()),
             kms_calls: AtomicU64::new(0),
         }
     }
@@ -366,6 +375,20 @@ impl KeysetTrust {
         {
             return Ok(c.key.clone());
         }
+        let refused_before = |guard: &VecDeque<(String, MacKeyRef)>| {
+            guard
+                .iter()
+                .any(|(id, known)| id == keyset_id && known == r)
+        };
+        if self.refused.lock().is_ok_and(|g| refused_before(&g)) {
+            return Err(refuse(
+                uri,
+                Refusal::Mac,
+                format!(
+                    "the MAC key does not unwrap for keyset {keyset_id} (refused by the KMS before; not asked again)"
+                ),
+            ));
+        }
         let provider = registry.provider_for(&r.kek)?;
         self.kms_calls.fetch_add(1, Ordering::Relaxed);
         let ctx = WrapContext {
@@ -376,6 +399,12 @@ impl KeysetTrust {
             Ok(s) => s,
             // The KMS refused the wrap itself (wrong context, not its ciphertext): forged.
             Err(e) if e.kms_class() == Some(ErrorClass::Invalid) => {
+                if let Ok(mut guard) = self.refused.lock() {
+                    if guard.len() == REFUSED_MAC_REFS {
+                        guard.pop_front();
+                    }
+                    guard.push_back((keyset_id.to_owned(), r.clone()));
+                }
                 return Err(refuse(
                     uri,
                     Refusal::Mac,

@@ -36,9 +36,20 @@ const T0: f64 = 1_782_345_600.0;
 pub struct CountingLocal {
     unwraps: AtomicU64,
     generates: AtomicU64,
+    refuse_generate: bool,
 }
 
 impl CountingLocal {
+    /// One whose generate calls are all refused as `Denied` (still counted),
+    /// as AWS KMS refuses a role without `kms:GenerateDataKey`: a pod that
+    /// can read keys but never make one.
+    pub fn refusing_generate() -> Self {
+        Self {
+            refuse_generate: true,
+            ..Self::default()
+        }
+    }
+
     /// Unwraps asked for so far.
     pub fn unwraps(&self) -> u64 {
         self.unwraps.load(Ordering::SeqCst)
@@ -60,6 +71,16 @@ impl KeyProvider for CountingLocal {
         ctx: WrapContext<'a>,
     ) -> BoxFuture<'a, Result<DataKey, Error>> {
         self.generates.fetch_add(1, Ordering::SeqCst);
+        if self.refuse_generate {
+            return Box::pin(async {
+                Err(stateseal::provider::provider_failure(
+                    LocalProvider::SCHEME,
+                    ErrorClass::Denied,
+                    "generate",
+                    "AccessDeniedException: not authorized to perform GenerateDataKey",
+                ))
+            });
+        }
         Box::pin(async move { LocalProvider::new().generate(kek, ctx).await })
     }
     fn unwrap<'a>(
@@ -534,6 +555,37 @@ pub async fn run(s: &impl StoreUnderTest, dir: &Path) {
         "{err}"
     );
     assert_eq!(b.raw().await, placed, "the refused rotation wrote");
+    // A restarted server with the library's defaults (renewals on, rotation by
+    // age) has no watermark and adopts the backup, but neither renews, claims
+    // on nor rotates it: its writes take the operator's floor, the newest copy.
+    let writer = RotationScheduler::new(
+        SchedulerConfig::builder()
+            .timing(Timing::new(10.0, 5.0, 100.0))
+            .rotation_period(Some(200.0))
+            // Renewal due at once: less than half of 30 days is left.
+            .keyset_validity(30.0 * 86_400.0)
+            .trust(trust.clone())
+            .build()
+            .expect("config"),
+        s.open(),
+        registry.clone(),
+        Arc::new(RingHandle::empty()),
+        Arc::new(ManualClock::new(b.t)),
+    )
+    .expect("scheduler");
+    for dt in [0.0, 15.0, 45.0, 90.0] {
+        let _ = writer.refresh_at(b.t + dt).await;
+    }
+    assert_eq!(
+        b.raw().await,
+        placed,
+        "a restarted server wrote on a restored backup"
+    );
+    assert_eq!(
+        newest.load().await.expect("copy").map(|c| c.generation()),
+        good["generation"].as_u64(),
+        "the copy still holds the newest write"
+    );
     b.restore(&good).await;
 
     // A KEK holder re-wraps the primary key under a new KEK: an instance whose

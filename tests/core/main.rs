@@ -4,6 +4,7 @@ mod boundary_json;
 mod cheap_reads;
 mod fleet;
 mod interop;
+mod junk_documents;
 mod keyset_integrity;
 mod limits;
 mod no_leak;

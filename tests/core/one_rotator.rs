@@ -32,12 +32,24 @@ struct Fleet {
 }
 
 async fn fleet(tag: &str) -> Fleet {
+    fleet_with(tag, false).await
+}
+
+/// The fleet; with `broken_pod_0`, pod 0's KMS role cannot generate data keys.
+async fn fleet_with(tag: &str, broken_pod_0: bool) -> Fleet {
     let kms = Arc::new(CountingLocal::default());
     let mut registry = local_registry();
     registry.register_provider(kms.clone());
     let (_dir, store) = local_keyset(tag, &registry, timing(), T0).await;
+    let mut broken = local_registry();
+    broken.register_provider(Arc::new(CountingLocal::refusing_generate()));
     let members = (0..FLEET)
         .map(|i| {
+            let registry = if broken_pod_0 && i == 0 {
+                &broken
+            } else {
+                &registry
+            };
             let config = SchedulerConfig::builder()
                 .timing(timing())
                 .rotation_period(Some(PERIOD))
@@ -158,4 +170,59 @@ async fn a_claim_whose_holder_died_lapses_and_another_instance_rotates() {
     assert_eq!(f.kms.generates() - generated, 1);
     // The survivor's claim, then its rotation.
     assert_eq!(f.generation().await, 4);
+}
+
+/// A claimant that lives but cannot rotate (its role lacks the generate
+/// permission) claims once, fails, and steps back: its claim lapses and
+/// another instance rotates within the claim's end plus the rendezvous
+/// window, with one claim write by the broken pod, not one per refresh.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_claimant_whose_rotation_fails_steps_back_and_another_rotates() {
+    let f = fleet_with("failing-claimant", true).await;
+    let window = 4.0 * timing().refresh_interval;
+    // Pod 0 alone refreshes once every turn has come (the turns span 4R from
+    // the due time): it claims and its generate call is refused.
+    let first = T0 + PERIOD + window;
+    let _ = f.members[0].refresh_at(first).await;
+    let doc = keysets::content(f.store.as_ref(), &f.registry).await;
+    let claim = doc.rotation_claim.expect("pod 0 claimed the rotation");
+    assert_eq!((claim.holder.as_str(), f.generation().await), ("pod-0", 2));
+    let until = claim.until;
+    // Everyone refreshes every 2 s from then on.
+    let mut now = first + 2.0;
+    let mut rotated_at = None;
+    while now <= until + window + 20.0 && rotated_at.is_none() {
+        f.refresh_all(now).await;
+        let doc = keysets::content(f.store.as_ref(), &f.registry).await;
+        if doc.keys.len() > 1 {
+            rotated_at = Some(now);
+        } else if now < until {
+            assert_eq!(
+                f.generation().await,
+                2,
+                "at {}s the claim was rewritten under a live claim",
+                now - first
+            );
+        }
+        now += 2.0;
+    }
+    let rotated_at = rotated_at.unwrap_or_else(|| {
+        panic!(
+            "no rotation within the claim's end + 4R: the failing claimant froze it (generation {})",
+            f.members[1].status().generation.unwrap_or(0)
+        )
+    });
+    assert!(
+        rotated_at >= until,
+        "rotated at {rotated_at} under a live claim"
+    );
+    assert!(
+        rotated_at <= until + window + 2.0,
+        "rotated {}s after the claim lapsed",
+        rotated_at - until
+    );
+    // The broken pod's claim, another pod's claim, its rotation.
+    assert_eq!(f.generation().await, 4);
+    let doc = keysets::content(f.store.as_ref(), &f.registry).await;
+    assert_eq!(doc.rotation_claim, None);
 }

@@ -4,8 +4,8 @@
 //! (by live and by dead processes), and the fleet rotates once that count
 //! reaches the limit, although no single process ever comes close to it. The
 //! rotation brings a `v2.` key, which needs no reservation at all; a process
-//! that cannot reserve stops sealing with a `v1.` key one block past its
-//! reservation.
+//! that cannot reserve (a read-only server) seals nothing with a `v1.` key
+//! and does not retry its reservation at every refresh.
 
 use stateseal_testkit::keysets;
 use std::collections::{HashMap, HashSet};
@@ -173,9 +173,10 @@ async fn the_seal_budget_survives_restarts_and_fleet_growth() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-/// A store that reads but refuses every write (a read-only server's credentials).
+/// A store that reads but refuses every write (a read-only server's
+/// credentials), counting the writes it was asked for.
 #[derive(Debug)]
-struct ReadOnly(Arc<dyn KeysetStore>);
+struct ReadOnly(Arc<dyn KeysetStore>, Arc<std::sync::atomic::AtomicU64>);
 
 impl KeysetStore for ReadOnly {
     fn uri(&self) -> &str {
@@ -192,6 +193,7 @@ impl KeysetStore for ReadOnly {
         _: Option<u64>,
         _: &'a stateseal::StoredKeyset,
     ) -> stateseal::provider::BoxFuture<'a, Result<(), stateseal::Error>> {
+        self.1.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         Box::pin(async {
             Err(stateseal::Error::Store {
                 uri: "read-only".into(),
@@ -201,13 +203,15 @@ impl KeysetStore for ReadOnly {
     }
 }
 
-/// A process that cannot write the keyset seals one block with a v1 key and
-/// then stops, saying why, before sealing anything more; a v2 key it seals
-/// without limit.
+/// A process that cannot write the keyset seals nothing with a v1 key (the
+/// keyset's count must never be below the seals made), says why and that a
+/// v2 key needs no reservation, and backs off its reservation writes instead
+/// of trying at every refresh; a v2 key it seals without limit.
 #[tokio::test]
-async fn a_process_that_cannot_reserve_stops_one_block_past_its_reservation() {
+async fn a_process_that_cannot_reserve_seals_nothing_unrecorded_with_a_v1_key() {
     let registry = local_registry();
     let (dir, store) = local_keyset("seal-budget-ro", &registry, config().timing, T0).await;
+    let writes = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let start = |store: Arc<dyn KeysetStore>| {
         let ring = Arc::new(RingHandle::empty());
         let sched = RotationScheduler::new(
@@ -217,7 +221,7 @@ async fn a_process_that_cannot_reserve_stops_one_block_past_its_reservation() {
                 .renew_keyset(false)
                 .build()
                 .expect("config"),
-            Arc::new(ReadOnly(store)),
+            Arc::new(ReadOnly(store, writes.clone())),
             local_registry(),
             ring.clone(),
             Arc::new(ManualClock::new(T0)),
@@ -233,21 +237,28 @@ async fn a_process_that_cannot_reserve_stops_one_block_past_its_reservation() {
             .seal(b"x")
             .expect("a v2 key seals without a reservation");
     }
-    // A v1 key: three seals (one block, nothing reserved), then a refusal.
+    assert_eq!(writes.load(std::sync::atomic::Ordering::SeqCst), 0);
+    // A v1 key: nothing recorded, nothing sealed.
     keysets::with_v1_keys(&*store, &registry).await;
     let (sched, codec) = start(store.clone());
     sched.refresh_at(T0 + 1.0).await.expect("refresh");
-    for _ in 0..3 {
-        codec.seal(b"x").expect("within the block");
-    }
-    let err = codec.seal(b"x").expect_err("past the block");
+    let err = codec.seal(b"x").expect_err("no recorded reservation");
     assert!(
-        matches!(err, stateseal::Error::SealBudgetExhausted { limit: 3, .. }),
+        matches!(err, stateseal::Error::SealBudgetExhausted { limit: 0, .. }),
         "{err}"
     );
-    assert!(err.to_string().contains("reservation"), "{err}");
-    // Still refused after the next refresh, which cannot reserve either.
-    sched.refresh_at(T0 + 2.0).await.expect("refresh");
-    assert!(codec.seal(b"x").is_err());
+    let text = err.to_string();
+    assert!(
+        text.contains("recorded seal reservation") && text.contains("`stateseal rotate`"),
+        "{text}"
+    );
+    // R = 1 s: ten more refreshes, one a second. The refused write is tried
+    // again after R, 2R, 4R (backing off), not at each refresh.
+    for i in 2..=11 {
+        sched.refresh_at(T0 + f64::from(i)).await.expect("refresh");
+        assert!(codec.seal(b"x").is_err(), "sealed unrecorded at +{i}s");
+    }
+    let attempts = writes.load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(attempts, 4, "reservation writes in 11 refreshes");
     let _ = std::fs::remove_dir_all(dir);
 }

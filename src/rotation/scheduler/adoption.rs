@@ -76,8 +76,11 @@ impl RotationScheduler {
     ) -> Result<Result<(VerifiedKeyset, Option<StoreVersion>), Error>, Error> {
         let inner = &self.inner;
         let uri = inner.store.uri();
+        let refused = lock(&inner.refused).clone();
         let seen = lock(&inner.seen).clone();
-        let read = inner.store.load_if_changed(seen.as_ref()).await;
+        // The store moves on from the document it refused last, or from the one it adopted.
+        let asked = refused.as_ref().map(|(v, ..)| v.clone()).or(seen.clone());
+        let read = inner.store.load_if_changed(asked.as_ref()).await;
         let result = match &read {
             Ok(ConditionalLoad::Unchanged) => "unchanged",
             Ok(_) => "changed",
@@ -85,11 +88,17 @@ impl RotationScheduler {
         };
         metrics::counter!("stateseal_keyset_reads_total", "result" => result).increment(1);
         Ok(match read? {
-            ConditionalLoad::Unchanged => match lock(&inner.adopted).clone() {
-                Some(adopted) => {
+            ConditionalLoad::Unchanged => match (refused, lock(&inner.adopted).clone()) {
+                // Still the document refused last: refused again without opening it.
+                (Some((_, reason, detail)), _) => {
+                    metrics::counter!("stateseal_keyset_rejected_total", "reason" => reason)
+                        .increment(1);
+                    Err(Error::KeysetRefused { reason, detail })
+                }
+                (None, Some(adopted)) => {
                     KeysetTrust::check_fresh(uri, &adopted, now).map(|()| (adopted, seen))
                 }
-                None => {
+                (None, None) => {
                     // Only an adopted document has a version to name: a store answering
                     // "unchanged" without one is wrong, and the next read is a full one.
                     *lock(&inner.seen) = None;
@@ -102,7 +111,20 @@ impl RotationScheduler {
             ConditionalLoad::Current {
                 document: Some(stored),
                 version,
-            } => self.accept(&stored, now).await.map(|v| (v, version)),
+            } => {
+                let accepted = self.accept(&stored, now).await;
+                // Remember a refusal of the document itself (never a KMS or store
+                // outage's), unless time alone may lift it (an activation too far ahead).
+                *lock(&inner.refused) = match (&accepted, &version) {
+                    (Err(Error::KeysetRefused { reason, detail }), Some(v))
+                        if *reason != Refusal::ActivationTooFar.label() =>
+                    {
+                        Some((v.clone(), *reason, detail.clone()))
+                    }
+                    _ => None,
+                };
+                accepted.map(|v| (v, version))
+            }
             ConditionalLoad::Current { document: None, .. } => {
                 return Err(Error::Store {
                     uri: uri.to_owned(),

@@ -74,6 +74,16 @@ struct Inner {
     status: Mutex<SchedulerStatus>,
     /// This instance's name in rotation claims and rendezvous hashing.
     instance_id: String,
+    /// The generation found behind the store's newest copy (a restored
+    /// backup), so that it is not read and refused again at every refresh.
+    behind_newest: Mutex<Option<u64>>,
+    /// The store version of the last document refused, with its refusal: the
+    /// next conditional read names it, so an unchanged junk document costs a
+    /// read answered "unchanged" and no KMS call.
+    refused: Mutex<Option<(StoreVersion, &'static str, String)>>,
+    /// After the store refused a seal reservation: when to try again, and
+    /// how many refusals in a row.
+    reservation_backoff: Mutex<Option<(f64, u32)>>,
 }
 
 /// Keeps one instance's [`RingHandle`] in step with the shared keyset.
@@ -144,6 +154,9 @@ impl RotationScheduler {
             pruned: Mutex::new(BTreeSet::new()),
             primary_entry: Mutex::new(None),
             reservations: Reservations::default(),
+            behind_newest: Mutex::new(None),
+            refused: Mutex::new(None),
+            reservation_backoff: Mutex::new(None),
             status: Mutex::new(SchedulerStatus {
                 ready: false,
                 generation: None,

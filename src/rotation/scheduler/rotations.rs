@@ -10,6 +10,13 @@
 //! no KMS call until the rotation is published. A claim lapses after
 //! [`CLAIM_TTL`]; turns then start again from its end (the bounded fallback
 //! when a claimant dies mid-rotation).
+//!
+//! A claimant that lives but cannot rotate (its KMS role lacks the generate
+//! permission, its route is broken, it is throttled) steps back: it never
+//! claims again while its own claim lives, and its next turn comes a whole
+//! rendezvous window after the claim lapses, after every other instance's.
+//! Another instance therefore rotates within the claim's end plus 4R, and
+//! the failing one rewrites the document once, not once per refresh.
 
 use sha2::{Digest, Sha256};
 
@@ -82,10 +89,14 @@ impl RotationScheduler {
         {
             return;
         }
+        if self.stepped_back(doc, &plan.primary, now) {
+            return;
+        }
         match self.claim(doc, &plan.primary, now).await {
             Ok(()) => {}
             // Another instance wrote first (its claim, or anything else): judged again at the next refresh.
-            Err(Error::Conflict { .. }) => return,
+            // Behind the newest copy: said once when found.
+            Err(Error::Conflict { .. } | Error::BehindNewest(_)) => return,
             Err(e) => {
                 tracing::warn!(error = %e, "could not claim the due rotation; the next refresh tries again");
                 return;
@@ -100,24 +111,52 @@ impl RotationScheduler {
             ),
             // Another instance won the race, or started a rotation: nothing to do.
             Err(Error::Conflict { .. } | Error::RotationInFlight(_)) => {}
-            Err(e) => tracing::warn!(error = %e, "automatic rotation failed"),
+            Err(e) => {
+                metrics::counter!("stateseal_rotation_failures_total").increment(1);
+                let timing = doc.timing.unwrap_or(inner.config.timing);
+                tracing::warn!(
+                    error = %e,
+                    retry_after_s = CLAIM_TTL + rendezvous_window(&timing),
+                    "automatic rotation failed; stepping back so that another instance rotates once this claim lapses"
+                );
+            }
         }
+    }
+
+    /// Whether this instance holds (or held) the claim on the rotation away
+    /// from `primary` and must leave the next turns to the others: until its
+    /// claim has lapsed and a whole rendezvous window has passed after it.
+    fn stepped_back(&self, doc: &Keyset, primary: &str, now: f64) -> bool {
+        let inner = &self.inner;
+        if inner.config.legacy_reclaim() {
+            return false;
+        }
+        let timing = doc.timing.unwrap_or(inner.config.timing);
+        doc.rotation_claim.as_ref().is_some_and(|c| {
+            c.holder == inner.instance_id
+                && c.primary == primary
+                && now < c.until + rendezvous_window(&timing)
+        })
     }
 
     /// When this instance may claim the rotation by age away from `primary`:
     /// its turn in the rendezvous window counted from when the rotation falls
-    /// due or, after another instance's claim lapsed, from the claim's end.
+    /// due or, after another instance's claim lapsed, from the claim's end;
+    /// after its own claim, one whole window later (see the module).
     pub(super) fn rotation_turn(&self, doc: &Keyset, primary: &str) -> Option<f64> {
         let inner = &self.inner;
         let activated = doc.entry(primary)?.activate_at;
         let due = activated + inner.config.rotation_period?;
         let me = inner.instance_id.as_str();
-        let start = doc
-            .rotation_claim
-            .as_ref()
-            .filter(|c| c.primary == primary && c.holder != me)
-            .map_or(due, |c| c.until.max(due));
         let timing = doc.timing.unwrap_or(inner.config.timing);
+        let start = match doc.rotation_claim.as_ref().filter(|c| c.primary == primary) {
+            None => due,
+            Some(c) if c.holder != me => c.until.max(due),
+            // The legacy rule ignored its own claim (the fault a control reproduces).
+            Some(_) if inner.config.legacy_reclaim() => due,
+            // Its own claim, so its own attempt failed: every other turn comes first.
+            Some(c) => c.until.max(due) + rendezvous_window(&timing),
+        };
         Some(start + turn_offset(&timing, me, &format!("rotation/{activated}")))
     }
 
@@ -141,6 +180,12 @@ impl RotationScheduler {
         }
         if !verified.is_authenticated() {
             return Ok(());
+        }
+        if !self.may_write_on(&verified.doc).await {
+            return Err(Error::BehindNewest(format!(
+                "generation {} is behind the store's newest copy",
+                verified.doc.generation
+            )));
         }
         let mut next = verified.doc.clone();
         next.generation = verified.doc.next_generation()?;

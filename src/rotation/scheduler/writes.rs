@@ -2,12 +2,35 @@
 //! seal reservations for `v1.` keys, and renewals of the document's freshness.
 
 use super::{RotationScheduler, lock};
+use crate::error::Error;
 use crate::key::{RingKey, TokenFormat};
 use crate::keyset::Keyset;
-use crate::rotation::newest::write_keyset;
+use crate::rotation::newest::{server_floor, write_keyset};
 use crate::rotation::trust::VerifiedKeyset;
 
+/// The longest wait between reservation attempts after the store refused one.
+const RESERVATION_BACKOFF_CAP: f64 = 3600.0;
+
 impl RotationScheduler {
+    /// Whether this instance may write on `doc`: not when the store's newest
+    /// copy shows a later generation (a restored backup; see
+    /// `newest::server_floor`). Refused once with a warning, then remembered
+    /// for that generation at no further read.
+    pub(super) async fn may_write_on(&self, doc: &Keyset) -> bool {
+        let inner = &self.inner;
+        if *lock(&inner.behind_newest) == Some(doc.generation) {
+            return false;
+        }
+        match server_floor(&*inner.store, &inner.registry, &inner.trust, doc).await {
+            Err(e @ Error::BehindNewest(_)) => {
+                tracing::warn!(store = %inner.store.uri(), error = %e, "not writing the keyset");
+                *lock(&inner.behind_newest) = Some(doc.generation);
+                false
+            }
+            _ => true,
+        }
+    }
+
     /// When this instance renews `verified` (`renew_keyset`): once less than
     /// half its validity is left, at this instance's rendezvous turn, so a
     /// fleet of writers renews it once, not once per instance.
@@ -31,13 +54,18 @@ impl RotationScheduler {
         let inner = &self.inner;
         let doc = &verified.doc;
         let mut next = doc.clone();
-        let reservation = self.reservation_due(&mut next);
+        let reservation = self
+            .reservation_due(&mut next)
+            .filter(|_| self.reservations_may_retry(now));
         let renewal = self.renewal_turn(verified).is_some_and(|turn| now >= turn);
         if reservation.is_none() && !renewal {
             return;
         }
         if !verified.is_authenticated() {
             // Nothing writes an unauthenticated document; `stateseal keyset upgrade` converts it.
+            return;
+        }
+        if !self.may_write_on(doc).await {
             return;
         }
         let written = async {
@@ -51,6 +79,7 @@ impl RotationScheduler {
             (Ok(()), Some((entry, amount, reserved))) => {
                 // The next refresh loads the new generation like any other write.
                 inner.reservations.granted(&entry, amount);
+                *lock(&inner.reservation_backoff) = None;
                 if let Some(ring) = inner.ring.current() {
                     self.limit_seals(ring.primary(), &entry);
                 }
@@ -63,6 +92,10 @@ impl RotationScheduler {
                 metrics::counter!("stateseal_keyset_write_failures_total").increment(1);
                 if reserving {
                     metrics::counter!("stateseal_seal_reservation_failures_total").increment(1);
+                    if !matches!(e, Error::Conflict { .. }) {
+                        self.reservation_refused(now, &e);
+                        return;
+                    }
                 }
                 tracing::warn!(store = %inner.store.uri(), error = %e, "could not write the keyset (seal reservation or renewal); sealing goes on, the next refresh tries again");
             }
@@ -70,20 +103,51 @@ impl RotationScheduler {
     }
 
     /// Sets the seal budget of `key`, the primary of `entry`: a `v1.` key may
-    /// seal what this process reserved under the entry plus one block, and
-    /// then stops until a reservation lands (a process that cannot write the
-    /// keyset gets the one block). `v2.` keys, and every key with
+    /// seal what this process reserved under the entry plus one block once it
+    /// holds a reservation, and nothing before (a process that cannot write
+    /// the keyset seals nothing unrecorded). `v2.` keys, and every key with
     /// reservations off, have no budget.
     pub(super) fn limit_seals(&self, key: &RingKey, entry: &str) {
         let limit = match self.inner.config.seal_reservation_block {
-            Some(block) if key.format() == TokenFormat::V1 => self
-                .inner
-                .reservations
-                .granted_under(entry)
-                .saturating_add(block),
+            Some(block) if key.format() == TokenFormat::V1 => {
+                let granted = self.inner.reservations.granted_under(entry);
+                // The block past the reservation rides out a store outage, and is
+                // recorded late; a process that has recorded nothing (a read-only
+                // server) may not run ahead of the count at all.
+                if granted == 0 {
+                    0
+                } else {
+                    granted.saturating_add(block)
+                }
+            }
             _ => u64::MAX,
         };
         key.set_seal_limit(limit);
+    }
+
+    /// Whether a seal reservation may be written at `now`: not while backing
+    /// off after the store refused one (see [`Self::reservation_refused`]).
+    fn reservations_may_retry(&self, now: f64) -> bool {
+        lock(&self.inner.reservation_backoff).is_none_or(|(until, _)| now >= until)
+    }
+
+    /// The store answered this refresh's read but refused the reservation
+    /// (not a lost race): most likely a read-only server on a keyset whose
+    /// primary is a `v1.` key. It seals nothing unrecorded with that key, and
+    /// tries again after R, 2R, 4R… up to an hour, not at every refresh.
+    fn reservation_refused(&self, now: f64, e: &Error) {
+        let inner = &self.inner;
+        let mut backoff = lock(&inner.reservation_backoff);
+        let failures = backoff.map_or(0, |(_, n)| n).saturating_add(1);
+        let wait = (inner.config.timing.refresh_interval * 2f64.powi(failures.min(16) as i32 - 1))
+            .min(RESERVATION_BACKOFF_CAP);
+        *backoff = Some((now + wait, failures));
+        tracing::warn!(
+            store = %inner.store.uri(),
+            error = %e,
+            retry_in_s = wait,
+            "could not record a seal reservation for the v1 primary key: this process seals nothing with it beyond what it recorded; `stateseal rotate` gives the keyset a v2 key, which needs no reservations (read-only servers need v2 keys)"
+        );
     }
 
     /// Adds this process's next seal reservation to `next` when one is due:

@@ -1,40 +1,53 @@
 //! The KMS as the simulation sees it: a provider (`sim-kms://`) with a
-//! request quota and latency, counting every call by simulated second. Its
-//! "wrapped" key is the key itself behind a digest of the wrap context: a
-//! model of the contract (context binding, generate, unwrap), never a cipher.
+//! request quota enforced per second (as AWS KMS and Cloud KMS enforce
+//! theirs), latency per request, the client's retries of a throttled call,
+//! and rotators whose role lacks generate-data-key. It counts every call by
+//! simulated second. Its "wrapped" key is the key itself behind a digest of
+//! the wrap context: a model of the contract (context binding, generate,
+//! unwrap), never a cipher.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
 use stateseal::provider::{BoxFuture, DataKey, ErrorClass, KeyProvider, WrapContext, kms_error};
 use stateseal::{Error, Secret};
 
-use crate::series::{Clock, Series};
+use crate::client_retry::RetryPolicy;
+use crate::rng::Rng;
+use crate::series::Series;
+use crate::virtual_time::{Actor, Clock, OPERATOR};
 
 /// The model's scheme: KEKs are `sim-kms://…`.
 pub(crate) const SCHEME: &str = "sim-kms";
 
-/// A KMS's request quota (shared by the whole fleet) and its latency.
+/// A KMS's request quota (shared by the whole fleet), its latency and its client's retries.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct KmsProfile {
-    /// Requests allowed per `window` seconds.
-    pub quota: u64,
-    /// The quota's window: 1 s (AWS), 60 s (GCP).
-    pub window: f64,
+    /// Cryptographic requests allowed in each second (the fleet's share of
+    /// the account's or project's quota).
+    pub quota_per_s: u64,
     /// Seconds one request takes.
     pub latency: f64,
+    /// How the KMS client retries a throttled request.
+    pub retry: RetryPolicy,
 }
 
 #[derive(Debug)]
 struct State {
-    window_index: i64,
-    in_window: u64,
+    second: i64,
+    in_second: u64,
     calls: Series,
     throttled: u64,
+    denied: u64,
     keys: u64,
     generates: u64,
     /// Unwraps per wrap context (one entry of one keyset, or its MAC key).
-    unwraps: std::collections::HashMap<[u8; 16], u64>,
+    unwraps: HashMap<[u8; 16], u64>,
+    /// How many actors may fail generate-data-key, and those that did.
+    failing_quota: usize,
+    failing: HashSet<Actor>,
+    rng: Rng,
 }
 
 #[derive(Debug)]
@@ -49,8 +62,7 @@ pub(crate) struct KmsModel {
 pub(crate) struct KmsCounts {
     pub(crate) calls: Series,
     pub(crate) throttled: u64,
-    /// The busiest quota window's count.
-    pub(crate) peak_window: u64,
+    pub(crate) denied: u64,
 }
 
 fn binding(ctx: &WrapContext<'_>) -> [u8; 16] {
@@ -60,17 +72,35 @@ fn binding(ctx: &WrapContext<'_>) -> [u8; 16] {
     b
 }
 
+/// One attempt's answer: final, or a throttle the client may retry.
+enum Attempt<T> {
+    Done(Result<T, Error>),
+    Throttled(Error),
+}
+
 impl KmsModel {
-    pub(crate) fn new(profile: KmsProfile, clock: Clock) -> Arc<Self> {
+    /// `failing_rotators`: the first this many actors (never the operator)
+    /// that call generate-data-key are denied it, then and ever after — the
+    /// worst case, where each is the fleet's next claimant.
+    pub(crate) fn new(
+        profile: KmsProfile,
+        clock: Clock,
+        seed: u64,
+        failing_rotators: usize,
+    ) -> Arc<Self> {
         Arc::new(Self {
             state: Mutex::new(State {
-                window_index: i64::MIN,
-                in_window: 0,
+                second: i64::MIN,
+                in_second: 0,
                 calls: Series::default(),
                 throttled: 0,
+                denied: 0,
                 keys: 0,
                 generates: 0,
-                unwraps: std::collections::HashMap::new(),
+                unwraps: HashMap::new(),
+                failing_quota: failing_rotators,
+                failing: HashSet::new(),
+                rng: Rng::new(seed),
             }),
             profile,
             clock,
@@ -87,27 +117,63 @@ impl KmsModel {
         self.profile
     }
 
-    /// One request at the current time, or a throttling error past the quota.
-    fn admit(&self) -> Result<u64, Error> {
+    /// One request arriving now: admitted (a fresh key number) or throttled.
+    fn admit(&self) -> Attempt<u64> {
         let t = self.clock.now();
         let mut st = self.lock();
-        let w = (t / self.profile.window).floor() as i64;
-        if w != st.window_index {
-            st.window_index = w;
-            st.in_window = 0;
+        let s = t.floor() as i64;
+        if s != st.second {
+            st.second = s;
+            st.in_second = 0;
         }
-        if st.in_window >= self.profile.quota {
+        if st.in_second >= self.profile.quota_per_s {
             st.throttled += 1;
-            return Err(kms_error(
+            return Attempt::Throttled(kms_error(
                 SCHEME,
                 ErrorClass::Transient,
-                "ThrottlingException: rate exceeded (simulated quota)",
+                "ThrottlingException / RESOURCE_EXHAUSTED: the per-second quota (simulated)",
             ));
         }
-        st.in_window += 1;
+        st.in_second += 1;
         st.calls.add(t);
         st.keys += 1;
-        Ok(st.keys)
+        Attempt::Done(Ok(st.keys))
+    }
+
+    /// A request after the KMS's latency, retried as the client retries a throttle.
+    async fn request<T>(&self, mut then: impl FnMut(u64) -> Result<T, Error>) -> Result<T, Error> {
+        let policy = self.profile.retry;
+        let (mut last, mut retries) = (0.0, 0);
+        loop {
+            self.clock.sleep(self.profile.latency).await;
+            match self.admit() {
+                Attempt::Done(n) => return n.and_then(&mut then),
+                Attempt::Throttled(e) => {
+                    retries += 1;
+                    if retries >= policy.attempts() {
+                        return Err(e);
+                    }
+                    let unit = self.lock().rng.unit();
+                    last = policy.wait(retries, last, unit);
+                    self.clock.sleep(last).await;
+                }
+            }
+        }
+    }
+
+    /// Whether the running actor's generate-data-key is denied.
+    fn denies_generate(&self) -> bool {
+        let actor = self.clock.actor();
+        let mut st = self.lock();
+        if actor == OPERATOR {
+            return false;
+        }
+        if !st.failing.contains(&actor) && st.failing.len() < st.failing_quota {
+            st.failing.insert(actor);
+        }
+        let denied = st.failing.contains(&actor);
+        st.denied += u64::from(denied);
+        denied
     }
 
     /// Forgets what the operator's setup cost (before the run's second 0).
@@ -115,15 +181,11 @@ impl KmsModel {
         let mut st = self.lock();
         st.calls = Series::default();
         st.throttled = 0;
+        st.denied = 0;
         st.generates = 0;
         st.unwraps.clear();
-        st.window_index = i64::MIN;
-        st.in_window = 0;
-    }
-
-    /// Requests admitted so far.
-    pub(crate) fn total(&self) -> u64 {
-        self.lock().calls.total()
+        st.second = i64::MIN;
+        st.in_second = 0;
     }
 
     /// Data keys generated so far.
@@ -146,22 +208,10 @@ impl KmsModel {
 
     pub(crate) fn counts(&self) -> KmsCounts {
         let st = self.lock();
-        let window = self.profile.window.max(1.0) as usize;
-        let mut peak = 0u64;
-        let total = st.calls.total();
-        // Busiest aligned window: the quota's own accounting.
-        let mut start = 0usize;
-        let mut seen = 0u64;
-        while seen < total {
-            let n = st.calls.between(start as f64, (start + window) as f64);
-            peak = peak.max(n);
-            seen += n;
-            start += window;
-        }
         KmsCounts {
             calls: st.calls.clone(),
             throttled: st.throttled,
-            peak_window: peak,
+            denied: st.denied,
         }
     }
 }
@@ -176,18 +226,30 @@ impl KeyProvider for KmsModel {
         _kek: &'a str,
         ctx: WrapContext<'a>,
     ) -> BoxFuture<'a, Result<DataKey, Error>> {
-        let result = self.admit().and_then(|n| {
-            self.lock().generates += 1;
-            // Distinct keys, from the model's own counter (no randomness needed).
-            let key = Sha256::digest(n.to_be_bytes()).to_vec();
-            let mut wrapped = binding(&ctx).to_vec();
-            wrapped.extend_from_slice(&key);
-            Ok(DataKey {
-                plaintext: Secret::new(key)?,
-                wrapped,
+        Box::pin(async move {
+            if self.denies_generate() {
+                // IAM refuses before any quota is spent; the clients never retry a denial.
+                self.clock.sleep(self.profile.latency).await;
+                return Err(kms_error(
+                    SCHEME,
+                    ErrorClass::Denied,
+                    "AccessDeniedException: not authorized to generate data keys (simulated failing rotator)",
+                ));
+            }
+            let bound = binding(&ctx);
+            self.request(|n| {
+                self.lock().generates += 1;
+                // Distinct keys, from the model's own counter (no randomness needed).
+                let key = Sha256::digest(n.to_be_bytes()).to_vec();
+                let mut wrapped = bound.to_vec();
+                wrapped.extend_from_slice(&key);
+                Ok(DataKey {
+                    plaintext: Secret::new(key)?,
+                    wrapped,
+                })
             })
-        });
-        Box::pin(async move { result })
+            .await
+        })
     }
 
     fn unwrap<'a>(
@@ -196,18 +258,20 @@ impl KeyProvider for KmsModel {
         wrapped: &'a [u8],
         ctx: WrapContext<'a>,
     ) -> BoxFuture<'a, Result<Secret, Error>> {
-        let result = self.admit().and_then(|_| {
-            let bound = binding(&ctx);
-            *self.lock().unwraps.entry(bound).or_insert(0) += 1;
-            if wrapped.len() != 48 || wrapped[..16] != bound {
-                return Err(kms_error(
-                    SCHEME,
-                    ErrorClass::Invalid,
-                    "the wrapped key is bound to another context",
-                ));
-            }
-            Secret::new(wrapped[16..].to_vec())
-        });
-        Box::pin(async move { result })
+        let bound = binding(&ctx);
+        Box::pin(async move {
+            self.request(|_| {
+                *self.lock().unwraps.entry(bound).or_insert(0) += 1;
+                if wrapped.len() != 48 || wrapped[..16] != bound {
+                    return Err(kms_error(
+                        SCHEME,
+                        ErrorClass::Invalid,
+                        "the wrapped key is bound to another context",
+                    ));
+                }
+                Secret::new(wrapped[16..].to_vec())
+            })
+            .await
+        })
     }
 }

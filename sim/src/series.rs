@@ -1,23 +1,5 @@
 //! Per-second counts over the simulated span: what peaks and means are read from.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-
-/// The virtual time every model reads (seconds from the start of the run).
-#[derive(Debug, Default)]
-pub(crate) struct SimTime(AtomicU64);
-
-impl SimTime {
-    pub(crate) fn now(&self) -> f64 {
-        f64::from_bits(self.0.load(Ordering::Relaxed))
-    }
-    pub(crate) fn set(&self, t: f64) {
-        self.0.store(t.to_bits(), Ordering::Relaxed);
-    }
-}
-
-pub(crate) type Clock = Arc<SimTime>;
-
 /// Events counted per simulated second.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Series {
@@ -63,19 +45,6 @@ impl Series {
         } else {
             0.0
         }
-    }
-
-    /// Count within [from, to) (whole seconds).
-    pub(crate) fn between(&self, from: f64, to: f64) -> u64 {
-        let len = self.per_second.len();
-        let (a, b) = (
-            (from.max(0.0) as usize).min(len),
-            (to.max(0.0) as usize).min(len),
-        );
-        self.per_second[a..b.max(a)]
-            .iter()
-            .map(|&n| u64::from(n))
-            .sum()
     }
 }
 
@@ -124,7 +93,6 @@ mod tests {
             s.add(t);
         }
         assert_eq!((s.total(), s.peak()), (3, 2));
-        assert_eq!(s.between(0.0, 1.0), 2);
         assert!((s.mean(10.0) - 0.3).abs() < 1e-9);
         let mut b = Bucket::new(1.0, 2.0);
         assert!(b.take(0.0) && b.take(0.0) && !b.take(0.0));

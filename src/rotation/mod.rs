@@ -3,6 +3,7 @@
 mod admission;
 mod cache;
 mod config;
+mod if_due;
 mod inspect;
 mod newest;
 mod operations;
@@ -14,6 +15,7 @@ mod timeline;
 mod trust;
 
 pub use config::{SchedulerConfig, SchedulerConfigBuilder};
+pub use if_due::{IfDue, renew_if_due, rotate_if_due, rotation_due};
 pub use inspect::{
     Availability, CheckReport, EntryStatus, KeysetStatus, Role, check_keyset, describe_keyset,
     keyset_ring, keyset_status,

@@ -142,12 +142,18 @@ pub(crate) async fn rotate(a: RotateArgs, out: &mut dyn Write) -> Result<(), Cli
             .unwrap_or(f64::INFINITY);
         // The same checks as any write, freshness included: a stale document is renewed by hand.
         let fresh = load_verified(store.as_ref(), &registry, &trust, Some(now)).await?;
-        match super::due::rotation_due(&fresh, now, period) {
+        match stateseal::rotation::rotation_due(&fresh, now, period) {
             Some(why) => eprintln!("rotation due: {why}"),
             None => {
-                let renewed =
-                    super::due::renew_if_due(store.as_ref(), &registry, &trust, &fresh, now)
-                        .await?;
+                let renewed = stateseal::rotation::renew_if_due(
+                    store.as_ref(),
+                    &registry,
+                    &trust,
+                    &fresh,
+                    now,
+                )
+                .await
+                .map_err(CliError::from)?;
                 return super::due::report(out, renewed.as_ref(), &fresh, now, a.json);
             }
         }

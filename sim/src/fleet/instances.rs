@@ -1,11 +1,41 @@
-//! One instance's life: a new process with a cold cache, its refreshes (the
-//! scheduler's, or idle ones counted without it), and its restarts.
+//! One instance's refreshes: the scheduler's own (a task whose store and KMS
+//! requests each take their time), or idle ones counted without it, and the
+//! replay that lets an instance about to lose the store start its staleness
+//! clock where a real one would.
 
 use std::sync::Arc;
 
-use stateseal::{AesGcmCodec, Envelope, Error, ManualClock, RingHandle, RotationScheduler};
+use stateseal::{Envelope, Error, ManualClock, RingHandle, RotationScheduler};
 
-use super::{Event, Fleet, Member, T0};
+use super::{Event, Fleet, T0};
+use crate::virtual_time::{Step, Task, poll, run_now};
+
+/// One server process.
+pub(crate) struct Member {
+    pub(super) sched: RotationScheduler,
+    pub(super) env: Envelope,
+    pub(super) ring: Arc<RingHandle>,
+    pub(super) epoch: u32,
+    /// Ready (a ring loaded) since this process started.
+    pub(super) started: bool,
+    pub(super) started_at: f64,
+    pub(super) failures: u32,
+    /// Exits at ready_timeout in a row (CrashLoopBackOff's count).
+    pub(super) crashes: u32,
+    /// The refresh in flight, when the scheduler is driven.
+    pub(super) task: Option<Task>,
+    /// When the refresh in flight began, and its one random draw (its pacing).
+    pub(super) began: f64,
+    pub(super) unit: f64,
+    /// Store version of the last successful scheduler refresh.
+    pub(super) seen_version: Option<u64>,
+    pub(super) next_event: f64,
+    /// The last idle refresh counted without the scheduler, if after the last driven one.
+    pub(super) last_idle: Option<f64>,
+    pub(super) generation: Option<u64>,
+    /// The cold start this instance has not become ready for yet.
+    pub(super) wave: Option<usize>,
+}
 
 impl Fleet {
     pub(super) fn member(&self, i: usize, epoch: u32) -> Result<Member, Error> {
@@ -22,23 +52,29 @@ impl Fleet {
             ring.clone(),
             Arc::new(ManualClock::new(T0)),
         )?;
-        let t = self.scenario.timing;
-        let env = Envelope::builder(Arc::new(AesGcmCodec::new(ring.clone())), Some("svc"))
-            .ttl(t.ttl)
-            .max_skew(t.max_skew)
-            .build()?;
         Ok(Member {
+            env: self.envelope(ring.clone())?,
             sched,
-            env,
             ring,
             epoch,
             started: false,
+            started_at: 0.0,
             failures: 0,
+            crashes: 0,
+            task: None,
+            began: 0.0,
+            unit: 0.0,
             seen_version: None,
             next_event: f64::NEG_INFINITY,
             last_idle: None,
             generation: None,
+            wave: None,
         })
+    }
+
+    /// Instance `i`'s clock reading at simulated time `t` (Unix seconds).
+    pub(super) fn local(&self, i: usize, t: f64) -> f64 {
+        T0 + t + self.offsets[i]
     }
 
     /// Before instance `i` loses the store, the idle refreshes it made since
@@ -51,86 +87,129 @@ impl Fleet {
         self.store.set_replaying(true);
         let now = self.clock.now();
         self.clock.set(t);
-        let _ = self.rt.block_on(self.members[i].sched.refresh_at(T0 + t));
+        let (sched, at) = (self.members[i].sched.clone(), self.local(i, t));
+        let _ = run_now(
+            &self.clock,
+            i,
+            Box::pin(async move { sched.refresh_at(at).await }),
+        );
         self.clock.set(now);
         self.store.set_replaying(false);
     }
 
-    pub(super) fn refresh(&mut self, i: usize, t: f64) {
-        let m = &self.members[i];
+    /// A refresh is due: idle (counted when its read arrives) or driven.
+    pub(super) fn refresh(&mut self, i: usize, t: f64) -> Result<(), Error> {
+        let unit = self.rng.unit();
+        let local = self.local(i, t);
+        let m = &mut self.members[i];
+        m.began = t;
+        m.unit = unit;
         let idle = !self.scenario.exact
             && m.started
             && m.failures == 0
             && m.seen_version == Some(self.store.version())
             && self.store.reachable(i)
-            && T0 + t < m.next_event;
+            && local < m.next_event;
         if idle {
-            self.store.count_unchanged_read(t);
-            self.idle += 1;
-            self.members[i].last_idle = Some(t);
-            let wait = self.pacing.after_success(self.rng.unit());
-            let epoch = self.members[i].epoch;
-            self.push(
-                t + self.scenario.store.latency + wait,
-                Event::Refresh(i, epoch),
-            );
-            return;
+            let epoch = m.epoch;
+            self.push(t + self.scenario.store.latency, Event::IdleRead(i, epoch));
+            return Ok(());
         }
+        self.drive(i, t)
+    }
+
+    /// An idle refresh's read arrives: counted, unless the store moved, is
+    /// cut off or throttles it, in which case the scheduler takes the read
+    /// from here as it would have.
+    pub(super) fn idle_read(&mut self, i: usize, t: f64) -> Result<(), Error> {
+        let m = &self.members[i];
+        if m.seen_version == Some(self.store.version())
+            && self.store.reachable(i)
+            && self.store.idle_read(t)
+        {
+            self.idle += 1;
+            let wait = self.pacing.after_success(m.unit);
+            let (began, epoch) = (m.began, m.epoch);
+            self.members[i].last_idle = Some(began);
+            self.push(t + wait, Event::Refresh(i, epoch));
+            return Ok(());
+        }
+        self.store.prepay(i);
+        self.drive(i, self.members[i].began)
+    }
+
+    /// Starts the scheduler's refresh as of `began` and polls it now.
+    fn drive(&mut self, i: usize, began: f64) -> Result<(), Error> {
         self.driven += 1;
-        let (kms_before, store_before) = (self.kms.total(), self.store_ops());
-        let result = self.rt.block_on(self.members[i].sched.refresh_at(T0 + t));
-        let latency = (self.kms.total() - kms_before) as f64 * self.scenario.kms.latency
-            + (self.store_ops() - store_before) as f64 * self.scenario.store.latency;
-        let done = t + latency;
-        let version = self.store.version();
-        let status = self.members[i].sched.status();
+        let (sched, at) = (self.members[i].sched.clone(), self.local(i, began));
         let m = &mut self.members[i];
         m.last_idle = None;
+        m.task = Some(Box::pin(
+            async move { sched.refresh_at(at).await.map(|_| ()) },
+        ));
+        self.resume(i, self.clock.now())
+    }
+
+    /// Polls instance `i`'s refresh: it waits again, or it is done.
+    pub(super) fn resume(&mut self, i: usize, t: f64) -> Result<(), Error> {
+        let Some(mut task) = self.members[i].task.take() else {
+            return Ok(());
+        };
+        match poll(&self.clock, i, &mut task)? {
+            Step::Wait(at) => {
+                let epoch = self.members[i].epoch;
+                self.members[i].task = Some(task);
+                self.push(at, Event::Resume(i, epoch));
+                Ok(())
+            }
+            Step::Done(result) => self.finished(i, t, result),
+        }
+    }
+
+    /// A driven refresh ended at `done`.
+    fn finished(&mut self, i: usize, done: f64, result: Result<(), Error>) -> Result<(), Error> {
+        let served = self.store.served(i);
+        let status = self.members[i].sched.status();
+        let m = &mut self.members[i];
+        let unit = m.unit;
+        let first_ready = result.is_ok() && !m.started;
         let wait = match result {
-            Ok(_) => {
+            Ok(()) => {
                 m.failures = 0;
-                m.seen_version = Some(version);
+                m.seen_version = served;
                 m.next_event = m.sched.next_event_at();
-                let first = !m.started;
-                m.started = true;
-                if first && m.epoch == 0 {
-                    self.first_wave_ready += 1;
-                    self.cold_start = self.cold_start.max(done);
-                }
-                if first {
-                    self.pacing.first(self.rng.unit())
+                if first_ready {
+                    self.pacing.first(unit)
                 } else {
-                    self.pacing.after_success(self.rng.unit())
+                    self.pacing.after_success(unit)
                 }
             }
             Err(_) => {
                 m.failures = m.failures.saturating_add(1);
                 m.seen_version = None;
                 let n = m.failures;
-                self.pacing.after_failure(n, self.rng.unit())
+                if !m.started {
+                    // The server's own start-up loop: exit at ready_timeout.
+                    let deadline = m.started_at + self.scenario.ready_timeout;
+                    if done >= deadline {
+                        return self.exit(i, done);
+                    }
+                    self.pacing.after_failure(n, unit).min(deadline - done)
+                } else {
+                    self.pacing.after_failure(n, unit)
+                }
             }
         };
+        if first_ready {
+            self.became_ready(i, done);
+        }
         self.hold(i, status.generation);
         let epoch = self.members[i].epoch;
         self.push(done + wait, Event::Refresh(i, epoch));
         if self.store.version() != self.observed.as_ref().map_or(0, |o| o.0) {
-            self.observe(t);
+            self.observe(done);
         }
         self.check_adoption(done);
-    }
-
-    pub(super) fn store_ops(&self) -> u64 {
-        self.store.requests()
-    }
-
-    pub(super) fn restart(&mut self, i: usize, t: f64) -> Result<(), Error> {
-        self.restarts += 1;
-        self.hold(i, None);
-        let epoch = self.members[i].epoch + 1;
-        let mut m = self.member(i, epoch)?;
-        m.started = false;
-        self.members[i] = m;
-        self.push(t + 1.0, Event::Refresh(i, epoch));
         Ok(())
     }
 }

@@ -1,4 +1,6 @@
-//! The event loop: instances, their refreshes, restarts, faults and traffic.
+//! The event loop: instances, their start-ups, refreshes and restarts, the
+//! rotator job, faults and traffic. Every store and KMS request of a
+//! refresh is its own instant on the virtual clock (see `virtual_time`).
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap, HashSet};
@@ -9,21 +11,23 @@ use stateseal::rotation::{
     KeysetTrust, RefreshPacing, RotateMode, SchedulerConfig, TrustPolicy, init_keyset,
     rotate_store_at,
 };
-use stateseal::{
-    Envelope, Error, Keyset, KeysetStore, ProviderRegistry, RequestIdentity, RingHandle,
-    RotationScheduler,
-};
+use stateseal::{Envelope, Error, Keyset, KeysetStore, ProviderRegistry, RequestIdentity};
 
+mod figures;
 mod instances;
+mod lifecycle;
 mod record;
+mod rotator;
 mod traffic;
 
 use crate::kms_model::{KmsModel, KmsProfile, SCHEME};
 use crate::report::{Report, RotationRecord};
 use crate::rng::Rng;
-use crate::scenario::Scenario;
-use crate::series::SimTime;
+use crate::scenario::{Scenario, Topology};
 use crate::store_model::StoreModel;
+use crate::virtual_time::{Clock, OPERATOR, SimTime, Task, run_now};
+
+pub(crate) use instances::Member;
 
 /// Unix time of the run's second 0 (document times must be real dates).
 const T0: f64 = 1_782_345_600.0;
@@ -31,8 +35,18 @@ const KEK: &str = "sim-kms://fleet/kek";
 
 #[derive(Debug, Clone)]
 enum Event {
+    /// A server process starts (the member of this epoch).
+    Start(usize, u32),
     Refresh(usize, u32),
+    /// An idle refresh's conditional read reaches the store.
+    IdleRead(usize, u32),
+    /// Instance `i`'s task is due to be polled again.
+    Resume(usize, u32),
     Restart(usize),
+    ColdRestart,
+    /// The rotator job starts (its retry number within one scheduled run).
+    Rotator(u32),
+    RotatorResume,
     Outage(bool),
     Partition(bool),
     Emergency,
@@ -65,35 +79,40 @@ impl Ord for Scheduled {
     }
 }
 
-struct Member {
-    sched: RotationScheduler,
-    env: Envelope,
-    ring: Arc<RingHandle>,
-    epoch: u32,
-    started: bool,
-    failures: u32,
-    /// Store version of the last successful scheduler refresh.
-    seen_version: Option<u64>,
-    next_event: f64,
-    /// The last idle refresh counted without the scheduler, if after the last driven one.
-    last_idle: Option<f64>,
-    generation: Option<u64>,
+/// A cold start of the whole fleet: when it began, instances not ready yet,
+/// and when the last became ready.
+struct Wave {
+    at: f64,
+    pending: usize,
+    done: f64,
+}
+
+/// The rotator job's run in flight, and what the job has done.
+#[derive(Default)]
+struct RotatorJob {
+    task: Option<Task>,
+    attempt: u32,
+    offset: f64,
+    runs: u64,
+    failures: u64,
 }
 
 pub(crate) struct Fleet {
     scenario: Scenario,
-    clock: Arc<SimTime>,
+    clock: Clock,
     store: Arc<StoreModel>,
     kms: Arc<KmsModel>,
     registry: ProviderRegistry,
     operator: Arc<dyn KeysetStore>,
     observer: (ProviderRegistry, KeysetTrust),
+    trust: TrustPolicy,
     config: SchedulerConfig,
     keyset_id: String,
     pacing: RefreshPacing,
-    rt: tokio::runtime::Runtime,
     rng: Rng,
     members: Vec<Member>,
+    /// Each instance's clock offset (its node's), kept across restarts.
+    offsets: Vec<f64>,
     queue: BinaryHeap<Scheduled>,
     seq: u64,
     /// States in flight, by slot (kept out of the queue: small events move fast).
@@ -110,8 +129,11 @@ pub(crate) struct Fleet {
     restarts_at_write: Vec<u64>,
     /// Generates before each rotation's write, for its KMS cost.
     generates_at: u64,
-    first_wave_ready: usize,
-    cold_start: f64,
+    waves: Vec<Wave>,
+    /// Server processes that exited at ready_timeout, and the instances they were.
+    exits: u64,
+    exited: HashSet<usize>,
+    rotator: RotatorJob,
     rounds: u64,
     rejected: u64,
     refused: u64,
@@ -126,36 +148,58 @@ fn identity() -> RequestIdentity {
         .unwrap_or_else(|_| unreachable!("a fixed, valid request"))
 }
 
+/// The servers' configuration in `scenario`'s topology.
+fn server_config(scenario: &Scenario, trust: &TrustPolicy) -> Result<SchedulerConfig, Error> {
+    let writing = scenario.topology == Topology::Servers;
+    #[allow(unused_mut)]
+    let mut config = SchedulerConfig::builder()
+        .timing(scenario.timing)
+        .rotation_period(writing.then_some(scenario.rotation_period))
+        .renew_keyset(writing)
+        .trust(trust.clone())
+        .build()?;
+    config.legacy_reclaim = scenario.legacy_reclaim;
+    Ok(config)
+}
+
 impl Fleet {
     pub(crate) fn new(scenario: &Scenario) -> Result<Self, Error> {
         let clock = Arc::new(SimTime::default());
-        let store = StoreModel::new(scenario.store, clock.clone());
-        let kms = KmsModel::new(scenario.kms, clock.clone());
+        let store = StoreModel::new(scenario.store, clock.clone(), scenario.seed ^ 0x5707e);
+        let kms = KmsModel::new(
+            scenario.kms,
+            clock.clone(),
+            scenario.seed ^ 0x4b45,
+            scenario.failing_rotators,
+        );
         let mut registry = ProviderRegistry::with_defaults();
         registry.register_provider(kms.clone());
         // The observer reads documents for the report through a KMS nobody counts.
         let unmetered = KmsModel::new(
             KmsProfile {
-                quota: u64::MAX,
-                window: 1.0,
+                quota_per_s: u64::MAX,
                 latency: 0.0,
+                retry: crate::client_retry::RetryPolicy::Never,
             },
             clock.clone(),
+            0,
+            0,
         );
         let mut observer = ProviderRegistry::with_defaults();
         observer.register_provider(unmetered);
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .map_err(|e| Error::Config(format!("simulation runtime: {e}")))?;
         let operator = store.handle(None);
         clock.set(-60.0);
-        let doc = rt.block_on(init_keyset(
-            operator.as_ref(),
-            &registry,
-            KEK,
-            scenario.timing,
-            T0 - 60.0,
-        ))?;
+        let doc = {
+            let (store, registry) = (operator.clone(), registry.clone());
+            let timing = scenario.timing;
+            run_now(
+                &clock,
+                OPERATOR,
+                Box::pin(async move {
+                    init_keyset(store.as_ref(), &registry, KEK, timing, T0 - 60.0).await
+                }),
+            )?
+        };
         // The run counts the fleet, not the operator's setup before it.
         store.reset_counts();
         kms.reset_counts();
@@ -164,11 +208,15 @@ impl Fleet {
             pins: Some(pins),
             ..TrustPolicy::default()
         };
-        let config = SchedulerConfig::builder()
-            .timing(scenario.timing)
-            .rotation_period(Some(scenario.rotation_period))
-            .trust(trust.clone())
-            .build()?;
+        let config = server_config(scenario, &trust)?;
+        let mut rng = Rng::new(scenario.seed);
+        let offsets = (0..scenario.instances)
+            .map(|_| (rng.unit() - 0.5) * scenario.clock_skew)
+            .collect();
+        let rotator = RotatorJob {
+            offset: (rng.unit() - 0.5) * scenario.clock_skew,
+            ..RotatorJob::default()
+        };
         let mut fleet = Self {
             pacing: RefreshPacing::new(&scenario.timing, config.jitter),
             scenario: scenario.clone(),
@@ -177,12 +225,13 @@ impl Fleet {
             kms,
             registry,
             operator,
-            observer: (observer, KeysetTrust::new(trust)),
+            observer: (observer, KeysetTrust::new(trust.clone())),
+            trust,
             config,
             keyset_id: doc.id.clone(),
-            rt,
-            rng: Rng::new(scenario.seed),
+            rng,
             members: Vec::with_capacity(scenario.instances),
+            offsets,
             queue: BinaryHeap::new(),
             seq: 0,
             tokens: Vec::new(),
@@ -194,8 +243,10 @@ impl Fleet {
             restarts: 0,
             restarts_at_write: Vec::new(),
             generates_at: 0,
-            first_wave_ready: 0,
-            cold_start: 0.0,
+            waves: Vec::new(),
+            exits: 0,
+            exited: HashSet::new(),
+            rotator,
             rounds: 0,
             rejected: 0,
             refused: 0,
@@ -209,9 +260,8 @@ impl Fleet {
         for i in 0..scenario.instances {
             let m = fleet.member(i, 0)?;
             fleet.members.push(m);
-            let at = fleet.rng.unit() * scenario.start_spread;
-            fleet.push(at, Event::Refresh(i, 0));
         }
+        fleet.cold_start(0.0)?;
         fleet.plan();
         Ok(fleet)
     }
@@ -225,7 +275,7 @@ impl Fleet {
         });
     }
 
-    /// Restarts, faults, the emergency rotation and the first round.
+    /// Restarts, faults, the rotator job, the emergency rotation and the first round.
     fn plan(&mut self) {
         let s = self.scenario.clone();
         let span = s.span();
@@ -238,6 +288,12 @@ impl Fleet {
                 }
                 at += every;
             }
+        }
+        if let Some(at) = s.cold_restart_at {
+            self.push(at, Event::ColdRestart);
+        }
+        if s.topology == Topology::Rotator {
+            self.push(s.rotator_first, Event::Rotator(0));
         }
         if let Some((from, len)) = s.store_outage {
             self.push(from, Event::Outage(true));
@@ -262,10 +318,20 @@ impl Fleet {
                 break;
             }
             self.clock.set(at);
+            let current = |f: &Self, i: usize, epoch: u32| f.members[i].epoch == epoch;
             match event {
-                Event::Refresh(i, epoch) if self.members[i].epoch == epoch => self.refresh(i, at),
-                Event::Refresh(..) => {}
+                Event::Start(i, epoch) if current(&self, i, epoch) => self.start(i, at)?,
+                Event::Refresh(i, epoch) if current(&self, i, epoch) => self.refresh(i, at)?,
+                Event::IdleRead(i, epoch) if current(&self, i, epoch) => {
+                    self.idle_read(i, at)?;
+                }
+                Event::Resume(i, epoch) if current(&self, i, epoch) => self.resume(i, at)?,
+                Event::Start(..) | Event::Refresh(..) | Event::IdleRead(..) | Event::Resume(..) => {
+                }
                 Event::Restart(i) => self.restart(i, at)?,
+                Event::ColdRestart => self.cold_start(at)?,
+                Event::Rotator(attempt) => self.rotator_start(attempt, at)?,
+                Event::RotatorResume => self.rotator_resume(at)?,
                 Event::Outage(down) => {
                     if down {
                         for i in 0..self.members.len() {
@@ -275,10 +341,12 @@ impl Fleet {
                     self.store.set_outage(down);
                 }
                 Event::Partition(cut) => {
-                    if cut {
-                        self.catch_up(0);
+                    for i in 0..self.scenario.partition_size {
+                        if cut {
+                            self.catch_up(i);
+                        }
+                        self.store.set_partitioned(i, cut);
                     }
-                    self.store.set_partitioned(0, cut);
                 }
                 Event::Emergency => self.emergency(at)?,
                 Event::Round => self.round(at),
@@ -294,13 +362,25 @@ impl Fleet {
     }
 
     fn emergency(&mut self, t: f64) -> Result<(), Error> {
-        self.rt.block_on(rotate_store_at(
-            self.operator.as_ref(),
-            &self.registry,
-            &self.config,
-            T0 + t,
-            RotateMode::Forced,
-        ))?;
+        let (store, registry, config) = (
+            self.operator.clone(),
+            self.registry.clone(),
+            self.config.clone(),
+        );
+        run_now(
+            &self.clock,
+            OPERATOR,
+            Box::pin(async move {
+                rotate_store_at(
+                    store.as_ref(),
+                    &registry,
+                    &config,
+                    T0 + t,
+                    RotateMode::Forced,
+                )
+                .await
+            }),
+        )?;
         self.observe(t);
         if let Some(r) = self.rotations.last_mut() {
             r.emergency = true;
@@ -309,42 +389,12 @@ impl Fleet {
         Ok(())
     }
 
-    fn report(&self) -> Report {
-        let store = self.store.counts();
-        let kms = self.kms.counts();
-        let span = self.scenario.span();
-        let total_reads = store.full_reads.total() + store.unchanged_reads.total();
-        let reads_peak = store.full_reads.peak_with(&store.unchanged_reads);
-        Report {
-            instances: self.scenario.instances,
-            span,
-            rotations: self.rotations.clone(),
-            rounds: self.rounds,
-            rejected_rounds: self.rejected,
-            refused_to_start: self.refused,
-            reads_peak,
-            reads_mean: total_reads as f64 / span,
-            full_reads: store.full_reads.total(),
-            unchanged_reads: store.unchanged_reads.total(),
-            newest_copy: (store.copy_reads, store.copy_writes),
-            writes_peak: store.writes.peak(),
-            writes_mean: store.writes.mean(span),
-            writes: store.writes.total(),
-            writes_throttled: store.throttled_writes,
-            writes_conflicted: store.refused_writes,
-            kms_calls: kms.calls.total(),
-            kms_peak_per_s: kms.calls.peak(),
-            kms_peak_window: kms.peak_window,
-            kms_quota: (self.kms.profile().quota, self.kms.profile().window),
-            kms_throttled: kms.throttled,
-            cold_start_s: if self.first_wave_ready == self.scenario.instances {
-                self.cold_start
-            } else {
-                f64::INFINITY
-            },
-            partitioned_sealed: self.partitioned,
-            sealed_with_retired: self.sealed_retired,
-            refreshes: (self.driven, self.idle),
-        }
+    /// An envelope for instance `i`'s ring.
+    fn envelope(&self, ring: Arc<stateseal::RingHandle>) -> Result<Envelope, Error> {
+        let t = self.scenario.timing;
+        Envelope::builder(Arc::new(stateseal::AesGcmCodec::new(ring)), Some("svc"))
+            .ttl(t.ttl)
+            .max_skew(t.max_skew)
+            .build()
     }
 }

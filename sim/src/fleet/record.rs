@@ -3,6 +3,7 @@
 
 use super::{Fleet, T0};
 use crate::report::RotationRecord;
+use crate::virtual_time::{OPERATOR, run_now};
 
 impl Fleet {
     /// Instance `i` now holds `generation` (or nothing).
@@ -45,10 +46,11 @@ impl Fleet {
             return;
         };
         let (registry, trust) = &self.observer;
-        let Ok(v) = self
-            .rt
-            .block_on(trust.open_ignoring_expiry(registry, "sim://keyset", &stored))
-        else {
+        let Ok(v) = run_now(
+            &self.clock,
+            OPERATOR,
+            Box::pin(trust.open_ignoring_expiry(registry, "sim://keyset", &stored)),
+        ) else {
             return;
         };
         let doc = v.doc;

@@ -1,5 +1,6 @@
-//! Traffic: rounds sealed on a random instance (and on the cut-off one while
-//! it is cut off) and verified later on another.
+//! Traffic: rounds sealed on a random ready instance (and, while a partition
+//! lasts, probes on a cut-off one) and verified later on another, each on
+//! its own clock.
 
 use stateseal::KeyId;
 
@@ -22,32 +23,34 @@ impl Fleet {
         let gap = 1.0 / self.scenario.rounds_per_second;
         let next = t + gap * (0.5 + self.rng.unit());
         self.push(next, Event::Round);
-        // The partitioned instance is probed on every round while it is cut off.
+        let a = self.rng.below(self.members.len());
+        self.seal_on(a, t, false);
+        // A cut-off instance is probed on every round while the partition lasts.
         let cut = self
             .scenario
             .partition
             .is_some_and(|(from, len)| (from..from + len).contains(&t));
-        let mut candidates = vec![self.rng.below(self.members.len())];
         if cut {
-            candidates.push(0);
-        }
-        for a in candidates {
-            self.seal_on(a, t);
+            let p = self.rng.below(self.scenario.partition_size);
+            self.seal_on(p, t, true);
         }
     }
 
-    pub(super) fn seal_on(&mut self, a: usize, t: f64) {
+    /// A new conversation on instance `a`. A load balancer routes only to
+    /// ready instances, so a refusal there is a round refused its start; a
+    /// probe of a cut-off instance may find it (rightly) not sealing.
+    pub(super) fn seal_on(&mut self, a: usize, t: f64, probe: bool) {
         let m = &self.members[a];
-        if !m.started {
+        if !m.started || !(probe || m.sched.is_ready()) {
             return;
         }
         let live = self.live_kids(t);
         let primary = m.ring.current().map(|r| r.primary().kid());
-        match m.env.mint_at(&identity(), b"state", None, T0 + t) {
+        match m.env.mint_at(&identity(), b"state", None, self.local(a, t)) {
             Ok(token) => {
                 let retired = primary.is_some_and(|k| !live.contains(&k));
                 self.sealed_retired += u64::from(retired);
-                if a == 0 && !self.store.reachable(0) {
+                if probe {
                     self.partitioned.0 += 1;
                     self.partitioned.1 += u64::from(retired);
                 }
@@ -64,6 +67,7 @@ impl Fleet {
                 };
                 self.push(t + think, Event::Verify(slot));
             }
+            Err(_) if probe => {}
             Err(_) => self.refused += 1,
         }
     }
@@ -78,7 +82,12 @@ impl Fleet {
                 continue;
             }
             self.rounds += 1;
-            if m.env.verify_at(&identity(), token, None, T0 + t).is_err() {
+            let local = self.local(b, t);
+            if self.members[b]
+                .env
+                .verify_at(&identity(), token, None, local)
+                .is_err()
+            {
                 self.rejected += 1;
             }
             return;

@@ -1,0 +1,84 @@
+//! Server processes come and go: a cold start of the whole fleet, rolling
+//! restarts, and start-ups that fail. A server that has no key ring
+//! `ready_timeout` after it started exits, as the real one does, and
+//! Kubernetes starts it again after CrashLoopBackOff's wait (10 s, doubling
+//! per exit in a row, at most 300 s).
+
+use stateseal::Error;
+
+use super::{Event, Fleet, Wave};
+
+impl Fleet {
+    /// The whole fleet starts at `t`, each instance within `start_spread`.
+    pub(super) fn cold_start(&mut self, t: f64) -> Result<(), Error> {
+        let wave = self.waves.len();
+        self.waves.push(Wave {
+            at: t,
+            pending: self.members.len(),
+            done: t,
+        });
+        for i in 0..self.members.len() {
+            let at = t + self.rng.unit() * self.scenario.start_spread;
+            if t > 0.0 {
+                self.restarts += 1;
+                // A process of the old fleet stops now; its successor starts within the spread.
+                self.replace(i, 0, at)?;
+            } else {
+                let epoch = self.members[i].epoch;
+                self.push(at, Event::Start(i, epoch));
+            }
+            if let Some(old) = self.members[i].wave.replace(wave) {
+                self.waves[old].pending -= 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Instance `i`'s process starts: its start-up loop's first refresh.
+    pub(super) fn start(&mut self, i: usize, t: f64) -> Result<(), Error> {
+        self.members[i].started_at = t;
+        self.refresh(i, t)
+    }
+
+    /// Instance `i` became ready at `t`.
+    pub(super) fn became_ready(&mut self, i: usize, t: f64) {
+        let m = &mut self.members[i];
+        m.started = true;
+        m.crashes = 0;
+        if let Some(w) = m.wave.take() {
+            let wave = &mut self.waves[w];
+            wave.pending -= 1;
+            wave.done = wave.done.max(t);
+        }
+    }
+
+    /// The process of instance `i` exits at `t` (ready_timeout passed).
+    pub(super) fn exit(&mut self, i: usize, t: f64) -> Result<(), Error> {
+        self.exits += 1;
+        self.exited.insert(i);
+        let crashes = self.members[i].crashes + 1;
+        let (first, cap) = self.scenario.crash_backoff;
+        let wait = (first * 2f64.powi(crashes.min(30) as i32 - 1)).min(cap);
+        self.replace(i, crashes, t + wait)
+    }
+
+    /// A rolling restart reaches instance `i`.
+    pub(super) fn restart(&mut self, i: usize, t: f64) -> Result<(), Error> {
+        self.restarts += 1;
+        self.replace(i, 0, t + 1.0)
+    }
+
+    /// Instance `i`'s process stops now; a new one (cold cache) starts at `at`.
+    fn replace(&mut self, i: usize, crashes: u32, at: f64) -> Result<(), Error> {
+        self.hold(i, None);
+        // The last holder of an old generation may be the one leaving.
+        self.check_adoption(self.clock.now());
+        let epoch = self.members[i].epoch + 1;
+        let mut m = self.member(i, epoch)?;
+        m.crashes = crashes;
+        m.wave = self.members[i].wave.take();
+        self.members[i] = m;
+        self.push(at, Event::Start(i, epoch));
+        Ok(())
+    }
+}

@@ -1,0 +1,217 @@
+//! The keyset store as the simulation sees it: one document object (and the
+//! `.newest` copy beside it) with compare-and-swap, versions for conditional
+//! reads, the service's request limits (reads per prefix, writes per object)
+//! answered as the service answers them and retried as the client retries,
+//! latency per request, outages and partitions, and counts of every read and
+//! write by simulated second.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use stateseal::KeysetStore;
+
+use crate::client_retry::RetryPolicy;
+use crate::rng::Rng;
+use crate::series::{Bucket, Series};
+use crate::virtual_time::Clock;
+
+mod handle;
+
+use handle::Handle;
+
+/// A store's request limits, its latency per request and its client's retries.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StoreProfile {
+    /// Writes per second one object sustains.
+    pub writes_per_second: f64,
+    /// Writes one object takes at once.
+    pub write_burst: f64,
+    /// Reads per second the document's prefix (or object) sustains; beyond
+    /// it the service answers 503 SlowDown or 429.
+    pub reads_per_second: f64,
+    /// Seconds one request takes.
+    pub latency: f64,
+    /// How the store's client retries a throttled or failed request.
+    pub retry: RetryPolicy,
+}
+
+#[derive(Debug)]
+pub(crate) struct Object {
+    pub(crate) doc: Option<stateseal::StoredKeyset>,
+    pub(crate) version: u64,
+    pub(crate) bucket: Bucket,
+}
+
+#[derive(Debug)]
+pub(crate) struct State {
+    pub(crate) objects: [Object; 2],
+    /// Reads share one limit: the document and its copy sit under one prefix.
+    pub(crate) reads: Bucket,
+    pub(crate) outage: bool,
+    pub(crate) partitioned: HashSet<usize>,
+    /// Catch-up reads replay reads already counted: not counted again.
+    pub(crate) replaying: bool,
+    pub(crate) full_reads: Series,
+    pub(crate) unchanged_reads: Series,
+    pub(crate) writes: Series,
+    pub(crate) refused_writes: u64,
+    pub(crate) throttled_writes: u64,
+    pub(crate) throttled_reads: u64,
+    /// Reads and landed writes of the `.newest` copy.
+    pub(crate) copy_reads: u64,
+    pub(crate) copy_writes: u64,
+    pub(crate) rng: Rng,
+    /// The document version each instance's last read returned.
+    pub(crate) served: HashMap<usize, u64>,
+    /// The instance whose next request's latency has already passed (an
+    /// idle read that turned out not to be idle is driven from its arrival).
+    pub(crate) prepaid: Option<usize>,
+}
+
+/// The shared store; each instance reads and writes it through its own handle.
+#[derive(Debug)]
+pub(crate) struct StoreModel {
+    pub(crate) state: Mutex<State>,
+    pub(crate) clock: Clock,
+    pub(crate) profile: StoreProfile,
+}
+
+/// What the store did over the run.
+#[derive(Debug, Clone)]
+pub(crate) struct StoreCounts {
+    pub(crate) full_reads: Series,
+    pub(crate) unchanged_reads: Series,
+    pub(crate) writes: Series,
+    pub(crate) refused_writes: u64,
+    pub(crate) throttled_writes: u64,
+    pub(crate) throttled_reads: u64,
+    pub(crate) copy_reads: u64,
+    pub(crate) copy_writes: u64,
+}
+
+pub(crate) const DOC: usize = 0;
+pub(crate) const NEWEST: usize = 1;
+
+impl StoreModel {
+    pub(crate) fn new(profile: StoreProfile, clock: Clock, seed: u64) -> Arc<Self> {
+        let object = || Object {
+            doc: None,
+            version: 0,
+            bucket: Bucket::new(profile.writes_per_second, profile.write_burst),
+        };
+        Arc::new(Self {
+            state: Mutex::new(State {
+                objects: [object(), object()],
+                // One second's worth at once: the limits are per second.
+                reads: Bucket::new(profile.reads_per_second, profile.reads_per_second),
+                outage: false,
+                partitioned: HashSet::new(),
+                replaying: false,
+                full_reads: Series::default(),
+                unchanged_reads: Series::default(),
+                writes: Series::default(),
+                refused_writes: 0,
+                throttled_writes: 0,
+                throttled_reads: 0,
+                copy_reads: 0,
+                copy_writes: 0,
+                rng: Rng::new(seed),
+                served: HashMap::new(),
+                prepaid: None,
+            }),
+            clock,
+            profile,
+        })
+    }
+
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A handle for `instance` (`None`: the operator and the rotator job, never partitioned).
+    pub(crate) fn handle(self: &Arc<Self>, instance: Option<usize>) -> Arc<dyn KeysetStore> {
+        Arc::new(Handle::new(Arc::clone(self), instance, DOC))
+    }
+
+    pub(crate) fn version(&self) -> u64 {
+        self.lock().objects[DOC].version
+    }
+
+    /// The document in place (the operator's view, never counted).
+    pub(crate) fn document(&self) -> Option<stateseal::StoredKeyset> {
+        self.lock().objects[DOC].doc.clone()
+    }
+
+    pub(crate) fn set_outage(&self, down: bool) {
+        self.lock().outage = down;
+    }
+
+    pub(crate) fn set_partitioned(&self, instance: usize, cut: bool) {
+        let mut st = self.lock();
+        if cut {
+            st.partitioned.insert(instance);
+        } else {
+            st.partitioned.remove(&instance);
+        }
+    }
+
+    pub(crate) fn reachable(&self, instance: usize) -> bool {
+        let st = self.lock();
+        !st.outage && !st.partitioned.contains(&instance)
+    }
+
+    pub(crate) fn set_replaying(&self, replaying: bool) {
+        self.lock().replaying = replaying;
+    }
+
+    /// A refresh the simulation proved idle, at its read's instant: one
+    /// conditional read answered "unchanged", or `false` when the service
+    /// throttles it (the refresh is then driven for real).
+    pub(crate) fn idle_read(&self, t: f64) -> bool {
+        let mut st = self.lock();
+        if !st.reads.take(t) {
+            return false;
+        }
+        st.unchanged_reads.add(t);
+        true
+    }
+
+    /// The document version instance `i`'s last read returned.
+    pub(crate) fn served(&self, i: usize) -> Option<u64> {
+        self.lock().served.get(&i).copied()
+    }
+
+    /// Instance `i`'s next request arrives now: its latency has passed.
+    pub(crate) fn prepay(&self, i: usize) {
+        self.lock().prepaid = Some(i);
+    }
+
+    /// Forgets what the operator's setup cost (before the run's second 0).
+    pub(crate) fn reset_counts(&self) {
+        let mut st = self.lock();
+        st.full_reads = Series::default();
+        st.unchanged_reads = Series::default();
+        st.writes = Series::default();
+        st.refused_writes = 0;
+        st.throttled_writes = 0;
+        st.throttled_reads = 0;
+        st.copy_reads = 0;
+        st.copy_writes = 0;
+    }
+
+    pub(crate) fn counts(&self) -> StoreCounts {
+        let st = self.lock();
+        StoreCounts {
+            full_reads: st.full_reads.clone(),
+            unchanged_reads: st.unchanged_reads.clone(),
+            writes: st.writes.clone(),
+            refused_writes: st.refused_writes,
+            throttled_writes: st.throttled_writes,
+            throttled_reads: st.throttled_reads,
+            copy_reads: st.copy_reads,
+            copy_writes: st.copy_writes,
+        }
+    }
+}

@@ -78,7 +78,8 @@ fn parse_kms(s: &str) -> Result<KmsKind, String> {
 }
 
 fn parse_topology(s: &str) -> Result<Topology, String> {
-    s.parse().map_err(|e: stateseal::Error| e.to_string())
+    s.parse()
+        .map_err(|_| format!("expected rotator or servers, got {s:?}"))
 }
 
 fn parse_quota(s: &str) -> Result<u64, String> {
@@ -93,8 +94,9 @@ fn parse_quota(s: &str) -> Result<u64, String> {
 fn parse_span(s: &str) -> Result<f64, String> {
     match parse_seconds(s) {
         Ok(v) if v <= 86_400.0 => Ok(v),
-        Ok(_) => Err(format!("expected at most 86400 seconds, got {s:?}")),
-        Err(e) => Err(e),
+        _ => Err(format!(
+            "expected a number of seconds from 0 to 86400, got {s:?}"
+        )),
     }
 }
 

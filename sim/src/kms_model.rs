@@ -140,13 +140,15 @@ impl KmsModel {
         Attempt::Done(Ok(st.keys))
     }
 
-    /// A request after the KMS's latency, retried as the client retries a throttle.
+    /// A request counted now, answered after the KMS's latency, retried as
+    /// the client retries a throttle.
     async fn request<T>(&self, mut then: impl FnMut(u64) -> Result<T, Error>) -> Result<T, Error> {
         let policy = self.profile.retry;
         let (mut last, mut retries) = (0.0, 0);
         loop {
+            let answer = self.admit();
             self.clock.sleep(self.profile.latency).await;
-            match self.admit() {
+            match answer {
                 Attempt::Done(n) => return n.and_then(&mut then),
                 Attempt::Throttled(e) => {
                     retries += 1;

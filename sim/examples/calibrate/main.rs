@@ -15,7 +15,7 @@ mod real;
 use std::process::ExitCode;
 
 use stateseal::rotation::Timing;
-use stateseal_sim::{KmsKind, Report, Scenario, StoreKind, run};
+use stateseal_sim::{KmsKind, Report, Scenario, StoreKind, Topology, run};
 
 /// The fleet's timing: R = 2 s, S = 1 s, T = 10 s (P = 1.1R + S rounded up).
 const REFRESH: f64 = 2.0;
@@ -84,6 +84,11 @@ fn simulated(args: &Args, start_spread: f64) -> Result<(Counts, Report), String>
     s.restart_every = None;
     s.rounds_per_second = 0.0;
     s.start_spread = start_spread;
+    // The real fleet: servers that write (rotation_period in their
+    // configuration), on one machine's clock, ready_timeout 30 s.
+    s.topology = Topology::Servers;
+    s.clock_skew = 0.0;
+    s.ready_timeout = 30.0;
     let r = run(&s).map_err(|e| format!("simulation: {e}"))?;
     let counts = Counts {
         full_reads: r.full_reads,

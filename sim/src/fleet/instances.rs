@@ -24,8 +24,7 @@ pub(crate) struct Member {
     pub(super) crashes: u32,
     /// The refresh in flight, when the scheduler is driven.
     pub(super) task: Option<Task>,
-    /// When the refresh in flight began, and its one random draw (its pacing).
-    pub(super) began: f64,
+    /// The refresh in flight's one random draw (its pacing).
     pub(super) unit: f64,
     /// Store version of the last successful scheduler refresh.
     pub(super) seen_version: Option<u64>,
@@ -62,7 +61,6 @@ impl Fleet {
             failures: 0,
             crashes: 0,
             task: None,
-            began: 0.0,
             unit: 0.0,
             seen_version: None,
             next_event: f64::NEG_INFINITY,
@@ -97,57 +95,45 @@ impl Fleet {
         self.store.set_replaying(false);
     }
 
-    /// A refresh is due: idle (counted when its read arrives) or driven.
+    /// A refresh is due: idle (one conditional read counted, the scheduler
+    /// not called) or driven.
     pub(super) fn refresh(&mut self, i: usize, t: f64) -> Result<(), Error> {
         let unit = self.rng.unit();
         let local = self.local(i, t);
         let m = &mut self.members[i];
-        m.began = t;
         m.unit = unit;
+        // The read would reach an unchanged store that does not throttle it.
         let idle = !self.scenario.exact
             && m.started
             && m.failures == 0
             && m.seen_version == Some(self.store.version())
             && self.store.reachable(i)
-            && local < m.next_event;
+            && local < m.next_event
+            && self.store.idle_read(t);
         if idle {
+            self.idle += 1;
+            m.last_idle = Some(t);
+            let wait = self.pacing.after_success(unit);
             let epoch = m.epoch;
-            self.push(t + self.scenario.store.latency, Event::IdleRead(i, epoch));
+            self.push(
+                t + self.scenario.store.latency + wait,
+                Event::Refresh(i, epoch),
+            );
             return Ok(());
         }
         self.drive(i, t)
     }
 
-    /// An idle refresh's read arrives: counted, unless the store moved, is
-    /// cut off or throttles it, in which case the scheduler takes the read
-    /// from here as it would have.
-    pub(super) fn idle_read(&mut self, i: usize, t: f64) -> Result<(), Error> {
-        let m = &self.members[i];
-        if m.seen_version == Some(self.store.version())
-            && self.store.reachable(i)
-            && self.store.idle_read(t)
-        {
-            self.idle += 1;
-            let wait = self.pacing.after_success(m.unit);
-            let (began, epoch) = (m.began, m.epoch);
-            self.members[i].last_idle = Some(began);
-            self.push(t + wait, Event::Refresh(i, epoch));
-            return Ok(());
-        }
-        self.store.prepay(i);
-        self.drive(i, self.members[i].began)
-    }
-
-    /// Starts the scheduler's refresh as of `began` and polls it now.
-    fn drive(&mut self, i: usize, began: f64) -> Result<(), Error> {
+    /// Starts the scheduler's refresh at `t` and polls it now.
+    fn drive(&mut self, i: usize, t: f64) -> Result<(), Error> {
         self.driven += 1;
-        let (sched, at) = (self.members[i].sched.clone(), self.local(i, began));
+        let (sched, at) = (self.members[i].sched.clone(), self.local(i, t));
         let m = &mut self.members[i];
         m.last_idle = None;
         m.task = Some(Box::pin(
             async move { sched.refresh_at(at).await.map(|_| ()) },
         ));
-        self.resume(i, self.clock.now())
+        self.resume(i, t)
     }
 
     /// Polls instance `i`'s refresh: it waits again, or it is done.

@@ -38,8 +38,6 @@ enum Event {
     /// A server process starts (the member of this epoch).
     Start(usize, u32),
     Refresh(usize, u32),
-    /// An idle refresh's conditional read reaches the store.
-    IdleRead(usize, u32),
     /// Instance `i`'s task is due to be polled again.
     Resume(usize, u32),
     Restart(usize),
@@ -322,12 +320,8 @@ impl Fleet {
             match event {
                 Event::Start(i, epoch) if current(&self, i, epoch) => self.start(i, at)?,
                 Event::Refresh(i, epoch) if current(&self, i, epoch) => self.refresh(i, at)?,
-                Event::IdleRead(i, epoch) if current(&self, i, epoch) => {
-                    self.idle_read(i, at)?;
-                }
                 Event::Resume(i, epoch) if current(&self, i, epoch) => self.resume(i, at)?,
-                Event::Start(..) | Event::Refresh(..) | Event::IdleRead(..) | Event::Resume(..) => {
-                }
+                Event::Start(..) | Event::Refresh(..) | Event::Resume(..) => {}
                 Event::Restart(i) => self.restart(i, at)?,
                 Event::ColdRestart => self.cold_start(at)?,
                 Event::Rotator(attempt) => self.rotator_start(attempt, at)?,

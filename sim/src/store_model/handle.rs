@@ -1,6 +1,7 @@
-//! One instance's (or the operator's) view of the store: each request takes
-//! the store's latency on the virtual clock and meets the service's limits at
-//! the instant it arrives; a throttled request is retried as the client does.
+//! One instance's (or the operator's) view of the store: each request meets
+//! the service's limits and state at the instant it is made, and its answer
+//! takes the store's latency on the virtual clock; a throttled request is
+//! retried as the client does.
 
 use std::sync::Arc;
 
@@ -54,27 +55,17 @@ impl Handle {
         }
     }
 
-    /// Runs `attempt` after the store's latency, retrying as the client does.
+    /// Runs `attempt` now (the request reaches the store at once) and
+    /// returns its answer after the store's latency, retrying as the client does.
     async fn requests<T>(&self, mut attempt: impl FnMut() -> Attempt<T>) -> Result<T, Error> {
         let model = &self.model;
         let policy = model.profile.retry;
         let mut last = 0.0;
         let mut retries = 0;
-        let prepaid = {
-            let mut st = model.lock();
-            let mine = self.instance.is_some() && st.prepaid == self.instance;
-            if mine {
-                st.prepaid = None;
-            }
-            mine
-        };
-        let mut first = true;
         loop {
-            if !(first && prepaid) {
-                model.clock.sleep(model.profile.latency).await;
-            }
-            first = false;
-            match attempt() {
+            let answer = attempt();
+            model.clock.sleep(model.profile.latency).await;
+            match answer {
                 Attempt::Done(r) => return r,
                 Attempt::Retry(e) => {
                     retries += 1;

@@ -63,9 +63,6 @@ pub(crate) struct State {
     pub(crate) rng: Rng,
     /// The document version each instance's last read returned.
     pub(crate) served: HashMap<usize, u64>,
-    /// The instance whose next request's latency has already passed (an
-    /// idle read that turned out not to be idle is driven from its arrival).
-    pub(crate) prepaid: Option<usize>,
 }
 
 /// The shared store; each instance reads and writes it through its own handle.
@@ -117,7 +114,6 @@ impl StoreModel {
                 copy_writes: 0,
                 rng: Rng::new(seed),
                 served: HashMap::new(),
-                prepaid: None,
             }),
             clock,
             profile,
@@ -181,11 +177,6 @@ impl StoreModel {
     /// The document version instance `i`'s last read returned.
     pub(crate) fn served(&self, i: usize) -> Option<u64> {
         self.lock().served.get(&i).copied()
-    }
-
-    /// Instance `i`'s next request arrives now: its latency has passed.
-    pub(crate) fn prepay(&self, i: usize) {
-        self.lock().prepaid = Some(i);
     }
 
     /// Forgets what the operator's setup cost (before the run's second 0).

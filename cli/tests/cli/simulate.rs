@@ -1,0 +1,106 @@
+//! `stateseal simulate`: its flags (names checked by outside tooling), its
+//! JSON figures, and bad flag values refused with exit 2 naming the flag.
+
+use crate::{stateseal, text};
+
+fn simulate_json(extra: &[&str]) -> serde_json::Value {
+    let mut args = vec![
+        "simulate",
+        "--instances",
+        "40",
+        "--store",
+        "gcs",
+        "--kms",
+        "gcp",
+        "--days",
+        "0.1",
+        "--rotation-period",
+        "3600",
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let out = stateseal(&args, None);
+    assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+    serde_json::from_str(text(&out.stdout).trim()).expect("one JSON object")
+}
+
+#[test]
+fn simulate_reports_every_figure_that_can_go_wrong() {
+    let r = simulate_json(&[]);
+    assert_eq!(r["topology"], "rotator", "deploy/'s topology by default");
+    for (figure, want) in [
+        ("/rejected_rounds", 0),
+        ("/refused_to_start", 0),
+        ("/kms/throttled", 0),
+        ("/kms/denied", 0),
+        ("/store_writes/throttled", 0),
+        ("/store_writes/conflicted", 0),
+        ("/store_reads/throttled", 0),
+        ("/startup_exits", 0),
+        ("/instances_past_ready_timeout", 0),
+    ] {
+        assert_eq!(r.pointer(figure), Some(&want.into()), "{figure}: {r}");
+    }
+    assert_eq!(r["cold_start_within_ready_timeout"], true, "{r}");
+    assert_eq!(
+        r["kms"]["quota_per_s"], 1000,
+        "Cloud KMS: 60,000 a minute, per second"
+    );
+    assert!(
+        r["rotations"].as_array().is_some_and(|a| !a.is_empty()),
+        "{r}"
+    );
+}
+
+#[test]
+fn simulate_flags_change_the_fleet() {
+    // A quota far below a cold start's: throttled, servers exit at ready_timeout.
+    let starved = simulate_json(&["--kms-quota", "5"]);
+    assert!(starved["kms"]["throttled"].as_u64() > Some(0), "{starved}");
+    assert!(starved["startup_exits"].as_u64() > Some(0), "{starved}");
+    assert_eq!(starved["cold_start_within_ready_timeout"], false);
+    // Clocks further apart than S: rounds rejected.
+    let skewed = simulate_json(&["--clock-skew", "600", "--topology", "servers"]);
+    assert_eq!(skewed["topology"], "servers");
+    assert_eq!(skewed["clock_skew_s"], 600.0);
+    assert!(skewed["rejected_rounds"].as_u64() > Some(0), "{skewed}");
+    // A rotator job denied generate-data-key: its runs fail, reported.
+    let failing = simulate_json(&["--failing-rotators", "1", "--start-spread", "30"]);
+    assert!(failing["kms"]["denied"].as_u64() > Some(0), "{failing}");
+    assert!(failing["rotator"]["failed"].as_u64() > Some(0), "{failing}");
+}
+
+#[test]
+fn simulate_refuses_bad_flag_values_naming_the_flag() {
+    let mut transcript = String::new();
+    for (flag, value) in [
+        ("--kms-quota", "0"),
+        ("--kms-quota", "lots"),
+        ("--clock-skew", "-5"),
+        ("--clock-skew", "100000"),
+        ("--start-spread", "soon"),
+        ("--topology", "mesh"),
+        ("--failing-rotators", "-1"),
+    ] {
+        let arg = format!("{flag}={value}");
+        let out = stateseal(
+            &[
+                "simulate",
+                "--instances",
+                "5",
+                "--store",
+                "gcs",
+                "--kms",
+                "gcp",
+                &arg,
+            ],
+            None,
+        );
+        assert_eq!(out.status.code(), Some(2), "{arg}");
+        assert!(out.stdout.is_empty(), "{arg}");
+        let stderr = text(&out.stderr);
+        assert!(stderr.contains(flag), "{arg}: {stderr}");
+        transcript.push_str(&format!("$ stateseal simulate … {arg}\nexit 2\n{stderr}\n"));
+    }
+    insta::assert_snapshot!("simulate_bad_flag_values", transcript);
+}

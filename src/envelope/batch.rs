@@ -12,8 +12,13 @@ use super::identity::RequestIdentity;
 /// with the Python SDK's `json.loads` semantics, as [`RequestIdentity::from_json`]
 /// reads params: each round's identity by its id and method.
 ///
-/// A body that repeats an id binds none of its requests with that id: a
-/// state minted for one request's arguments must never verify for another's.
+/// Ids are compared as JavaScript reads them (the TypeScript SDK hands the
+/// codec `JSON.parse`'s value): numbers by their `f64` value, so `1`, `1.0`
+/// and `1E0` are one id, as are integers past 2^53 that round to the same
+/// double; strings by their exact text; any other id matches nothing. A
+/// body that repeats an id (so compared) binds none of its requests with
+/// that id: a state minted for one request's arguments must never verify
+/// for another's.
 ///
 /// ```
 /// use stateseal::{RequestBatch, RequestIdentity};
@@ -43,6 +48,26 @@ fn request_of(message: &Value) -> Option<(Value, String, Value)> {
     Some((id, method, params))
 }
 
+/// A request id as JavaScript's `===` sees it after `JSON.parse`.
+#[derive(PartialEq)]
+enum JsId<'a> {
+    Number(f64),
+    String(&'a [u8]),
+}
+
+impl<'a> JsId<'a> {
+    /// `None` for an id that is neither a number nor a string (no JSON-RPC request has one).
+    fn of(id: &'a Value) -> Option<Self> {
+        match id {
+            // Correctly rounded, as `JSON.parse` rounds; past the f64 range, infinity as there.
+            Value::Int(digits) => digits.parse().ok().map(Self::Number),
+            Value::Float(f) => Some(Self::Number(*f)),
+            Value::Str(t) => Some(Self::String(t.as_bytes())),
+            _ => None,
+        }
+    }
+}
+
 impl RequestBatch {
     /// Parses an HTTP body; a body that is not JSON gives a batch every lookup refuses.
     pub fn parse(body: &[u8]) -> Self {
@@ -57,13 +82,17 @@ impl RequestBatch {
     ///
     /// # Errors
     /// [`Error::Rejected`] ([`RejectReason::Malformed`]) when the body is not
-    /// JSON, no request or more than one has that id, its method differs, or
-    /// its params cannot be bound.
+    /// JSON, the id is neither a number nor a string, no request or more than
+    /// one has that id (compared as JavaScript compares them), its method
+    /// differs, or its params cannot be bound.
     pub fn identity(&self, method: &str, id_json: &[u8]) -> Result<RequestIdentity, Error> {
         let malformed = || Error::Rejected(RejectReason::Malformed);
         let id = parse(id_json, Duplicates::Reject).map_err(|_| malformed())?;
+        let id = JsId::of(&id).ok_or_else(malformed)?;
         let requests = self.requests.as_ref().ok_or_else(malformed)?;
-        let mut with_id = requests.iter().filter(|(i, _, _)| *i == id);
+        let mut with_id = requests
+            .iter()
+            .filter(|(i, _, _)| JsId::of(i).is_some_and(|i| i == id));
         let (Some((_, m, params)), None) = (with_id.next(), with_id.next()) else {
             return Err(malformed());
         };
@@ -100,6 +129,64 @@ mod tests {
         let int =
             RequestIdentity::from_json("tools/call", params("prod").replace("1.0", "1").as_bytes());
         assert_ne!(batch.identity("tools/call", b"1"), int);
+    }
+
+    /// What the Node package asks: the id as `JSON.stringify` writes the SDK's `req.id`.
+    const JS_ONE: &[u8] = b"1";
+    const JS_TWO_POW_53: &[u8] = b"9007199254740992";
+
+    #[test]
+    fn ids_javascript_reads_as_one_bind_none_of_their_requests() {
+        let malformed = Err(Error::Rejected(RejectReason::Malformed));
+        // JavaScript reads each pair as one id: the SDK hands both rounds the same `req.id`,
+        // so a state minted for staging must not verify for the round that deploys prod.
+        for (staging, prod, js) in [
+            ("1", "1.0", JS_ONE),
+            ("1.0", "1", JS_ONE),
+            ("1", "1E0", JS_ONE),
+            ("1e0", "10e-1", JS_ONE),
+            ("9007199254740992", "9007199254740993", JS_TWO_POW_53),
+            ("9007199254740993", "9007199254740992.0", JS_TWO_POW_53),
+        ] {
+            let body = format!("[{},{}]", call(staging, "staging"), call(prod, "prod"));
+            let batch = RequestBatch::parse(body.as_bytes());
+            for lookup in [js, staging.as_bytes(), prod.as_bytes()] {
+                assert_eq!(
+                    batch.identity("tools/call", lookup),
+                    malformed,
+                    "ids {staging} and {prod}, looked up as {}",
+                    String::from_utf8_lossy(lookup)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_lone_request_is_found_by_the_id_javascript_reads() {
+        let prod = RequestIdentity::from_json("tools/call", params("prod").as_bytes());
+        for (id, js) in [
+            ("1.0", JS_ONE),
+            ("1E0", JS_ONE),
+            ("9007199254740993", JS_TWO_POW_53),
+        ] {
+            let one = RequestBatch::parse(call(id, "prod").as_bytes());
+            assert_eq!(one.identity("tools/call", js), prod, "id {id}");
+        }
+        // -0 is 0 to `===`; a string is never a number; ids of other types bind nothing.
+        let zero = RequestBatch::parse(call("-0.0", "prod").as_bytes());
+        assert_eq!(zero.identity("tools/call", b"0"), prod);
+        let text = format!("[{},{}]", call(r#""1""#, "prod"), call("2", "staging"));
+        let text = RequestBatch::parse(text.as_bytes());
+        assert_eq!(text.identity("tools/call", br#""1""#), prod);
+        assert!(text.identity("tools/call", b"1").is_err());
+        assert!(text.identity("tools/call", br#""1.0""#).is_err());
+        for odd in ["true", "[1]", r#"{"a":1}"#] {
+            let batch = RequestBatch::parse(call(odd, "prod").as_bytes());
+            assert!(
+                batch.identity("tools/call", odd.as_bytes()).is_err(),
+                "id {odd}"
+            );
+        }
     }
 
     #[test]

@@ -38,6 +38,32 @@ test('a batch repeating a request id binds none of its requests', async () => {
   await assert.rejects(serve(states, fine, (s) => s.verify(token, ctx(2))), refusal('request binding', 'bind'));
 });
 
+test('ids JavaScript reads as one (1 and 1.0, 1E0, past 2^53) bind none of their requests', async () => {
+  const states = createStatesealCodec({ codec, audience: 'svc' });
+  // A request whose id is spelt as given (JSON.stringify spells every number its own way).
+  const spelt = (id, env) => JSON.stringify(call(0, env)).replace('"id":0', `"id":${id}`);
+  for (const [first, second, id] of [
+    ['1', '1.0', 1],
+    ['1', '1E0', 1],
+    ['9007199254740992', '9007199254740993', 2 ** 53],
+  ]) {
+    const alone = spelt(first, 'staging');
+    const token = await serve(states, alone, (s) => s.mint({ env: 'staging' }, ctx(id)));
+    assert.deepEqual(await serve(states, alone, (s) => s.verify(token, ctx(id))), { env: 'staging' });
+    // The SDK hands both rounds of this batch the same req.id: the staging state must not
+    // verify for the round that deploys prod, so neither round binds.
+    const batch = `[${alone},${spelt(second, 'prod')}]`;
+    const [a, b] = JSON.parse(batch);
+    assert.equal(a.id, b.id);
+    await assert.rejects(serve(states, batch, (s) => s.verify(token, ctx(id))), refusal('malformed', 'malformed'), `${first} and ${second}`);
+    await assert.rejects(serve(states, batch, (s) => s.mint({ env: 'prod' }, ctx(id))), refusal('malformed', 'malformed'), `${first} and ${second}`);
+    // Alone, the request spelt the other way is found by the id JavaScript reads.
+    const other = spelt(second, 'prod');
+    const minted = await serve(states, other, (s) => s.mint({ env: 'prod' }, ctx(id)));
+    assert.deepEqual(await serve(states, other, (s) => s.verify(minted, ctx(id))), { env: 'prod' });
+  }
+});
+
 test('a body past maxBodyBytes is not kept, with or without a Content-Length', async () => {
   const states = createStatesealCodec({ codec, maxBodyBytes: 1024 });
   const small = JSON.stringify(call(1, 'prod'));

@@ -164,7 +164,10 @@ class KeysetCodec {
 /** Request bodies up to this many bytes are kept for binding (the SDK's own default limit). */
 const MAX_BODY_BYTES = 4 << 20;
 
-/** The principal a state is bound to, from the SDK's `AuthInfo` (issuer and subject from `extra`). */
+/**
+ * The principal a state is bound to by default, from the SDK's `AuthInfo` (issuer and
+ * subject from `extra`). Only an explicit `bind` binds a state to the OAuth client alone.
+ */
 function principalOf(ctx) {
   const auth = ctx && ctx.http && ctx.http.authInfo;
   if (!auth) return undefined;
@@ -172,11 +175,15 @@ function principalOf(ctx) {
   if (typeof auth.clientId !== 'string') throw configError('authInfo.clientId: expected a string');
   const extra = auth.extra || {};
   const text = (v) => (typeof v === 'string' ? v : undefined);
-  return {
-    clientId: auth.clientId,
-    issuer: text(extra.iss) ?? text(extra.issuer),
-    subject: text(extra.sub) ?? text(extra.subject),
-  };
+  const subject = text(extra.sub) ?? text(extra.subject);
+  // Without a subject every user of the client would share its states: refuse rather than
+  // bind the client alone, unless the application says so with its own `bind`.
+  if (subject === undefined || subject === '') {
+    throw configError(
+      "authInfo.extra.sub: expected a non-empty string (the caller's subject); to bind states to the OAuth client alone, pass bind to createStatesealCodec",
+    );
+  }
+  return { clientId: auth.clientId, issuer: text(extra.iss) ?? text(extra.issuer), subject };
 }
 
 /** A request's body as text, read from a clone and at most `max` bytes (`null` past it). */

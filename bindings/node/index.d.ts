@@ -106,7 +106,8 @@ export interface StatesealCodecOptions {
   audience?: string;
   /**
    * The principal of a request; default: `ctx.http.authInfo` (`clientId`, `extra.iss`,
-   * `extra.sub`; an `authInfo` without a string `clientId` is an error, never unbound).
+   * `extra.sub`; an `authInfo` without a string `clientId` or a non-empty `extra.sub` is an
+   * error, never unbound nor bound to the OAuth client alone: a `bind` of your own does that).
    */
   bind?: (ctx: RequestContext) => Principal | string | undefined;
   /** `'json'` (default): payloads are JSON values; `'text'`: strings sealed as they are, as Rust and Python servers seal theirs. */

@@ -1,6 +1,6 @@
 // How `createStatesealCodec` finds a round's request and caller, and refuses
 // what it cannot bind: batches, bodies past the limit, non-JSON states,
-// contexts without a client id, misspelt options. The SDK's handler is
+// contexts without a client id or a subject, misspelt options. The SDK's handler is
 // stood in for by one that calls mint/verify inside `handler()`, as the SDK does.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -107,6 +107,38 @@ test('the caller: parts from authInfo, and an authInfo without a client id is an
   });
   // Outside handler(): a configuration error, never an unbound state.
   await assert.rejects(states.mint('x', ctx(1)), { code: 'ERR_STATESEAL_CONFIG', message: /handler/ });
+});
+
+test('an authInfo without a subject is an error, unless bind binds the client alone on purpose', async () => {
+  const states = createStatesealCodec({ codec });
+  const body = JSON.stringify(call(1, 'prod'));
+  const client = { token: 't', clientId: 'c', scopes: [], extra: { iss: 'https://as.test' } };
+  const noSubject = {
+    code: 'ERR_STATESEAL_CONFIG',
+    message:
+      "authInfo.extra.sub: expected a non-empty string (the caller's subject); to bind states to the OAuth client alone, pass bind to createStatesealCodec",
+  };
+  for (const [without, auth] of [
+    ['no sub', client],
+    ['no extra', { ...client, extra: undefined }],
+    ['an empty sub', { ...client, extra: { sub: '' } }],
+    ['a sub that is not a string', { ...client, extra: { sub: 7 } }],
+  ]) {
+    await assert.rejects(serve(states, body, (s) => s.mint('x', ctx(1, auth))), noSubject, `an authInfo with ${without}`);
+  }
+  // A state minted for alice, presented by a caller of the same client without a subject.
+  const alice = { ...client, extra: { iss: 'https://as.test', sub: 'alice' } };
+  const token = await serve(states, body, (s) => s.mint('x', ctx(1, alice)));
+  await assert.rejects(serve(states, body, (s) => s.verify(token, ctx(1, client))), noSubject);
+  // `extra.subject` is a subject too.
+  const named = { ...client, extra: { subject: 'alice' } };
+  const byName = await serve(states, body, (s) => s.mint('x', ctx(1, named)));
+  assert.equal(await serve(states, body, (s) => s.verify(byName, ctx(1, named))), 'x');
+  // The application's own bind may bind the client alone: then it is bound to that client.
+  const byClient = createStatesealCodec({ codec, bind: (c) => ({ clientId: c.http.authInfo.clientId }) });
+  const forClient = await serve(byClient, body, (s) => s.mint('x', ctx(1, client)));
+  assert.equal(await serve(byClient, body, (s) => s.verify(forClient, ctx(1, client))), 'x');
+  await assert.rejects(serve(byClient, body, (s) => s.verify(forClient, ctx(1, { ...client, clientId: 'd' }))), refusal('principal', 'bind'));
 });
 
 test('bad options are refused by name', async () => {

@@ -6,11 +6,14 @@
 //! key, so a wrap only opens for the keyset and entry it was made for.
 //!
 //! Transit silently ignores a context on a key created without
-//! `derived=true`, which would drop that binding. The first generation under
-//! each KEK therefore proves the binding: it decrypts the new wrap under a
-//! different context and refuses the key (class `Config`) if Vault accepts.
+//! `derived=true`, which would drop that binding. The first generation or
+//! unwrap under each KEK therefore proves the binding: it decrypts the wrap
+//! under a different context and refuses the key if Vault accepts (class
+//! `Config` when generating, `Invalid` when unwrapping: a document naming such
+//! a key, e.g. one an attacker chose under a prefix pin, is refused). The
+//! answer is kept per KEK, so later calls cost no probe.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use base64::Engine;
@@ -75,7 +78,8 @@ impl TransitKey {
 #[derive(Debug)]
 pub struct VaultTransitProvider {
     session: Arc<Session>,
-    binding_checked: Mutex<HashSet<String>>,
+    /// Per KEK URI, whether transit binds the context (the probe's answer).
+    binding: Mutex<HashMap<String, bool>>,
 }
 
 fn decode_key(b64: &mut String) -> Result<Secret, Error> {
@@ -98,11 +102,23 @@ fn decode_key(b64: &mut String) -> Result<Secret, Error> {
     Secret::from_slice(&bytes)
 }
 
+/// A transit key that ignores the derivation context, refused with `class`.
+fn unbound(kek: &str, class: ErrorClass) -> Error {
+    kms_error(
+        crate::SCHEME,
+        class,
+        format!(
+            "transit key {kek} ignores the derivation context, so wrapped keys would not be \
+             bound to their keyset; create it with derived=true"
+        ),
+    )
+}
+
 impl VaultTransitProvider {
     pub(crate) fn with_session(session: Arc<Session>) -> Self {
         Self {
             session,
-            binding_checked: Mutex::new(HashSet::new()),
+            binding: Mutex::new(HashMap::new()),
         }
     }
 
@@ -118,6 +134,9 @@ impl VaultTransitProvider {
 
     async fn generate_key(&self, kek: &str, ctx: WrapContext<'_>) -> Result<DataKey, Error> {
         let key = TransitKey::parse(kek)?;
+        if self.binds(kek) == Some(false) {
+            return Err(unbound(kek, ErrorClass::Config));
+        }
         let context = STANDARD.encode(ctx.associated_data());
         let resp = self
             .session
@@ -150,45 +169,69 @@ impl VaultTransitProvider {
         })?;
         let plaintext = decode_key(&mut b64)?;
         let wrapped = resp.ciphertext.into_bytes();
-        self.check_binding(kek, &key, &wrapped, ctx).await?;
+        self.check_binding(kek, &key, &wrapped, ctx, ErrorClass::Config)
+            .await?;
         Ok(DataKey { plaintext, wrapped })
     }
 
-    /// Proves, once per KEK, that transit binds the context (the key is derived).
+    async fn unwrap_key(
+        &self,
+        kek: &str,
+        wrapped: &[u8],
+        ctx: WrapContext<'_>,
+    ) -> Result<Secret, Error> {
+        let key = TransitKey::parse(kek)?;
+        if self.binds(kek) == Some(false) {
+            return Err(unbound(kek, ErrorClass::Invalid));
+        }
+        let plaintext = self
+            .decrypt(&key, wrapped, ctx)
+            .await
+            .map_err(|e| e.into_error(crate::SCHEME, "decrypt"))?;
+        // Only a wrap that opened proves anything: probe with it.
+        self.check_binding(kek, &key, wrapped, ctx, ErrorClass::Invalid)
+            .await?;
+        Ok(plaintext)
+    }
+
+    /// What the probe found for `kek` (`None`: not probed yet).
+    fn binds(&self, kek: &str) -> Option<bool> {
+        self.binding.lock().ok()?.get(kek).copied()
+    }
+
+    /// Proves, once per KEK, that transit binds the context (the key is
+    /// derived): `wrapped`, which opens under `ctx`, must not open under
+    /// another. A key that ignores the context is refused with `class`.
     async fn check_binding(
         &self,
         kek: &str,
         key: &TransitKey,
         wrapped: &[u8],
         ctx: WrapContext<'_>,
+        class: ErrorClass,
     ) -> Result<(), Error> {
-        let checked =
-            |set: &Mutex<HashSet<String>>| set.lock().map(|s| s.contains(kek)).unwrap_or(false);
-        if checked(&self.binding_checked) {
-            return Ok(());
+        match self.binds(kek) {
+            Some(true) => return Ok(()),
+            Some(false) => return Err(unbound(kek, class)),
+            None => {}
         }
         let probe_entry = format!("{}~binding-probe", ctx.entry_id);
         let probe = WrapContext {
             keyset_id: ctx.keyset_id,
             entry_id: &probe_entry,
         };
-        match self.decrypt(key, wrapped, probe).await {
-            Ok(_) => Err(kms_error(
-                crate::SCHEME,
-                ErrorClass::Config,
-                format!(
-                    "transit key {}/keys/{} ignores the derivation context, so wrapped keys \
-                     would not be bound to their keyset; create it with derived=true",
-                    key.mount, key.name
-                ),
-            )),
-            Err(CallError::Vault(e)) if class_of(&e) == ErrorClass::Invalid => {
-                if let Ok(mut s) = self.binding_checked.lock() {
-                    s.insert(kek.to_owned());
-                }
-                Ok(())
-            }
-            Err(e) => Err(e.into_error(crate::SCHEME, "decrypt (binding check)")),
+        let binds = match self.decrypt(key, wrapped, probe).await {
+            Ok(_) => false,
+            Err(CallError::Vault(e)) if class_of(&e) == ErrorClass::Invalid => true,
+            Err(e) => return Err(e.into_error(crate::SCHEME, "decrypt (binding check)")),
+        };
+        if let Ok(mut known) = self.binding.lock() {
+            known.insert(kek.to_owned(), binds);
+        }
+        if binds {
+            Ok(())
+        } else {
+            Err(unbound(kek, class))
         }
     }
 
@@ -249,12 +292,7 @@ impl KeyProvider for VaultTransitProvider {
         wrapped: &'a [u8],
         ctx: WrapContext<'a>,
     ) -> BoxFuture<'a, Result<Secret, Error>> {
-        Box::pin(async move {
-            let key = TransitKey::parse(kek)?;
-            self.decrypt(&key, wrapped, ctx)
-                .await
-                .map_err(|e| e.into_error(crate::SCHEME, "decrypt"))
-        })
+        Box::pin(self.unwrap_key(kek, wrapped, ctx))
     }
 }
 

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use stateseal::{KeysetStore, ProviderRegistry};
 use stateseal_testkit::integrity_contract;
-use stateseal_testkit::openbao::{FLEET_POLICY, OpenBao};
+use stateseal_testkit::openbao::{FLEET_POLICY, OpenBao, OpenBaoOptions};
 use stateseal_testkit::provider_contract::{self, ProviderUnderTest};
 use stateseal_testkit::store_contract::{self, StoreUnderTest};
 use stateseal_vault::{SecretString, VaultAuth, VaultConfig};
@@ -173,5 +173,94 @@ async fn vault_transit_meets_the_provider_contract() {
         &dir,
     )
     .await;
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+fn class(e: &stateseal::Error) -> Option<stateseal::provider::ErrorClass> {
+    match e {
+        stateseal::Error::Kms { class, .. } => Some(*class),
+        _ => None,
+    }
+}
+
+/// A keyset may name a transit key the pins allow only by prefix: an unwrap
+/// under a key that ignores the derivation context (not `derived=true`)
+/// would drop the wrap's binding, so it is refused, and the probe that tells
+/// costs only the first unwrap under each key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vault_transit_refuses_to_unwrap_under_a_key_that_ignores_the_context() {
+    use stateseal::KeyProvider;
+    use stateseal::provider::{ErrorClass, WrapContext};
+    use stateseal_vault::VaultTransitProvider;
+
+    let dir =
+        std::env::temp_dir().join(format!("stateseal-transit-unbound-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let bao = OpenBao::start_with(&dir.join("openbao"), OpenBaoOptions { audit: true });
+    let decrypts = |key: &str| bao.requests(&format!("transit/decrypt/{key}"));
+    let provider = || {
+        let config = VaultConfig::builder(&bao.addr)
+            .auth(VaultAuth::Token(SecretString::new(bao.root_token.clone())))
+            .build()
+            .expect("config");
+        VaultTransitProvider::new(config)
+    };
+    let ctx = WrapContext {
+        keyset_id: "ks_a",
+        entry_id: "k_1",
+    };
+
+    // A key made without derived=true, and a data key wrapped under it.
+    bao.ok(&["write", "-f", "transit/keys/plain"]);
+    let made: serde_json::Value = serde_json::from_str(&bao.ok(&[
+        "write",
+        "-format=json",
+        "-f",
+        "transit/datakey/plaintext/plain",
+    ]))
+    .expect("json");
+    let wrapped = made["data"]["ciphertext"].as_str().expect("ciphertext");
+    let plaintext = made["data"]["plaintext"].as_str().expect("plaintext");
+    let plain = "hcvault://transit/keys/plain";
+    let p = provider();
+    for _ in 0..2 {
+        let e = p
+            .unwrap(plain, wrapped.as_bytes(), ctx)
+            .await
+            .expect_err("a key that ignores the context must not unwrap");
+        assert_eq!(class(&e), Some(ErrorClass::Invalid), "{e}");
+        let text = e.to_string();
+        assert!(text.contains(plain), "the refusal names the key: {e}");
+        assert!(text.contains("derived=true"), "{e}");
+        assert!(!text.contains(plaintext) && !text.contains(wrapped) && !text.contains("ks_a"));
+    }
+    // The unwrap and its probe the first time; the answer is kept, so none the second.
+    assert_eq!(decrypts("plain"), 2);
+    // Generation under it is refused as before (from the kept answer: no new call).
+    let e = p.generate(plain, ctx).await.expect_err("generate");
+    assert_eq!(class(&e), Some(ErrorClass::Config), "{e}");
+
+    // A derived key unwraps; the probe costs the first unwrap one decrypt, later ones none.
+    let kek = "hcvault://transit/keys/stateseal";
+    let dk = provider().generate(kek, ctx).await.expect("generate");
+    let p = provider();
+    let before = decrypts("stateseal");
+    for _ in 0..3 {
+        let key = p.unwrap(kek, &dk.wrapped, ctx).await.expect("unwrap");
+        assert_eq!(key.expose(), dk.plaintext.expose());
+    }
+    assert_eq!(decrypts("stateseal") - before, 3 + 1);
+    // A wrap moved to another entry still fails as a wrong ciphertext, and costs no probe.
+    let moved = WrapContext {
+        keyset_id: "ks_a",
+        entry_id: "k_2",
+    };
+    let e = provider()
+        .unwrap(kek, &dk.wrapped, moved)
+        .await
+        .expect_err("moved");
+    assert_eq!(class(&e), Some(ErrorClass::Invalid), "{e}");
+    drop(bao);
     let _ = std::fs::remove_dir_all(dir);
 }

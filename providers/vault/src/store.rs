@@ -4,16 +4,25 @@
 //! Every write is a KV v2 check-and-set on the version this store just read
 //! and saw at the expected generation: two writers that read the same version
 //! cannot both succeed, which is what makes concurrent rotations safe.
+//!
+//! A read is capped before anything in it is parsed: the response (the
+//! document in KV's wrapper) is read no further than the document's cap
+//! ([`MAX_DOCUMENT_BYTES`]) + 1 bytes, as the file store reads a file. KV's
+//! wrapper (a few hundred bytes) counts against the cap; keysets are far
+//! smaller (64 entries at most).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use stateseal::keyset::{ConditionalLoad, StoreVersion, check_next_generation};
+use rustify::endpoint::Endpoint;
+use stateseal::keyset::{ConditionalLoad, MAX_DOCUMENT_BYTES, StoreVersion, check_next_generation};
 use stateseal::provider::BoxFuture;
 use stateseal::{Error, KeysetStore, StoredKeyset};
 use vaultrs::api::kv2::requests::{
     ReadSecretMetadataRequest, ReadSecretRequest, SetSecretRequest, SetSecretRequestOptions,
 };
+use vaultrs::api::kv2::responses::ReadSecretResponse;
+use vaultrs::client::{Client, VaultClient};
 use vaultrs::error::ClientError;
 
 use crate::session::{CallError, Session};
@@ -29,6 +38,90 @@ pub struct VaultKvStore {
     /// reads then fall back to full ones (the policy in `terraform/vault`
     /// grants `read` on `<mount>/metadata/<path>`).
     metadata_denied: Arc<AtomicBool>,
+}
+
+/// An error response's body is read this far, for Vault's message.
+const MAX_ERROR_BYTES: usize = 64 << 10;
+
+/// A response body read no further than its cap.
+enum Capped {
+    Within(Vec<u8>),
+    /// Past the cap: at least this many bytes (the Content-Length when given).
+    Over(u64),
+}
+
+/// Reads `response`'s body, at most `cap` + 1 bytes of it (none when its
+/// Content-Length is already past `cap`).
+async fn read_capped(mut response: reqwest::Response, cap: usize) -> Result<Capped, ClientError> {
+    if let Some(length) = response.content_length().filter(|&n| n > cap as u64) {
+        return Ok(Capped::Over(length));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| rustify::errors::ClientError::ResponseError { source: e.into() })?
+    {
+        body.extend_from_slice(&chunk);
+        if body.len() > cap {
+            return Ok(Capped::Over(body.len() as u64));
+        }
+    }
+    Ok(Capped::Within(body))
+}
+
+/// Sends `endpoint` as vaultrs does (its middleware adds the version prefix,
+/// token and namespace) and reads the answer's body no further than `cap`.
+/// A refusal is the error vaultrs would give ([`ClientError::APIError`] with
+/// Vault's messages), so callers classify it as any other call's.
+async fn exec_capped(
+    client: &VaultClient,
+    endpoint: impl Endpoint,
+    cap: usize,
+) -> Result<Capped, ClientError> {
+    let endpoint = endpoint.with_middleware(client.middle());
+    let http = client.http();
+    let request = endpoint.request(&http.base)?;
+    let request = reqwest::Request::try_from(request)
+        .map_err(|e| rustify::errors::ClientError::ReqwestBuildError { source: e })?;
+    let (url, method) = (request.url().to_string(), request.method().to_string());
+    let response = http.http.execute(request).await.map_err(|e| {
+        rustify::errors::ClientError::RequestError {
+            source: e.into(),
+            url,
+            method,
+        }
+    })?;
+    let code = response.status().as_u16();
+    if rustify::client::HTTP_SUCCESS_CODES.contains(&code) {
+        return read_capped(response, cap).await;
+    }
+    #[derive(serde::Deserialize)]
+    struct Refusal {
+        errors: Vec<String>,
+    }
+    let content = match read_capped(response, MAX_ERROR_BYTES).await? {
+        Capped::Within(body) => body,
+        Capped::Over(_) => Vec::new(),
+    };
+    Err(match serde_json::from_slice::<Refusal>(&content) {
+        Ok(Refusal { errors }) => ClientError::APIError { code, errors },
+        Err(_) => rustify::errors::ClientError::ServerResponseError {
+            code,
+            content: String::from_utf8(content).ok(),
+        }
+        .into(),
+    })
+}
+
+/// The refusal of a document past the cap, as [`StoredKeyset::from_bytes`] words it.
+fn oversized(bytes: u64) -> Error {
+    Error::Keyset {
+        field: "document".into(),
+        problem: format!(
+            "{bytes} bytes, more than the {MAX_DOCUMENT_BYTES} a keyset document may have"
+        ),
+    }
 }
 
 /// What one read of the secret found.
@@ -144,7 +237,8 @@ impl VaultKvStore {
         }
     }
 
-    /// The secret as it is now (see [`KvRead`]).
+    /// The secret as it is now (see [`KvRead`]): the response's size capped
+    /// first, then parsed.
     async fn read(&self) -> Result<KvRead, Error> {
         let result = self
             .session
@@ -154,11 +248,12 @@ impl VaultKvStore {
                     .path(self.path.as_str())
                     .build()
                     .map_err(|_| ClientError::InvalidLoginMethodError)?;
-                vaultrs::api::exec_with_result(&*client, endpoint).await
+                exec_capped(&client, endpoint, MAX_DOCUMENT_BYTES).await
             })
             .await;
-        let resp = match result {
-            Ok(r) => r,
+        let body = match result {
+            Ok(Capped::Within(body)) => body,
+            Ok(Capped::Over(bytes)) => return Err(oversized(bytes)),
             // An empty 404 is "no secret here"; a 404 with a message is a missing mount.
             Err(CallError::Vault(ClientError::APIError { code: 404, errors }))
                 if errors.is_empty() =>
@@ -171,6 +266,14 @@ impl VaultKvStore {
             }
             Err(e) => return Err(self.vault_error("kv read", e)),
         };
+        // serde's messages may quote the response: name the problem only.
+        let resp =
+            serde_json::from_slice::<vaultrs::api::EndpointResult<ReadSecretResponse>>(&body)
+                .ok()
+                .and_then(|r| r.data)
+                .ok_or_else(|| {
+                    self.store_error("kv read: the response is not a readable KV v2 secret")
+                })?;
         let m = &resp.metadata;
         let mut read = KvRead {
             doc: None,

@@ -197,7 +197,13 @@ async fn vault_transit_refuses_to_unwrap_under_a_key_that_ignores_the_context() 
         std::env::temp_dir().join(format!("stateseal-transit-unbound-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("dir");
-    let bao = OpenBao::start_with(&dir.join("openbao"), OpenBaoOptions { audit: true });
+    let bao = OpenBao::start_with(
+        &dir.join("openbao"),
+        OpenBaoOptions {
+            audit: true,
+            ..OpenBaoOptions::default()
+        },
+    );
     let decrypts = |key: &str| bao.requests(&format!("transit/decrypt/{key}"));
     let provider = || {
         let config = VaultConfig::builder(&bao.addr)
@@ -261,6 +267,82 @@ async fn vault_transit_refuses_to_unwrap_under_a_key_that_ignores_the_context() 
         .await
         .expect_err("moved");
     assert_eq!(class(&e), Some(ErrorClass::Invalid), "{e}");
+    drop(bao);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Caps first: a document past 1 MiB in KV is refused by its size before
+/// any of it is parsed (this one nests deeper than a JSON parser's recursion
+/// limit), by the read, the conditional read and the writer's read alike;
+/// nothing is written and the secret stays as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vault_kv_store_caps_a_document_before_parsing_it() {
+    use stateseal::Error;
+    use stateseal::keyset::MAX_DOCUMENT_BYTES;
+
+    let dir = std::env::temp_dir().join(format!("stateseal-kv-cap-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    // Storage entries up to 8 MiB, so KV holds what the keyset cap must refuse.
+    let bao = OpenBao::start_with(
+        &dir.join("openbao"),
+        OpenBaoOptions {
+            max_entry_size: Some(8 << 20),
+            ..OpenBaoOptions::default()
+        },
+    );
+    let store = open_with(&bao.addr, &bao.root_token);
+    let first = store_contract::document(1, "k_1");
+    store
+        .compare_and_swap(None, &first)
+        .await
+        .expect("first write");
+    assert_eq!(store.load().await.expect("load"), Some(first));
+
+    let big = format!(
+        r#"{{"format":"stateseal.keyset/v2","nest":{}{},"padding":"{}"}}"#,
+        "[".repeat(200),
+        "]".repeat(200),
+        "x".repeat(MAX_DOCUMENT_BYTES)
+    );
+    let file = dir.join("big.json");
+    std::fs::write(&file, big).expect("write");
+    bao.ok(&["kv", "put", KV_PATH, &format!("@{}", file.display())]);
+    let version = || {
+        let meta: serde_json::Value =
+            serde_json::from_str(&bao.ok(&["kv", "metadata", "get", "-format=json", KV_PATH]))
+                .expect("json");
+        meta["data"]["current_version"].as_u64().expect("version")
+    };
+    assert_eq!(version(), 2);
+
+    let capped = |what: &str, r: Result<(), Error>| match r {
+        Err(Error::Keyset { field, problem }) => {
+            assert_eq!(field, "document", "{what}");
+            assert!(
+                problem.ends_with(&format!(
+                    "bytes, more than the {MAX_DOCUMENT_BYTES} a keyset document may have"
+                )),
+                "{what}: {problem}"
+            );
+            assert!(!problem.contains("xxxx"), "{what}: {problem}");
+        }
+        other => {
+            panic!("{what}: a document past the cap must be refused by its size, got {other:?}")
+        }
+    };
+    capped("load", store.load().await.map(drop));
+    capped(
+        "conditional load",
+        store.load_if_changed(None).await.map(drop),
+    );
+    let second = store_contract::document(2, "k_2");
+    capped(
+        "compare-and-swap",
+        store.compare_and_swap(Some(1), &second).await,
+    );
+    // Nothing written: the oversized version is still the current one.
+    assert_eq!(version(), 2);
     drop(bao);
     let _ = std::fs::remove_dir_all(dir);
 }

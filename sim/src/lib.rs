@@ -24,7 +24,7 @@
 //! s.days = 0.05;
 //! let report = run(&s)?;
 //! assert_eq!(report.rejected_rounds, 0);
-//! assert!(report.cold_start_s <= report.ready_timeout);
+//! assert_eq!(report.cold_start_late, 0);
 //! assert_eq!((report.kms_throttled, report.startup_exits), (0, 0));
 //! # Ok::<(), stateseal::Error>(())
 //! ```

@@ -71,6 +71,7 @@ impl Fleet {
             } else {
                 self.waves.iter().map(|w| w.done - w.at).fold(0.0, f64::max)
             },
+            cold_start_late: self.waves.iter().map(|w| w.late + w.pending).sum(),
             ready_timeout: self.scenario.ready_timeout,
             startup_exits: self.exits,
             instances_past_ready_timeout: self.exited.len(),

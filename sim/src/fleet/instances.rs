@@ -32,8 +32,10 @@ pub(crate) struct Member {
     /// The last idle refresh counted without the scheduler, if after the last driven one.
     pub(super) last_idle: Option<f64>,
     pub(super) generation: Option<u64>,
-    /// The cold start this instance has not become ready for yet.
+    /// The cold start this instance has not become ready for yet, and when
+    /// its first process of that cold start started.
     pub(super) wave: Option<usize>,
+    pub(super) wave_start: Option<f64>,
 }
 
 impl Fleet {
@@ -67,6 +69,7 @@ impl Fleet {
             last_idle: None,
             generation: None,
             wave: None,
+            wave_start: None,
         })
     }
 

@@ -16,6 +16,7 @@ impl Fleet {
             at: t,
             pending: self.members.len(),
             done: t,
+            late: 0,
         });
         for i in 0..self.members.len() {
             let at = t + self.rng.unit() * self.scenario.start_spread;
@@ -27,6 +28,7 @@ impl Fleet {
                 let epoch = self.members[i].epoch;
                 self.push(at, Event::Start(i, epoch));
             }
+            self.members[i].wave_start = None;
             if let Some(old) = self.members[i].wave.replace(wave) {
                 self.waves[old].pending -= 1;
             }
@@ -36,7 +38,11 @@ impl Fleet {
 
     /// Instance `i`'s process starts: its start-up loop's first refresh.
     pub(super) fn start(&mut self, i: usize, t: f64) -> Result<(), Error> {
-        self.members[i].started_at = t;
+        let m = &mut self.members[i];
+        m.started_at = t;
+        if m.wave.is_some() && m.wave_start.is_none() {
+            m.wave_start = Some(t);
+        }
         self.refresh(i, t)
     }
 
@@ -49,6 +55,9 @@ impl Fleet {
             let wave = &mut self.waves[w];
             wave.pending -= 1;
             wave.done = wave.done.max(t);
+            // Ready later than ready_timeout after it first started (exits included).
+            let first = m.wave_start.take().unwrap_or(t);
+            wave.late += usize::from(t - first > self.scenario.ready_timeout);
         }
     }
 
@@ -77,6 +86,7 @@ impl Fleet {
         let mut m = self.member(i, epoch)?;
         m.crashes = crashes;
         m.wave = self.members[i].wave.take();
+        m.wave_start = self.members[i].wave_start.take();
         self.members[i] = m;
         self.push(at, Event::Start(i, epoch));
         Ok(())

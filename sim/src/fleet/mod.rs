@@ -78,11 +78,13 @@ impl Ord for Scheduled {
 }
 
 /// A cold start of the whole fleet: when it began, instances not ready yet,
-/// and when the last became ready.
+/// when the last became ready, and how many were ready later than
+/// ready_timeout after they first started.
 struct Wave {
     at: f64,
     pending: usize,
     done: f64,
+    late: usize,
 }
 
 /// The rotator job's run in flight, and what the job has done.

@@ -36,7 +36,7 @@ if cargo tree -p stateseal-object-store --no-default-features --features gcs -e 
 fi
 echo "== cargo test"
 cargo test --workspace
-echo "== fleet simulation: 10,000 instances for a simulated week (release build; sim/tests/fleet.rs)"
+echo "== fleet simulation: 10,000 instances for a simulated week, in deploy/'s topology and with writing servers (release build; sim/tests/fleet.rs)"
 cargo test --release -p stateseal-sim --test fleet ten_thousand -- --nocapture
 # The live Cloud KMS and Cloud Storage tests skip without credentials; show that they said so.
 cargo test --quiet -p stateseal-cli --test cli live_ -- --nocapture

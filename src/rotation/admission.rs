@@ -79,6 +79,26 @@ impl Refusal {
         }
     }
 
+    /// Whether refusing a document for this reason stays right for as long as
+    /// the store holds the same bytes and this instance the same watermark:
+    /// what the bytes say (tag, pins, ids, generation), never what depends on
+    /// the clock (expiry, entries judged only while live) or on a KMS answer.
+    pub(crate) fn is_permanent(label: &str) -> bool {
+        [
+            Self::Invalid,
+            Self::DuplicateKey,
+            Self::Rollback,
+            Self::Rewritten,
+            Self::OtherKeyset,
+            Self::Timing,
+            Self::Unauthenticated,
+            Self::UnpinnedKek,
+            Self::BelowMinimum,
+        ]
+        .iter()
+        .any(|r| r.label() == label)
+    }
+
     /// Counts and logs the refusal (reason and generations only: a document holds no secrets,
     /// but its entries are not the log's business) and returns the error a refresh reports.
     pub(crate) fn record(self, store: &str, detail: String) -> Error {

@@ -5,6 +5,7 @@ mod cache;
 mod config;
 mod if_due;
 mod inspect;
+mod mac_keys;
 mod newest;
 mod operations;
 mod proof;

@@ -109,7 +109,8 @@ pub(crate) async fn newest_written(
 /// back for good; the copy says the store went backwards.
 ///
 /// # Errors
-/// [`Error::BehindNewest`] naming the generations and the two ways out.
+/// [`Error::BehindNewest`] naming the generations and the two ways out;
+/// [`Error::Conflict`] when the document moved on while the copy was read.
 pub(crate) async fn server_floor(
     store: &dyn KeysetStore,
     registry: &ProviderRegistry,
@@ -121,6 +122,16 @@ pub(crate) async fn server_floor(
     };
     if newest.generation <= base.generation {
         return Ok(());
+    }
+    // The copy is read after the document: another writer's compare-and-swap
+    // and copy update may have landed in between. Then the document moved on
+    // too, and this write has simply lost a race.
+    let current = store.load().await?.map(|d| d.generation());
+    if current != Some(base.generation) {
+        return Err(Error::Conflict {
+            expected: Some(base.generation),
+            found: current,
+        });
     }
     let copy = store
         .newest_copy()

@@ -7,11 +7,11 @@
 //! unwrap), and none when it names a keyset or a KEK the pins do not allow,
 //! or a MAC key reference the KMS refused before.
 
-use std::collections::VecDeque;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
 use super::admission::Refusal;
+use super::mac_keys::MacKeys;
 use crate::error::Error;
 use crate::keyset::{KeyEntry, Keyset, KeysetPins, MAC_PURPOSE, MacKey, MacKeyRef, StoredKeyset};
 use crate::provider::{ErrorClass, ProviderRegistry, WrapContext};
@@ -124,24 +124,13 @@ pub async fn seal_with_new_mac_key(
     Ok((stored, verified))
 }
 
-struct CachedMac {
-    keyset_id: String,
-    r: MacKeyRef,
-    key: Arc<MacKey>,
-}
-
-/// Verifies stored documents under a [`TrustPolicy`], caching the unwrapped MAC key.
+/// Verifies stored documents under a [`TrustPolicy`], keeping the MAC keys it
+/// unwrapped and, for a while, the MAC key references the KMS refused.
 pub struct KeysetTrust {
     policy: TrustPolicy,
-    cached: Mutex<Option<CachedMac>>,
-    /// MAC key references the KMS refused (keyset id, reference), newest
-    /// last: a junk reference costs one KMS call, however often it is stored.
-    refused: Mutex<VecDeque<(String, MacKeyRef)>>,
+    mac_keys: MacKeys,
     kms_calls: AtomicU64,
 }
-
-/// How many refused MAC key references a verifier remembers.
-const REFUSED_MAC_REFS: usize = 16;
 
 impl std::fmt::Debug for KeysetTrust {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -160,8 +149,7 @@ impl KeysetTrust {
     pub fn new(policy: TrustPolicy) -> Self {
         Self {
             policy,
-            cached: Mutex::new(None),
-            refused: Mutex::new(VecDeque::new()),
+            mac_keys: MacKeys::default(),
             kms_calls: AtomicU64::new(0),
         }
     }
@@ -240,7 +228,10 @@ impl KeysetTrust {
         }
         let verified = match stored.mac_key_ref() {
             None => self.open_unauthenticated(uri, stored)?,
-            Some(r) => self.open_authenticated(registry, uri, stored, r).await?,
+            Some(r) => {
+                self.open_authenticated(registry, uri, stored, r, now)
+                    .await?
+            }
         };
         for (i, e) in verified.doc.keys.iter().enumerate() {
             self.check_kek(uri, &format!("keys[{i}] ({})", e.entry), e)?;
@@ -319,6 +310,7 @@ impl KeysetTrust {
         uri: &str,
         stored: &StoredKeyset,
         r: &MacKeyRef,
+        now: Option<f64>,
     ) -> Result<VerifiedKeyset, Error> {
         if let Some(pins) = &self.policy.pins
             && !pins.allows_kek(&r.kek)
@@ -339,7 +331,7 @@ impl KeysetTrust {
             .as_ref()
             .map_or(stored.id(), KeysetPins::keyset_id)
             .to_owned();
-        let key = self.mac_key(registry, uri, &keyset_id, r).await?;
+        let key = self.mac_key(registry, uri, &keyset_id, r, now).await?;
         match stored.verified_content(&key) {
             Ok(Some((doc, expires_at))) => Ok(VerifiedKeyset {
                 doc,
@@ -367,25 +359,18 @@ impl KeysetTrust {
         uri: &str,
         keyset_id: &str,
         r: &MacKeyRef,
+        now: Option<f64>,
     ) -> Result<Arc<MacKey>, Error> {
-        if let Ok(guard) = self.cached.lock()
-            && let Some(c) = guard.as_ref()
-            && c.keyset_id == keyset_id
-            && &c.r == r
-        {
-            return Ok(c.key.clone());
+        if let Some(key) = self.mac_keys.get(keyset_id, r) {
+            return Ok(key);
         }
-        let refused_before = |guard: &VecDeque<(String, MacKeyRef)>| {
-            guard
-                .iter()
-                .any(|(id, known)| id == keyset_id && known == r)
-        };
-        if self.refused.lock().is_ok_and(|g| refused_before(&g)) {
+        if now.is_some_and(|now| self.mac_keys.refused(keyset_id, r, now)) {
             return Err(refuse(
                 uri,
                 Refusal::Mac,
                 format!(
-                    "the MAC key does not unwrap for keyset {keyset_id} (refused by the KMS before; not asked again)"
+                    "the MAC key does not unwrap for keyset {keyset_id} (the KMS refused it within the last {:.0}s; not asked again yet)",
+                    super::mac_keys::REFUSAL_HOLD
                 ),
             ));
         }
@@ -397,30 +382,27 @@ impl KeysetTrust {
         };
         let secret = match provider.unwrap(&r.kek, &r.wrapped, ctx).await {
             Ok(s) => s,
-            // The KMS refused the wrap itself (wrong context, not its ciphertext): forged.
-            Err(e) if e.kms_class() == Some(ErrorClass::Invalid) => {
-                if let Ok(mut guard) = self.refused.lock() {
-                    if guard.len() == REFUSED_MAC_REFS {
-                        guard.pop_front();
-                    }
-                    guard.push_back((keyset_id.to_owned(), r.clone()));
+            Err(e) => {
+                // The KMS refused the wrap itself (wrong context, not its ciphertext,
+                // no such key): held for a while so that junk costs one call, not one per refresh.
+                let class = e.kms_class();
+                if let Some(now) = now
+                    && matches!(class, Some(ErrorClass::Invalid | ErrorClass::Denied))
+                {
+                    self.mac_keys.refuse(keyset_id, r, now);
                 }
-                return Err(refuse(
-                    uri,
-                    Refusal::Mac,
-                    format!("the MAC key does not unwrap for keyset {keyset_id}: {e}"),
-                ));
+                if class == Some(ErrorClass::Invalid) {
+                    return Err(refuse(
+                        uri,
+                        Refusal::Mac,
+                        format!("the MAC key does not unwrap for keyset {keyset_id}: {e}"),
+                    ));
+                }
+                return Err(e);
             }
-            Err(e) => return Err(e),
         };
         let key = Arc::new(MacKey::from_secret(&secret)?);
-        if let Ok(mut guard) = self.cached.lock() {
-            *guard = Some(CachedMac {
-                keyset_id: keyset_id.to_owned(),
-                r: r.clone(),
-                key: key.clone(),
-            });
-        }
+        self.mac_keys.keep(keyset_id, r, key.clone());
         Ok(key)
     }
 }

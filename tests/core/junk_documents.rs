@@ -1,7 +1,8 @@
 //! What one store write of junk costs the fleet: a document whose MAC key
 //! reference names the pinned KEK but whose wrapped key was replaced (no KEK
 //! needed to write it) is refused after one KMS call per instance, not one per
-//! refresh, however often it is rewritten with the same reference.
+//! refresh, however often it is rewritten with the same reference (and asked
+//! about again only after a hold, so a misclassified KMS error locks nothing out).
 
 use std::sync::Arc;
 
@@ -90,9 +91,14 @@ async fn a_junk_document_costs_one_kms_call_not_one_per_refresh() {
     std::fs::write(&path, junk(&good, 12)).expect("other junk");
     refresh_n(5).await;
     assert_eq!(kms.unwraps() - before, 2);
+    // A refusal is held for a while, not for good (a misclassified KMS error
+    // must not lock an instance out): five minutes on, the KMS is asked again.
+    let _ = a.refresh_at(t + 301.0).await;
+    assert_eq!(kms.unwraps() - before, 3, "asked again after the hold");
+    t += 301.0;
     // The authentic document back: adopted under the cached MAC key, no call.
     std::fs::write(&path, &good).expect("restore");
     a.refresh_at(t + 5.0).await.expect("adopted again");
-    assert_eq!(kms.unwraps() - before, 2);
+    assert_eq!(kms.unwraps() - before, 3);
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -332,6 +332,11 @@ async fn a_write_on_a_restored_backup_is_refused_unless_it_retires_the_backup() 
         .await
         .expect("an emergency rotation on the backup");
     assert!(emergency.next.generation > adopted);
+    // An instance whose clock runs a second behind the operator's reads it
+    // while the backup's entries are still live on its clock: refused now,
+    // adopted at its next refresh (the refusal is the clock's, not remembered).
+    let early = a.refresh_at(T0 + 3099.0).await.unwrap_err();
+    assert!(early.to_string().contains("(pruned_returned)"), "{early}");
     let st = a.refresh_at(T0 + 3110.0).await.expect("adopted");
     assert_eq!(st.generation, Some(emergency.next.generation));
     assert_eq!(st.ring.first(), Some(&emergency.kid.to_hex()));

@@ -252,6 +252,7 @@ async fn a_process_that_cannot_reserve_seals_nothing_unrecorded_with_a_v1_key() 
         text.contains("recorded seal reservation") && text.contains("`stateseal rotate`"),
         "{text}"
     );
+    assert!(!sched.is_ready(), "a process that cannot seal says so");
     // R = 1 s: ten more refreshes, one a second. The refused write is tried
     // again after R, 2R, 4R (backing off), not at each refresh.
     for i in 2..=11 {
@@ -260,5 +261,6 @@ async fn a_process_that_cannot_reserve_seals_nothing_unrecorded_with_a_v1_key() 
     }
     let attempts = writes.load(std::sync::atomic::Ordering::SeqCst);
     assert_eq!(attempts, 4, "reservation writes in 11 refreshes");
+    assert!(!sched.is_ready());
     let _ = std::fs::remove_dir_all(dir);
 }

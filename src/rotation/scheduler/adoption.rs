@@ -7,6 +7,11 @@ use crate::keyset::{ConditionalLoad, Keyset, StoreVersion, StoredKeyset};
 use crate::rotation::admission::{Refusal, admit};
 use crate::rotation::trust::{KeysetTrust, VerifiedKeyset};
 
+/// How long a refusal that a KMS answer decided stands before the same document
+/// is judged again: a junk document costs each instance one KMS call per this
+/// long at most, and a KMS error misclassified as a refusal lasts no longer.
+pub(crate) const REJUDGE_AFTER: f64 = 300.0;
+
 impl RotationScheduler {
     /// Reads the store and swaps in the ring for `now`; returns the document
     /// adopted by this refresh.
@@ -76,7 +81,9 @@ impl RotationScheduler {
     ) -> Result<Result<(VerifiedKeyset, Option<StoreVersion>), Error>, Error> {
         let inner = &self.inner;
         let uri = inner.store.uri();
-        let refused = lock(&inner.refused).clone();
+        let refused = lock(&inner.refused)
+            .clone()
+            .filter(|(.., until)| now < *until);
         let seen = lock(&inner.seen).clone();
         // The store moves on from the document it refused last, or from the one it adopted.
         let asked = refused.as_ref().map(|(v, ..)| v.clone()).or(seen.clone());
@@ -90,7 +97,7 @@ impl RotationScheduler {
         Ok(match read? {
             ConditionalLoad::Unchanged => match (refused, lock(&inner.adopted).clone()) {
                 // Still the document refused last: refused again without opening it.
-                (Some((_, reason, detail)), _) => {
+                (Some((_, reason, detail, _)), _) => {
                     metrics::counter!("stateseal_keyset_rejected_total", "reason" => reason)
                         .increment(1);
                     Err(Error::KeysetRefused { reason, detail })
@@ -114,12 +121,25 @@ impl RotationScheduler {
             } => {
                 let accepted = self.accept(&stored, now).await;
                 // Remember a refusal of the document itself (never a KMS or store
-                // outage's), unless time alone may lift it (an activation too far ahead).
-                *lock(&inner.refused) = match (&accepted, &version) {
-                    (Err(Error::KeysetRefused { reason, detail }), Some(v))
-                        if *reason != Refusal::ActivationTooFar.label() =>
+                // outage's): for good when the bytes alone decide it; for a while when
+                // a KMS answer did (the MAC key's unwrap, a re-wrap's proof), so that a
+                // misclassified KMS error never lasts; not at all when the clock did
+                // (expiry, entries judged while live): judging that again costs no KMS
+                // call, and an emergency rotation read early is adopted at the next refresh.
+                let until = match &accepted {
+                    Err(Error::KeysetRefused { reason, .. }) if Refusal::is_permanent(reason) => {
+                        Some(f64::INFINITY)
+                    }
+                    Err(Error::KeysetRefused { reason, .. })
+                        if [Refusal::Mac.label(), Refusal::KeyChanged.label()].contains(reason) =>
                     {
-                        Some((v.clone(), *reason, detail.clone()))
+                        Some(now + REJUDGE_AFTER)
+                    }
+                    _ => None,
+                };
+                *lock(&inner.refused) = match (&accepted, &version, until) {
+                    (Err(Error::KeysetRefused { reason, detail }), Some(v), Some(until)) => {
+                        Some((v.clone(), *reason, detail.clone(), until))
                     }
                     _ => None,
                 };

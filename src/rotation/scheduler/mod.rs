@@ -76,14 +76,15 @@ struct Inner {
     instance_id: String,
     /// The generation found behind the store's newest copy (a restored
     /// backup), so that it is not read and refused again at every refresh.
-    behind_newest: Mutex<Option<u64>>,
+    behind_newest: Mutex<Option<(u64, f64)>>,
     /// The store version of the last document refused, with its refusal: the
     /// next conditional read names it, so an unchanged junk document costs a
     /// read answered "unchanged" and no KMS call.
-    refused: Mutex<Option<(StoreVersion, &'static str, String)>>,
+    /// (version, reason, detail, judged again at).
+    refused: Mutex<Option<(StoreVersion, &'static str, String, f64)>>,
     /// After the store refused a seal reservation: when to try again, and
     /// how many refusals in a row.
-    reservation_backoff: Mutex<Option<(f64, u32)>>,
+    reservation_backoff: Mutex<Option<(String, f64, u32)>>,
 }
 
 /// Keeps one instance's [`RingHandle`] in step with the shared keyset.
@@ -303,6 +304,12 @@ impl RotationScheduler {
         }
     }
 
+    /// Says whether this instance seals (status, `/readyz`, `stateseal_ready`).
+    pub(super) fn set_ready(&self, ready: bool) {
+        metrics::gauge!("stateseal_ready").set(f64::from(u8::from(ready)));
+        lock(&self.inner.status).ready = ready;
+    }
+
     pub(super) fn fail_closed(&self) {
         self.inner.ring.clear();
         metrics::gauge!("stateseal_ready").set(0.0);
@@ -348,6 +355,7 @@ impl RotationScheduler {
         keys.swap(0, p);
         let ring = KeyRing::from_keys(keys)?;
         self.limit_seals(ring.primary(), &primary_entry);
+        let recorded = ring.primary().seal_limit() != Some(0);
         *lock(&inner.primary_entry) = Some(primary_entry);
         let kids: Vec<String> = ring.kids().iter().map(|k| k.to_hex()).collect();
         let phase = plan.as_ref().map(|p| p.phase);
@@ -369,9 +377,12 @@ impl RotationScheduler {
         let to_next = next_change_after(doc, now).map_or(0.0, |(at, _)| (at - now).max(0.0));
         metrics::gauge!("stateseal_seconds_to_next_phase").set(to_next);
         metrics::gauge!("stateseal_max_seals_per_key").set(inner.config.max_seals_per_key as f64);
-        metrics::gauge!("stateseal_ready").set(f64::from(u8::from(sealing)));
+        // A v1 primary with nothing recorded seals nothing yet: not ready until
+        // this process's first reservation lands (see `limit_seals`).
+        let ready = sealing && recorded;
+        metrics::gauge!("stateseal_ready").set(f64::from(u8::from(ready)));
         let mut st = lock(&inner.status);
-        st.ready = sealing;
+        st.ready = ready;
         st.generation = Some(doc.generation);
         st.phase = phase;
         st.ring = kids;

@@ -181,7 +181,7 @@ impl RotationScheduler {
         if !verified.is_authenticated() {
             return Ok(());
         }
-        if !self.may_write_on(&verified.doc).await {
+        if !self.may_write_on(&verified.doc, now).await {
             return Err(Error::BehindNewest(format!(
                 "generation {} is behind the store's newest copy",
                 verified.doc.generation

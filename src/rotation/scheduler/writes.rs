@@ -1,6 +1,7 @@
 //! What a scheduler that may write the keyset writes besides rotations:
 //! seal reservations for `v1.` keys, and renewals of the document's freshness.
 
+use super::adoption::REJUDGE_AFTER;
 use super::{RotationScheduler, lock};
 use crate::error::Error;
 use crate::key::{RingKey, TokenFormat};
@@ -8,25 +9,27 @@ use crate::keyset::Keyset;
 use crate::rotation::newest::{server_floor, write_keyset};
 use crate::rotation::trust::VerifiedKeyset;
 
-/// The longest wait between reservation attempts after the store refused one.
-const RESERVATION_BACKOFF_CAP: f64 = 3600.0;
+/// The longest wait between reservation attempts after the store refused one, in R.
+const RESERVATION_BACKOFF_CAP_R: f64 = 8.0;
 
 impl RotationScheduler {
-    /// Whether this instance may write on `doc`: not when the store's newest
-    /// copy shows a later generation (a restored backup; see
-    /// `newest::server_floor`). Refused once with a warning, then remembered
-    /// for that generation at no further read.
-    pub(super) async fn may_write_on(&self, doc: &Keyset) -> bool {
+    /// Whether this instance may write on `doc` at `now`: not when the store's
+    /// newest copy shows a later generation (a restored backup; see
+    /// `newest::server_floor`). Refused once with a warning, then held for
+    /// that generation for a while at no further read; a write that raced
+    /// another (the copy moved on with the document) is simply not made now.
+    pub(super) async fn may_write_on(&self, doc: &Keyset, now: f64) -> bool {
         let inner = &self.inner;
-        if *lock(&inner.behind_newest) == Some(doc.generation) {
+        if lock(&inner.behind_newest).is_some_and(|(g, until)| g == doc.generation && now < until) {
             return false;
         }
         match server_floor(&*inner.store, &inner.registry, &inner.trust, doc).await {
             Err(e @ Error::BehindNewest(_)) => {
                 tracing::warn!(store = %inner.store.uri(), error = %e, "not writing the keyset");
-                *lock(&inner.behind_newest) = Some(doc.generation);
+                *lock(&inner.behind_newest) = Some((doc.generation, now + REJUDGE_AFTER));
                 false
             }
+            Err(Error::Conflict { .. }) => false,
             _ => true,
         }
     }
@@ -56,7 +59,7 @@ impl RotationScheduler {
         let mut next = doc.clone();
         let reservation = self
             .reservation_due(&mut next)
-            .filter(|_| self.reservations_may_retry(now));
+            .filter(|(entry, ..)| self.reservations_may_retry(entry, now));
         let renewal = self.renewal_turn(verified).is_some_and(|turn| now >= turn);
         if reservation.is_none() && !renewal {
             return;
@@ -65,7 +68,7 @@ impl RotationScheduler {
             // Nothing writes an unauthenticated document; `stateseal keyset upgrade` converts it.
             return;
         }
-        if !self.may_write_on(doc).await {
+        if !self.may_write_on(doc, now).await {
             return;
         }
         let written = async {
@@ -74,7 +77,6 @@ impl RotationScheduler {
             write_keyset(&*inner.store, Some(doc.generation), &stored).await
         }
         .await;
-        let reserving = reservation.is_some();
         match (written, reservation) {
             (Ok(()), Some((entry, amount, reserved))) => {
                 // The next refresh loads the new generation like any other write.
@@ -82,18 +84,23 @@ impl RotationScheduler {
                 *lock(&inner.reservation_backoff) = None;
                 if let Some(ring) = inner.ring.current() {
                     self.limit_seals(ring.primary(), &entry);
+                    // Recorded now: a ring that seals may say so.
+                    if ring.seals() {
+                        self.set_ready(true);
+                    }
                 }
                 metrics::gauge!("stateseal_primary_key_seals_reserved").set(reserved as f64);
             }
             (Ok(()), None) => {
+                *lock(&inner.reservation_backoff) = None;
                 metrics::counter!("stateseal_keyset_renewals_total").increment(1);
             }
-            (Err(e), _) => {
+            (Err(e), reserved) => {
                 metrics::counter!("stateseal_keyset_write_failures_total").increment(1);
-                if reserving {
+                if let Some((entry, ..)) = reserved {
                     metrics::counter!("stateseal_seal_reservation_failures_total").increment(1);
                     if !matches!(e, Error::Conflict { .. }) {
-                        self.reservation_refused(now, &e);
+                        self.reservation_refused(&entry, now, &e);
                         return;
                     }
                 }
@@ -125,28 +132,37 @@ impl RotationScheduler {
         key.set_seal_limit(limit);
     }
 
-    /// Whether a seal reservation may be written at `now`: not while backing
-    /// off after the store refused one (see [`Self::reservation_refused`]).
-    fn reservations_may_retry(&self, now: f64) -> bool {
-        lock(&self.inner.reservation_backoff).is_none_or(|(until, _)| now >= until)
+    /// Whether a seal reservation under `entry` may be written at `now`: not
+    /// while backing off after the store refused one under it (see
+    /// [`Self::reservation_refused`]).
+    fn reservations_may_retry(&self, entry: &str, now: f64) -> bool {
+        lock(&self.inner.reservation_backoff)
+            .as_ref()
+            .is_none_or(|(e, until, _)| e != entry || now >= *until)
     }
 
     /// The store answered this refresh's read but refused the reservation
-    /// (not a lost race): most likely a read-only server on a keyset whose
-    /// primary is a `v1.` key. It seals nothing unrecorded with that key, and
-    /// tries again after R, 2R, 4R… up to an hour, not at every refresh.
-    fn reservation_refused(&self, now: f64, e: &Error) {
+    /// under `entry` (not a lost race): a read-only server on a keyset whose
+    /// primary is a `v1.` key, or a store in trouble (the two look alike). It
+    /// seals nothing unrecorded with that key, and tries again after R, 2R,
+    /// 4R, then every 8R, not at every refresh; any landed write, or a new
+    /// primary, ends the backoff.
+    fn reservation_refused(&self, entry: &str, now: f64, e: &Error) {
         let inner = &self.inner;
         let mut backoff = lock(&inner.reservation_backoff);
-        let failures = backoff.map_or(0, |(_, n)| n).saturating_add(1);
-        let wait = (inner.config.timing.refresh_interval * 2f64.powi(failures.min(16) as i32 - 1))
-            .min(RESERVATION_BACKOFF_CAP);
-        *backoff = Some((now + wait, failures));
+        let failures = backoff
+            .as_ref()
+            .filter(|(e, ..)| e == entry)
+            .map_or(0, |(.., n)| *n)
+            .saturating_add(1);
+        let r = inner.config.timing.refresh_interval;
+        let wait = (r * 2f64.powi(failures.min(16) as i32 - 1)).min(RESERVATION_BACKOFF_CAP_R * r);
+        *backoff = Some((entry.to_owned(), now + wait, failures));
         tracing::warn!(
             store = %inner.store.uri(),
             error = %e,
             retry_in_s = wait,
-            "could not record a seal reservation for the v1 primary key: this process seals nothing with it beyond what it recorded; `stateseal rotate` gives the keyset a v2 key, which needs no reservations (read-only servers need v2 keys)"
+            "could not record a seal reservation for the v1 primary key: this process seals nothing with it beyond what it recorded and is not ready until it has recorded one; `stateseal rotate` gives the keyset a v2 key, which needs no reservations (read-only servers need v2 keys)"
         );
     }
 

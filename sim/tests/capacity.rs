@@ -82,3 +82,26 @@ fn ten_thousand_on_cloud_kms() {
         );
     }
 }
+
+/// What `stateseal simulate --instances 10000 --store gcs --kms gcp --json`
+/// reports (the command runs this scenario), and the same with the start
+/// spread and the quota that make it clean.
+#[test]
+#[ignore = "by hand"]
+fn the_simulate_command_at_ten_thousand_on_cloud_kms() {
+    for (spread, quota) in [(5.0, None), (25.0, None), (5.0, Some(5_000))] {
+        let mut s = Scenario::capacity(10_000, StoreKind::Gcs, KmsKind::Gcp);
+        s.start_spread = spread;
+        if let Some(q) = quota {
+            s.kms.quota_per_s = q;
+        }
+        let started = std::time::Instant::now();
+        let r = run(&s).expect("run");
+        println!(
+            "--start-spread {spread} --kms-quota {}: {:.0} s\n{}",
+            s.kms.quota_per_s,
+            started.elapsed().as_secs_f64(),
+            r.to_json()
+        );
+    }
+}

@@ -109,10 +109,8 @@ impl Fleet {
         let idle = !self.scenario.exact
             && m.started
             && m.failures == 0
-            && m.seen_version == Some(self.store.version())
-            && self.store.reachable(i)
             && local < m.next_event
-            && self.store.idle_read(t);
+            && self.store.idle_read(i, m.seen_version, t);
         if idle {
             self.idle += 1;
             m.last_idle = Some(t);

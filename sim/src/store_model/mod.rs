@@ -153,25 +153,24 @@ impl StoreModel {
         }
     }
 
-    pub(crate) fn reachable(&self, instance: usize) -> bool {
-        let st = self.lock();
-        !st.outage && !st.partitioned.contains(&instance)
-    }
-
     pub(crate) fn set_replaying(&self, replaying: bool) {
         self.lock().replaying = replaying;
     }
 
-    /// A refresh the simulation proved idle, at its read's instant: one
-    /// conditional read answered "unchanged", or `false` when the service
-    /// throttles it (the refresh is then driven for real).
-    pub(crate) fn idle_read(&self, t: f64) -> bool {
+    /// Instance `i`'s conditional read at `t`, counted as answered
+    /// "unchanged" when the document is still at `seen`, the store reachable
+    /// and the read not throttled; else `false`, uncounted (the scheduler
+    /// then makes the read itself). One lock: this is the run's hot path.
+    pub(crate) fn idle_read(&self, i: usize, seen: Option<u64>, t: f64) -> bool {
         let mut st = self.lock();
-        if !st.reads.take(t) {
-            return false;
+        let idle = seen == Some(st.objects[DOC].version)
+            && !st.outage
+            && (st.partitioned.is_empty() || !st.partitioned.contains(&i))
+            && st.reads.take(t);
+        if idle {
+            st.unchanged_reads.add(t);
         }
-        st.unchanged_reads.add(t);
-        true
+        idle
     }
 
     /// The document version instance `i`'s last read returned.

@@ -31,7 +31,6 @@
 
 #![forbid(unsafe_code)]
 
-mod client_retry;
 mod fleet;
 mod kms_model;
 mod report;
@@ -41,10 +40,9 @@ mod series;
 mod store_model;
 mod virtual_time;
 
-pub use client_retry::RetryPolicy;
 pub use kms_model::KmsProfile;
 pub use report::{Report, RotationRecord, table};
-pub use scenario::{KmsKind, Scenario, StoreKind, Topology};
+pub use scenario::{KmsKind, RetryPolicy, Scenario, StoreKind, Topology};
 pub use store_model::StoreProfile;
 
 /// Runs `scenario` to its end.

@@ -13,11 +13,9 @@ use stateseal::rotation::{
 };
 use stateseal::{Envelope, Error, Keyset, KeysetStore, ProviderRegistry, RequestIdentity};
 
-mod figures;
 mod instances;
 mod lifecycle;
 mod record;
-mod rotator;
 mod traffic;
 
 use crate::kms_model::{KmsModel, KmsProfile, SCHEME};
@@ -179,7 +177,7 @@ impl Fleet {
             KmsProfile {
                 quota_per_s: u64::MAX,
                 latency: 0.0,
-                retry: crate::client_retry::RetryPolicy::Never,
+                retry: crate::scenario::RetryPolicy::Never,
             },
             clock.clone(),
             0,

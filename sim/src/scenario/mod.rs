@@ -9,7 +9,7 @@ use crate::store_model::StoreProfile;
 
 mod services;
 
-pub use services::{KmsKind, StoreKind, Topology};
+pub use services::{KmsKind, RetryPolicy, StoreKind, Topology};
 
 /// One simulated run. Times are seconds from the start of the run.
 #[derive(Debug, Clone)]

@@ -21,6 +21,8 @@ fn simulate_json(extra: &[&str]) -> serde_json::Value {
     args.extend_from_slice(extra);
     let out = stateseal(&args, None);
     assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+    // The simulated servers' warnings are figures, not the command's output.
+    assert!(out.stderr.is_empty(), "{args:?}: {}", text(&out.stderr));
     serde_json::from_str(text(&out.stdout).trim()).expect("one JSON object")
 }
 

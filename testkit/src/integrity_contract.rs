@@ -31,6 +31,23 @@ use crate::store_contract::StoreUnderTest;
 
 const T0: f64 = 1_782_345_600.0;
 
+/// An instance on `store` at `t` with a fresh ring.
+fn instance(
+    config: SchedulerConfig,
+    store: Arc<dyn KeysetStore>,
+    registry: &ProviderRegistry,
+    t: f64,
+) -> RotationScheduler {
+    RotationScheduler::new(
+        config,
+        store,
+        registry.clone(),
+        Arc::new(RingHandle::empty()),
+        Arc::new(ManualClock::new(t)),
+    )
+    .expect("scheduler")
+}
+
 /// The `local` provider, counting its calls: "zero KMS calls" is measured here.
 #[derive(Debug, Default)]
 pub struct CountingLocal {
@@ -499,14 +516,7 @@ pub async fn run(s: &impl StoreUnderTest, dir: &Path) {
             })
             .build()
             .expect("config");
-        RotationScheduler::new(
-            config,
-            s.open(),
-            registry.clone(),
-            Arc::new(RingHandle::empty()),
-            Arc::new(ManualClock::new(t)),
-        )
-        .expect("scheduler")
+        instance(config, s.open(), &registry, t)
     };
     let good = b.current().await;
     s.put_raw(&before_emergency);
@@ -558,7 +568,7 @@ pub async fn run(s: &impl StoreUnderTest, dir: &Path) {
     // A restarted server with the library's defaults (renewals on, rotation by
     // age) has no watermark and adopts the backup, but neither renews, claims
     // on nor rotates it: its writes take the operator's floor, the newest copy.
-    let writer = RotationScheduler::new(
+    let writer = instance(
         SchedulerConfig::builder()
             .timing(Timing::new(10.0, 5.0, 100.0))
             .rotation_period(Some(200.0))
@@ -568,11 +578,9 @@ pub async fn run(s: &impl StoreUnderTest, dir: &Path) {
             .build()
             .expect("config"),
         s.open(),
-        registry.clone(),
-        Arc::new(RingHandle::empty()),
-        Arc::new(ManualClock::new(b.t)),
-    )
-    .expect("scheduler");
+        &registry,
+        b.t,
+    );
     for dt in [0.0, 15.0, 45.0, 90.0] {
         let _ = writer.refresh_at(b.t + dt).await;
     }
@@ -596,7 +604,7 @@ pub async fn run(s: &impl StoreUnderTest, dir: &Path) {
         pins: Some(KeysetPins::new(&id, [prefix_of(&kek), new_kek.clone()]).expect("pins")),
         ..trust.clone()
     };
-    let repinned = RotationScheduler::new(
+    let repinned = instance(
         SchedulerConfig::builder()
             .timing(Timing::new(10.0, 5.0, 100.0))
             .rotation_period(None)
@@ -604,11 +612,9 @@ pub async fn run(s: &impl StoreUnderTest, dir: &Path) {
             .build()
             .expect("config"),
         s.open(),
-        registry.clone(),
-        Arc::new(RingHandle::empty()),
-        Arc::new(ManualClock::new(b.t)),
-    )
-    .expect("scheduler");
+        &registry,
+        b.t,
+    );
     repinned.refresh_at(b.t).await.expect("refresh");
     let primary = repinned.status().ring.first().cloned();
     let good = b.current().await;

@@ -48,6 +48,12 @@ echo "== the Node package (bindings/node installed beside the TypeScript MCP SDK
 scripts/node-package.sh
 echo "== the Python package (pip install ./bindings/python; pytest: codec contract, fork, OpenBao faults, three-language fleet)"
 pypkg_python="$(scripts/py-package.sh | tail -1)"
+echo "== packages: scripts/package.sh (the wheel, the sdist built from itself, the npm tarballs, every .crate built from itself, into dist/), and the release workflow (scripts/workflow-check.sh)"
+python3 scripts/test_versions.py
+scripts/package.sh
+scripts/workflow-check.sh
+echo "== the packages as users install them, with no cargo or rustc on PATH (scripts/install-check.sh)"
+scripts/install-check.sh
 echo "== glibc 2.41 for the nonce check: scripts/glibc-env.sh refuses an unsigned release, a tampered index, a tampered package"
 scripts/glibc-env-check.sh
 echo "== nonce path (strace): a system call per seal on the host C library, the vDSO on glibc 2.41, fork test on it"

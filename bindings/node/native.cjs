@@ -1,18 +1,6 @@
 'use strict';
-// The native module, built by `scripts/build-native.cjs` when the package is installed.
-const path = require('node:path');
-
-const file = path.join(__dirname, 'stateseal.node');
-try {
-  module.exports = require(file);
-} catch (e) {
-  if (e && e.code === 'MODULE_NOT_FOUND') {
-    const err = new Error(
-      'stateseal: the native module is not built (was the package installed with --ignore-scripts?): ' +
-        'run `npm rebuild stateseal`, which needs a Rust toolchain (cargo)',
-    );
-    err.code = 'ERR_STATESEAL_NOT_BUILT';
-    throw err;
-  }
-  throw e;
-}
+// The native module: the prebuilt binary of this platform's package
+// (`stateseal-<platform>`, installed by npm as an optional dependency), or one
+// built from the repository (`stateseal.node` beside this file: contributors'
+// `npm install ./bindings/node`, which runs scripts/build-native.cjs).
+module.exports = require('./platforms.cjs').load(__dirname);

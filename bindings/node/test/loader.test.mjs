@@ -1,0 +1,42 @@
+// Where the native module comes from, and what a user without one is told.
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { test } from 'node:test';
+
+const require = createRequire(import.meta.url);
+// The installed package's own loader (a file path: the package exports only its entry point).
+const packageDir = dirname(require.resolve('stateseal'));
+const { PLATFORMS, current, load } = require(join(packageDir, 'platforms.cjs'));
+
+const empty = () => mkdtempSync(join(tmpdir(), 'stateseal-loader-'));
+
+test('this machine is one of the prebuilt platforms', () => {
+  assert.ok(Object.hasOwn(PLATFORMS, current()), current());
+});
+
+test('a platform without a binary is told which exist and how to build from source', () => {
+  assert.throws(() => load(empty(), 'freebsd-x64'), (e) => {
+    assert.equal(e.code, 'ERR_STATESEAL_NOT_BUILT');
+    assert.match(e.message, /no prebuilt binary for freebsd-x64; prebuilt: linux-x64-gnu, linux-x64-musl, linux-arm64-gnu, darwin-x64, darwin-arm64, win32-x64-msvc/);
+    assert.match(e.message, /npm install \.\/bindings\/node/);
+    return true;
+  });
+});
+
+test('a missing binary package is named, with the optional-dependencies hint', () => {
+  assert.throws(() => load(empty(), 'darwin-arm64'), (e) => {
+    assert.equal(e.code, 'ERR_STATESEAL_NOT_BUILT');
+    assert.match(e.message, /the binary package stateseal-darwin-arm64 is not installed/);
+    assert.match(e.message, /--omit=optional/);
+    return true;
+  });
+});
+
+test('a repository build wins over a binary package', () => {
+  const loaded = [];
+  load(packageDir, 'linux-x64-gnu', (what) => loaded.push(what));
+  assert.deepEqual(loaded, [join(packageDir, 'stateseal.node')]);
+});

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Everything users install, built from this checkout into dist/:
+#   dist/python/  the abi3 manylinux_2_17 x86_64 wheel and the sdist
+#   dist/node/    the main npm package and its linux-x64-gnu binary package (tarballs)
+#   dist/crates/  the .crate of every published crate, each built from itself
+#   dist/SHA256SUMS
+# The other platforms come from .github/workflows/release.yml (this host has
+# one Rust target). Refuses (exit 2) when the versions disagree.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dist="${STATESEAL_DIST:-dist}"
+started=$SECONDS
+log() { echo "== package: $*" >&2; }
+
+# One version for the workspace, the Python package (maturin reads the crate's)
+# and the Node packages; exit 2 naming the file to fix.
+version="$(python3 scripts/versions.py)"
+
+tools="$(scripts/pkg-env.sh)"
+export PATH="$tools:$PATH"
+# Builds share the workspace's target directory (incremental across runs).
+export CARGO_TARGET_DIR="$PWD/target"
+rm -rf "$dist"
+mkdir -p "$dist/python" "$dist/node" "$dist/crates"
+
+log "Python: abi3 wheel for manylinux_2_17 x86_64 (zig links against glibc 2.17), sdist"
+maturin build --quiet --release --strip --zig --compatibility manylinux2014 \
+  -m bindings/python/Cargo.toml --out "$dist/python" >&2
+maturin sdist -m bindings/python/Cargo.toml --out "$dist/python" >&2
+wheel="$(echo "$dist"/python/stateseal-"$version"-*.whl)"
+case "$wheel" in
+  *-cp310-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl) ;;
+  *) echo "package.sh: unexpected wheel name $wheel" >&2; exit 1 ;;
+esac
+# auditwheel reads the symbols the extension needs: the tag must be one it would grant.
+auditwheel show "$wheel" > "$dist/python/auditwheel.txt"
+if ! grep -q 'manylinux_2_17_x86_64' "$dist/python/auditwheel.txt"; then
+  cat "$dist/python/auditwheel.txt" >&2
+  echo "package.sh: auditwheel does not grant manylinux_2_17_x86_64 to $wheel" >&2
+  exit 1
+fi
+rm "$dist/python/auditwheel.txt"
+twine check --strict "$dist"/python/* >&2
+# The sdist builds from itself alone: unpacked away from this checkout, built by
+# pip through its own build backend (the target directory is only a cache).
+sdist_dir="$(mktemp -d)"
+tar -xzf "$dist/python/stateseal-$version.tar.gz" -C "$sdist_dir"
+# A dev build: it proves the sdist is complete; the wheel users get is the one above.
+MATURIN_PEP517_ARGS="--profile dev" "$tools/python" -m pip wheel --quiet --disable-pip-version-check --no-deps \
+  --wheel-dir "$sdist_dir/wheel" "$sdist_dir/stateseal-$version" >&2
+ls "$sdist_dir"/wheel/stateseal-"$version"-*.whl >/dev/null
+rm -rf "$sdist_dir"
+
+python_s=$((SECONDS - started))
+log "Node: linux-x64-gnu binary (glibc 2.17), the main package and the binary package"
+# A target directory of its own: maturin's zig wrappers and cargo-zigbuild's are
+# different paths, and sharing one directory would rebuild every C dependency each time.
+cargo zigbuild --quiet --release -p stateseal-node --lib --target x86_64-unknown-linux-gnu.2.17 \
+  --target-dir "$CARGO_TARGET_DIR/zig-node" >&2
+binary="$CARGO_TARGET_DIR/zig-node/x86_64-unknown-linux-gnu/release/libstateseal_node.so"
+# The newest glibc symbol version it needs must be 2.17 at most (what the package promises).
+needs="$(objdump -T "$binary" | grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/GLIBC_//' | sort -V | tail -1)"
+if [ "$(printf '%s\n2.17\n' "$needs" | sort -V | tail -1)" != "2.17" ]; then
+  echo "package.sh: $binary needs glibc $needs, above the 2.17 its package promises" >&2
+  exit 1
+fi
+stage="$CARGO_TARGET_DIR/npm-stage"
+mkdir -p "$stage"
+strip --strip-unneeded -o "$stage/linux-x64-gnu.node" "$binary"
+node bindings/node/scripts/stage.cjs "$stage" "linux-x64-gnu=$stage/linux-x64-gnu.node"
+for pkg in "$stage"/*/; do
+  (cd "$pkg" && npm pack --silent --pack-destination "$OLDPWD/$dist/node" >/dev/null)
+done
+
+node_s=$((SECONDS - started - python_s))
+log "Rust: every published crate packaged and built from its .crate, in dependency order"
+# --allow-dirty: CI packages a clean clone; on a work tree this checks what is there.
+unpublished=(--exclude stateseal-testkit --exclude stateseal-binding --exclude stateseal-python --exclude stateseal-node)
+cargo publish --dry-run --allow-dirty --workspace "${unpublished[@]}" >&2
+# The same .crate files, kept (the dry run verified and discarded them).
+cargo package --quiet --no-verify --allow-dirty --workspace "${unpublished[@]}" >&2
+for crate in stateseal stateseal-vault stateseal-aws-kms stateseal-gcp-kms stateseal-object-store \
+  stateseal-providers stateseal-oauth stateseal-sim stateseal-cli; do
+  cp "$CARGO_TARGET_DIR/package/$crate-$version.crate" "$dist/crates/"
+done
+
+crates_s=$((SECONDS - started - python_s - node_s))
+(cd "$dist" && find python node crates -type f | sort | xargs sha256sum > SHA256SUMS)
+log "done in $((SECONDS - started)) s (Python ${python_s} s, Node ${node_s} s, crates ${crates_s} s):"
+(cd "$dist" && find python node crates -type f | sort | xargs ls -l | awk '{printf "   %10d  %s\n", $5, $9}') >&2

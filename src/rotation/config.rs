@@ -58,10 +58,9 @@ pub struct SchedulerConfig {
     /// the default: a random `i_…` id drawn at start; a pod name fits).
     pub instance_id: Option<String>,
     /// The claim rule before claimants stepped back: a claimant whose
-    /// rotation failed claims again at its next refresh. Only for the
-    /// simulation's control that shows the frozen rotation it caused
-    /// (feature `internals`, no stability promise).
-    #[cfg(feature = "internals")]
+    /// rotation failed claims again at its next refresh. Only for the fleet
+    /// simulation's control that shows the frozen rotation it caused; hidden,
+    /// and no part of the stable API.
     #[doc(hidden)]
     pub legacy_reclaim: bool,
 }
@@ -81,7 +80,6 @@ impl Default for SchedulerConfig {
             keyset_validity: DEFAULT_KEYSET_VALIDITY,
             renew_keyset: true,
             instance_id: None,
-            #[cfg(feature = "internals")]
             legacy_reclaim: false,
         }
     }
@@ -98,12 +96,9 @@ impl SchedulerConfig {
         SchedulerConfigBuilder(self.clone())
     }
 
-    /// Whether the legacy claim rule is on (only ever with feature `internals`).
+    /// Whether the legacy claim rule is on (the simulation's control only).
     pub(crate) fn legacy_reclaim(&self) -> bool {
-        #[cfg(feature = "internals")]
-        return self.legacy_reclaim;
-        #[cfg(not(feature = "internals"))]
-        false
+        self.legacy_reclaim
     }
 
     /// The store staleness limit in force for a fleet on `timing`:

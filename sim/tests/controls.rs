@@ -2,6 +2,8 @@
 //! known way and asserts that the simulation detects and reports it. A
 //! simulation that cannot fail these would prove nothing by passing.
 
+mod scenarios;
+
 use stateseal_sim::{KmsKind, Report, Scenario, StoreKind, Topology, run};
 
 fn json(r: &Report) -> serde_json::Value {
@@ -53,14 +55,7 @@ fn the_same_cold_start_on_the_documented_quota_is_clean() {
 #[test]
 fn clock_skew_above_s_rejects_rounds() {
     let quiet = |skew: f64| {
-        let mut s = Scenario::fleet_week(40);
-        s.days = 0.5;
-        s.rotation_period = 3.0 * 3600.0;
-        s.restart_every = None;
-        s.cold_restart_at = None;
-        s.store_outage = None;
-        s.partition = None;
-        s.emergency_at = None;
+        let mut s = scenarios::quiet_half_day(40);
         s.rounds_per_second = 0.5;
         s.clock_skew = skew;
         s
@@ -81,15 +76,8 @@ fn clock_skew_above_s_rejects_rounds() {
 #[test]
 fn a_failing_claimant_froze_rotation_under_the_old_rule() {
     let fleet = |legacy: bool| {
-        let mut s = Scenario::fleet_week(30);
+        let mut s = scenarios::quiet_half_day(30);
         s.topology = Topology::Servers;
-        s.days = 0.5;
-        s.rotation_period = 3.0 * 3600.0;
-        s.restart_every = None;
-        s.cold_restart_at = None;
-        s.store_outage = None;
-        s.partition = None;
-        s.emergency_at = None;
         s.failing_rotators = 1;
         s.legacy_reclaim = legacy;
         s

@@ -2,6 +2,8 @@
 //! that can go wrong is held to its bound, in deploy/'s topology (read-only
 //! servers and the hourly rotator job) and with servers that write.
 
+mod scenarios;
+
 use stateseal_sim::{Report, Scenario, Topology, run, table};
 
 /// A day in which everything happens, on a small fleet.
@@ -244,15 +246,8 @@ fn the_figures_count_the_fleet_not_the_setup() {
 /// with no round rejected.
 #[test]
 fn claims_race_on_a_slow_store_and_lose_counted() {
-    let mut s = Scenario::fleet_week(60);
+    let mut s = scenarios::quiet_half_day(60);
     s.topology = Topology::Servers;
-    s.days = 0.5;
-    s.rotation_period = 3.0 * 3600.0;
-    s.restart_every = None;
-    s.cold_restart_at = None;
-    s.store_outage = None;
-    s.partition = None;
-    s.emergency_at = None;
     s.store.latency = 2.0;
     let r = run(&s).expect("run");
     println!("{}", summary(&r));

@@ -87,7 +87,7 @@ impl Handle {
             return Attempt::Retry(e);
         }
         if !st.replaying && !st.reads.take(t) {
-            st.throttled_reads += 1;
+            st.counts.throttled_reads += 1;
             return Attempt::Retry(self.throttled("the prefix's read rate"));
         }
         let object = &st.objects[self.object];
@@ -110,11 +110,11 @@ impl Handle {
         }
         if !st.replaying {
             if self.object == NEWEST {
-                st.copy_reads += 1;
+                st.counts.copy_reads += 1;
             } else if unchanged {
-                st.unchanged_reads.add(t);
+                st.counts.unchanged_reads.add(t);
             } else {
-                st.full_reads.add(t);
+                st.counts.full_reads.add(t);
             }
         }
         Attempt::Done(Ok(result))
@@ -129,30 +129,30 @@ impl Handle {
         // Every real store's compare-and-swap reads the object first (its
         // generation and ETag or KV version), then writes on that condition.
         if self.object == DOC {
-            st.full_reads.add(t);
+            st.counts.full_reads.add(t);
         } else {
-            st.copy_reads += 1;
+            st.counts.copy_reads += 1;
         }
         let object = &mut st.objects[self.object];
         let found = object.doc.as_ref().map(StoredKeyset::generation);
         if found != expected {
             if self.object == DOC {
-                st.refused_writes += 1;
+                st.counts.refused_writes += 1;
             }
             return Attempt::Done(Err(Error::Conflict { expected, found }));
         }
         if !object.bucket.take(t) {
             if self.object == DOC {
-                st.throttled_writes += 1;
+                st.counts.throttled_writes += 1;
             }
             return Attempt::Retry(self.throttled("the object's write rate"));
         }
         object.doc = Some(doc.clone());
         object.version += 1;
         if self.object == DOC {
-            st.writes.add(t);
+            st.counts.writes.add(t);
         } else {
-            st.copy_writes += 1;
+            st.counts.copy_writes += 1;
         }
         Attempt::Done(Ok(()))
     }

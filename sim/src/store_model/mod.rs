@@ -51,15 +51,7 @@ pub(crate) struct State {
     pub(crate) partitioned: HashSet<usize>,
     /// Catch-up reads replay reads already counted: not counted again.
     pub(crate) replaying: bool,
-    pub(crate) full_reads: Series,
-    pub(crate) unchanged_reads: Series,
-    pub(crate) writes: Series,
-    pub(crate) refused_writes: u64,
-    pub(crate) throttled_writes: u64,
-    pub(crate) throttled_reads: u64,
-    /// Reads and landed writes of the `.newest` copy.
-    pub(crate) copy_reads: u64,
-    pub(crate) copy_writes: u64,
+    pub(crate) counts: StoreCounts,
     pub(crate) rng: Rng,
     /// The document version each instance's last read returned.
     pub(crate) served: HashMap<usize, u64>,
@@ -74,7 +66,7 @@ pub(crate) struct StoreModel {
 }
 
 /// What the store did over the run.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct StoreCounts {
     pub(crate) full_reads: Series,
     pub(crate) unchanged_reads: Series,
@@ -82,6 +74,7 @@ pub(crate) struct StoreCounts {
     pub(crate) refused_writes: u64,
     pub(crate) throttled_writes: u64,
     pub(crate) throttled_reads: u64,
+    /// Reads and landed writes of the `.newest` copy.
     pub(crate) copy_reads: u64,
     pub(crate) copy_writes: u64,
 }
@@ -104,14 +97,7 @@ impl StoreModel {
                 outage: false,
                 partitioned: HashSet::new(),
                 replaying: false,
-                full_reads: Series::default(),
-                unchanged_reads: Series::default(),
-                writes: Series::default(),
-                refused_writes: 0,
-                throttled_writes: 0,
-                throttled_reads: 0,
-                copy_reads: 0,
-                copy_writes: 0,
+                counts: StoreCounts::default(),
                 rng: Rng::new(seed),
                 served: HashMap::new(),
             }),
@@ -168,7 +154,7 @@ impl StoreModel {
             && (st.partitioned.is_empty() || !st.partitioned.contains(&i))
             && st.reads.take(t);
         if idle {
-            st.unchanged_reads.add(t);
+            st.counts.unchanged_reads.add(t);
         }
         idle
     }
@@ -180,28 +166,10 @@ impl StoreModel {
 
     /// Forgets what the operator's setup cost (before the run's second 0).
     pub(crate) fn reset_counts(&self) {
-        let mut st = self.lock();
-        st.full_reads = Series::default();
-        st.unchanged_reads = Series::default();
-        st.writes = Series::default();
-        st.refused_writes = 0;
-        st.throttled_writes = 0;
-        st.throttled_reads = 0;
-        st.copy_reads = 0;
-        st.copy_writes = 0;
+        self.lock().counts = StoreCounts::default();
     }
 
     pub(crate) fn counts(&self) -> StoreCounts {
-        let st = self.lock();
-        StoreCounts {
-            full_reads: st.full_reads.clone(),
-            unchanged_reads: st.unchanged_reads.clone(),
-            writes: st.writes.clone(),
-            refused_writes: st.refused_writes,
-            throttled_writes: st.throttled_writes,
-            throttled_reads: st.throttled_reads,
-            copy_reads: st.copy_reads,
-            copy_writes: st.copy_writes,
-        }
+        self.lock().counts.clone()
     }
 }

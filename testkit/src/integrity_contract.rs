@@ -26,27 +26,10 @@ use stateseal::{
 };
 
 use crate::keysets;
-use crate::member::round;
+use crate::member::{instance, round};
 use crate::store_contract::StoreUnderTest;
 
 const T0: f64 = 1_782_345_600.0;
-
-/// An instance on `store` at `t` with a fresh ring.
-fn instance(
-    config: SchedulerConfig,
-    store: Arc<dyn KeysetStore>,
-    registry: &ProviderRegistry,
-    t: f64,
-) -> RotationScheduler {
-    RotationScheduler::new(
-        config,
-        store,
-        registry.clone(),
-        Arc::new(RingHandle::empty()),
-        Arc::new(ManualClock::new(t)),
-    )
-    .expect("scheduler")
-}
 
 /// The `local` provider, counting its calls: "zero KMS calls" is measured here.
 #[derive(Debug, Default)]

@@ -18,6 +18,23 @@ pub struct Member {
     pub env: Envelope,
 }
 
+/// A scheduler on `store` at `t` (a manual clock) with a fresh, empty ring.
+pub fn instance(
+    config: SchedulerConfig,
+    store: Arc<dyn KeysetStore>,
+    registry: &ProviderRegistry,
+    t: f64,
+) -> RotationScheduler {
+    RotationScheduler::new(
+        config,
+        store,
+        registry.clone(),
+        Arc::new(RingHandle::empty()),
+        Arc::new(ManualClock::new(t)),
+    )
+    .expect("scheduler")
+}
+
 /// The request the member's rounds are for.
 pub fn round() -> RequestIdentity {
     RequestIdentity::from_json("tools/call", br#"{"name":"t","arguments":{}}"#).expect("identity")

@@ -7,7 +7,6 @@
 use std::sync::Arc;
 
 use stateseal::rotation::{SchedulerConfig, Timing};
-use stateseal::{ManualClock, RingHandle, RotationScheduler};
 use stateseal_testkit::integrity_contract::CountingLocal;
 
 use crate::fleet::{local_keyset, local_registry};
@@ -41,14 +40,7 @@ async fn a_junk_document_costs_one_kms_call_not_one_per_refresh() {
         .renew_keyset(false)
         .build()
         .expect("config");
-    let a = RotationScheduler::new(
-        config,
-        store,
-        registry.clone(),
-        Arc::new(RingHandle::empty()),
-        Arc::new(ManualClock::new(T0)),
-    )
-    .expect("scheduler");
+    let a = stateseal_testkit::member::instance(config, store, &registry, T0);
     a.refresh_at(T0).await.expect("adopted");
     let before = kms.unwraps();
     let mut t = T0;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use metrics_util::debugging::DebuggingRecorder;
 use stateseal::rotation::{SchedulerConfig, Timing, TrustPolicy};
 use stateseal::setup::Config;
-use stateseal::{KeysetStore, ManualClock, ProviderRegistry, RingHandle, RotationScheduler};
+use stateseal::{KeysetStore, ProviderRegistry, RotationScheduler};
 use stateseal_testkit::keysets;
 
 use crate::fleet::{local_keyset, local_registry};
@@ -24,14 +24,7 @@ fn scheduler(
     registry: &ProviderRegistry,
     config: SchedulerConfig,
 ) -> RotationScheduler {
-    RotationScheduler::new(
-        config,
-        store,
-        registry.clone(),
-        Arc::new(RingHandle::empty()),
-        Arc::new(ManualClock::new(T0)),
-    )
-    .expect("scheduler")
+    stateseal_testkit::member::instance(config, store, registry, T0)
 }
 
 fn config() -> SchedulerConfig {

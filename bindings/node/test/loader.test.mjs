@@ -40,3 +40,19 @@ test('a repository build wins over a binary package', () => {
   load(packageDir, 'linux-x64-gnu', (what) => loaded.push(what));
   assert.deepEqual(loaded, [join(packageDir, 'stateseal.node')]);
 });
+
+test('the packaging script refuses an unknown platform or a missing binary by name, writing nothing for it', async () => {
+  const { spawnSync } = await import('node:child_process');
+  const { existsSync } = await import('node:fs');
+  const stage = join(packageDir, 'scripts', 'stage.cjs');
+  for (const [spec, message] of [
+    ['freebsd-x64=/dev/null', /stage: unknown platform "freebsd-x64"; known: linux-x64-gnu/],
+    ['linux-x64-gnu=/nonexistent/stateseal.node', /stage: linux-x64-gnu: no binary at "\/nonexistent\/stateseal.node"/],
+  ]) {
+    const out = empty();
+    const run = spawnSync(process.execPath, [stage, out, spec], { encoding: 'utf8' });
+    assert.equal(run.status, 2, run.stderr);
+    assert.match(run.stderr, message);
+    assert.ok(!existsSync(join(out, `stateseal-${spec.split('=')[0]}`)), 'no platform package written');
+  }
+});

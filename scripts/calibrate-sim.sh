@@ -2,8 +2,9 @@
 # The fleet simulation checked against a real fleet: N http_server processes
 # on one keyset in S3 under AWS KMS (moto on loopback), then the same
 # scenario simulated; exits non-zero when the counts disagree.
-# `scripts/calibrate-sim.sh` is CI's form (24 instances, 180 s);
-# `scripts/calibrate-sim.sh --instances 40 --duration 600` a longer one.
+# CI runs `scripts/calibrate-sim.sh` (quiet: 24 instances, 180 s) and
+# `scripts/calibrate-sim.sh --scenario traffic` (12 instances, conversations
+# and rolling restarts); `--instances 40 --duration 600` is a longer run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STATESEAL_SVC_PYTHON="${STATESEAL_SVC_PYTHON:-$(scripts/svc-env.sh)/python}"

@@ -60,8 +60,13 @@ echo "== nonce path (strace): a system call per seal on the host C library, the 
 scripts/nonce-path-check.sh "$pypkg_python"
 echo "== fleet soak, short form (OpenBao + 3 server processes: rotations, kill, outage, store faults, secret id rotation)"
 scripts/soak.sh --duration 60
-echo "== the fleet simulation against a real fleet (24 server processes on moto's S3 and KMS, then the same scenario simulated)"
+echo "== the fleet simulation against a real fleet on moto's S3 and KMS, then the same scenario simulated: quiet (24 servers) and, alongside, traffic with rolling restarts (12 servers)"
+cargo build --quiet -p stateseal-sim --example calibrate
+scripts/calibrate-sim.sh --scenario traffic >target/calibrate-traffic.log 2>&1 &
+calibrate_traffic=$!
 scripts/calibrate-sim.sh
+wait "$calibrate_traffic" || { cat target/calibrate-traffic.log; exit 1; }
+cat target/calibrate-traffic.log
 echo "== Terraform modules (python-hcl2 + stateseal's rules, checkov offline)"
 scripts/terraform-check.sh
 echo "== Prometheus alert rules and the Grafana dashboard (promtool: check, unit tests, every query)"

@@ -42,7 +42,7 @@ mod virtual_time;
 
 pub use kms_model::KmsProfile;
 pub use report::{Report, RotationRecord, table};
-pub use scenario::{KmsKind, RetryPolicy, Scenario, StoreKind, Topology};
+pub use scenario::{KmsKind, RetryPolicy, Scenario, StoreKind, TRAFFIC_FROM, Topology};
 pub use store_model::StoreProfile;
 
 /// Runs `scenario` to its end.

@@ -38,7 +38,14 @@ pub(crate) async fn write_keyset(
     expected: Option<u64>,
     doc: &StoredKeyset,
 ) -> Result<(), Error> {
-    store.compare_and_swap(expected, doc).await?;
+    if let Err(e) = store.compare_and_swap(expected, doc).await {
+        if matches!(e, Error::Conflict { .. }) {
+            // A lost compare-and-swap: expected in a fleet of writers, rare.
+            metrics::counter!("stateseal_keyset_write_conflicts_total").increment(1);
+            tracing::debug!(store = %store.uri(), generation = doc.generation(), "another writer's keyset write landed first");
+        }
+        return Err(e);
+    }
     if let Some(copy) = store.newest_copy()
         && let Err(e) = record(&*copy, doc).await
     {

@@ -12,7 +12,7 @@
 //! - [`member`]: one fleet member (scheduler on a manual clock + envelope);
 //! - [`relay`]: a TCP relay to cut, for outages of services that keep their state in memory;
 //! - [`issuer`]: a local OAuth authorization server (JWKS, RS256 tokens, key rotation);
-//! - [`http`]: a minimal loopback GET; [`logs`]: log lines captured in memory;
+//! - [`http`]: a minimal loopback GET and JSON POST; [`logs`]: log lines captured in memory;
 //! - [`store_contract`]: what every `KeysetStore` must do;
 //! - [`integrity_contract`]: what a writer without the KEK can do to a keyset in any store (nothing);
 //! - [`provider_contract`]: what every `KeyProvider` must do.

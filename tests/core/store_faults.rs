@@ -18,6 +18,7 @@ use stateseal_testkit::integrity_contract::PlaintextWrap;
 use stateseal_testkit::keysets;
 
 use crate::fleet::{local_keyset, local_registry, temp_dir};
+use crate::recorded::{block_on_recorded, values};
 
 const T0: f64 = 1_782_345_600.0;
 
@@ -425,65 +426,79 @@ impl KeysetStore for Interfering {
     }
 }
 
-#[tokio::test]
-async fn a_rotation_retries_after_a_seal_reservation_but_not_after_a_rotation() {
-    let registry = local_registry();
-    let (dir, store) = local_keyset("faults-retry", &registry, config().timing, T0).await;
-    let base = keysets::verified(&*store, &registry).await;
-    // A server reserves seals while the operator's rotation is in flight.
-    let mut reservation = base.doc.clone();
-    reservation.generation += 1;
-    reservation.keys[0].seals_reserved = 1 << 20;
-    let reservation = base
-        .seal_next(&reservation, keysets::FAR_FUTURE)
-        .expect("seal");
-    let racing = Interfering {
-        inner: store.clone(),
-        other: std::sync::Mutex::new(Some(reservation)),
+#[test]
+fn a_rotation_retries_after_a_seal_reservation_but_not_after_a_rotation() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    // Compare-and-swaps lost since the last look (a snapshot drains the recorder).
+    let lost = || {
+        values(&snapshotter)
+            .get("stateseal_keyset_write_conflicts_total")
+            .copied()
+            .unwrap_or(0.0)
     };
-    let doc = rotate_store_at(
-        &racing,
-        &registry,
-        &config(),
-        T0 + 1.0,
-        RotateMode::Scheduled,
-    )
-    .await
-    .expect("retried on the new document");
-    assert_eq!(doc.generation, 3);
-    assert_eq!(doc.keys.len(), 2);
-    assert_eq!(
-        doc.keys[0].seals_reserved,
-        1 << 20,
-        "the reservation is kept"
-    );
-    // Another operator's rotation gets in first: that conflict is the answer.
-    let verified = keysets::verified(&*store, &registry).await;
-    let current = verified.doc.clone();
-    let mut theirs_entry = current.keys[0].clone();
-    theirs_entry.entry = "k_theirs".into();
-    let theirs = rotated(
-        &current,
-        theirs_entry,
-        T0 + 2.0,
-        &config().timing,
-        RotateMode::Forced,
-    )
-    .expect("their rotation");
-    let racing = Interfering {
-        inner: store.clone(),
-        other: std::sync::Mutex::new(Some(
-            verified
-                .seal_next(&theirs, keysets::FAR_FUTURE)
-                .expect("seal"),
-        )),
-    };
-    let err = rotate_store_at(&racing, &registry, &config(), T0 + 2.0, RotateMode::Forced).await;
-    assert!(matches!(err, Err(Error::Conflict { .. })), "{err:?}");
-    assert_eq!(
-        keysets::content(&*store, &registry).await,
-        theirs,
-        "only their rotation landed"
-    );
-    let _ = std::fs::remove_dir_all(dir);
+    block_on_recorded(&recorder, || async {
+        let registry = local_registry();
+        let (dir, store) = local_keyset("faults-retry", &registry, config().timing, T0).await;
+        let base = keysets::verified(&*store, &registry).await;
+        // A server reserves seals while the operator's rotation is in flight.
+        let mut reservation = base.doc.clone();
+        reservation.generation += 1;
+        reservation.keys[0].seals_reserved = 1 << 20;
+        let reservation = base
+            .seal_next(&reservation, keysets::FAR_FUTURE)
+            .expect("seal");
+        let racing = Interfering {
+            inner: store.clone(),
+            other: std::sync::Mutex::new(Some(reservation)),
+        };
+        let doc = rotate_store_at(
+            &racing,
+            &registry,
+            &config(),
+            T0 + 1.0,
+            RotateMode::Scheduled,
+        )
+        .await
+        .expect("retried on the new document");
+        assert_eq!(lost(), 1.0, "the lost compare-and-swap is counted");
+        assert_eq!(doc.generation, 3);
+        assert_eq!(doc.keys.len(), 2);
+        assert_eq!(
+            doc.keys[0].seals_reserved,
+            1 << 20,
+            "the reservation is kept"
+        );
+        // Another operator's rotation gets in first: that conflict is the answer.
+        let verified = keysets::verified(&*store, &registry).await;
+        let current = verified.doc.clone();
+        let mut theirs_entry = current.keys[0].clone();
+        theirs_entry.entry = "k_theirs".into();
+        let theirs = rotated(
+            &current,
+            theirs_entry,
+            T0 + 2.0,
+            &config().timing,
+            RotateMode::Forced,
+        )
+        .expect("their rotation");
+        let racing = Interfering {
+            inner: store.clone(),
+            other: std::sync::Mutex::new(Some(
+                verified
+                    .seal_next(&theirs, keysets::FAR_FUTURE)
+                    .expect("seal"),
+            )),
+        };
+        let err =
+            rotate_store_at(&racing, &registry, &config(), T0 + 2.0, RotateMode::Forced).await;
+        assert!(matches!(err, Err(Error::Conflict { .. })), "{err:?}");
+        assert_eq!(lost(), 1.0, "so is the one that ends the rotation");
+        assert_eq!(
+            keysets::content(&*store, &registry).await,
+            theirs,
+            "only their rotation landed"
+        );
+        let _ = std::fs::remove_dir_all(dir);
+    });
 }

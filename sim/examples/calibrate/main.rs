@@ -1,16 +1,22 @@
 //! The simulation against a real fleet: N `http_server` processes on one
 //! keyset in S3 under AWS KMS (both served by moto on loopback), rotating by
 //! age for a few minutes, then the same scenario simulated. Compares what
-//! moto served (store reads, full and not-modified, writes, KMS calls) and the
-//! rotations with the simulation's figures; exits non-zero when they differ
-//! beyond the stated tolerances.
+//! moto served (store reads, full and not-modified, writes, KMS calls), the
+//! rotations and the writes lost to another writer's compare-and-swap with
+//! the simulation's figures; exits non-zero when they differ beyond the
+//! stated tolerances.
+//!
+//! Two scenarios: `quiet` (the fleet alone) and `traffic` (two-round
+//! conversations at 2 per second across the fleet, and rolling restarts).
 //!
 //! ```sh
-//! scripts/calibrate-sim.sh                          # 24 instances, 180 s (CI)
+//! scripts/calibrate-sim.sh                          # quiet: 24 instances, 180 s
+//! scripts/calibrate-sim.sh --scenario traffic       # 12 instances, 180 s
 //! scripts/calibrate-sim.sh --instances 40 --duration 600
 //! ```
 
 mod real;
+mod traffic;
 
 use std::process::ExitCode;
 
@@ -26,19 +32,44 @@ const ROTATION_PERIOD: f64 = 90.0;
 /// The keyset is created this long before the fleet starts, as in the simulation.
 const CREATED_BEFORE: f64 = 60.0;
 
+/// What the fleet does besides refreshing and rotating.
+#[derive(Debug, Clone, Copy)]
+struct Load {
+    name: &'static str,
+    /// Conversations started per second across the fleet (0: none).
+    rounds_per_second: f64,
+    /// Rolling restarts: (every, window) seconds, as `Scenario::restart_every`
+    /// and `restart_window`. They end before the second rotation falls due
+    /// (about 125 s in), so a kill never lands between a claim and its write.
+    restarts: Option<(f64, f64)>,
+}
+
+const QUIET: Load = Load {
+    name: "quiet",
+    rounds_per_second: 0.0,
+    restarts: None,
+};
+const TRAFFIC: Load = Load {
+    name: "traffic",
+    rounds_per_second: 2.0,
+    restarts: Some((60.0, 40.0)),
+};
+
 struct Args {
     cli: std::path::PathBuf,
     server: std::path::PathBuf,
     instances: usize,
     duration: f64,
+    scenario: Load,
 }
 
 fn parse_args() -> Result<Args, String> {
     let mut args = Args {
         cli: "target/debug/stateseal".into(),
         server: "target/debug/examples/http_server".into(),
-        instances: 24,
+        instances: 0,
         duration: 180.0,
+        scenario: QUIET,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -52,8 +83,22 @@ fn parse_args() -> Result<Args, String> {
             "--server" => args.server = value.into(),
             "--instances" => args.instances = number(&value)? as usize,
             "--duration" => args.duration = number(&value)?,
+            "--scenario" => {
+                args.scenario = match value.as_str() {
+                    "quiet" => QUIET,
+                    "traffic" => TRAFFIC,
+                    _ => return Err(format!("--scenario {value:?}: quiet or traffic")),
+                }
+            }
             _ => return Err(format!("unknown option {flag}")),
         }
+    }
+    if args.instances == 0 {
+        args.instances = if args.scenario.restarts.is_some() {
+            12
+        } else {
+            24
+        };
     }
     if !(2..=200).contains(&args.instances) {
         return Err("--instances must be between 2 and 200".into());
@@ -65,7 +110,7 @@ fn parse_args() -> Result<Args, String> {
 }
 
 /// What a fleet did, counted the same way for the real one and the model.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 struct Counts {
     full_reads: u64,
     unchanged_reads: u64,
@@ -74,6 +119,13 @@ struct Counts {
     copy_writes: u64,
     kms_calls: u64,
     rotations: u64,
+    /// Keyset writes lost to another writer's compare-and-swap.
+    lost_writes: u64,
+    /// Second rounds answered (verified or rejected), and those rejected.
+    rounds: u64,
+    rejected: u64,
+    /// Calls no instance answered as expected (real fleet only).
+    unanswered: u64,
 }
 
 fn simulated(args: &Args, start_spread: f64) -> Result<(Counts, Report), String> {
@@ -81,8 +133,9 @@ fn simulated(args: &Args, start_spread: f64) -> Result<(Counts, Report), String>
     s.days = args.duration / 86_400.0;
     s.timing = Timing::new(REFRESH, SKEW, TTL);
     s.rotation_period = ROTATION_PERIOD;
-    s.restart_every = None;
-    s.rounds_per_second = 0.0;
+    s.restart_every = args.scenario.restarts.map(|(every, _)| every);
+    s.restart_window = args.scenario.restarts.map_or(0.0, |(_, window)| window);
+    s.rounds_per_second = args.scenario.rounds_per_second;
     s.start_spread = start_spread;
     // The real fleet: servers that write (rotation_period in their
     // configuration), on one machine's clock, ready_timeout 30 s.
@@ -98,6 +151,10 @@ fn simulated(args: &Args, start_spread: f64) -> Result<(Counts, Report), String>
         copy_writes: r.newest_copy.1,
         kms_calls: r.kms_calls,
         rotations: r.rotations.len() as u64,
+        lost_writes: r.writes_conflicted,
+        rounds: r.rounds,
+        rejected: r.rejected_rounds,
+        unanswered: 0,
     };
     Ok((counts, r))
 }
@@ -129,7 +186,7 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let rows: [(&str, u64, u64, f64, u64); 7] = [
+    let rows: [(&str, u64, u64, f64, u64); 10] = [
         // Reads follow the jittered refresh interval: random in both.
         (
             "store reads, full",
@@ -164,10 +221,26 @@ fn main() -> ExitCode {
         ),
         ("KMS calls", real.kms_calls, model.kms_calls, 0.05, 3),
         ("rotations", real.rotations, model.rotations, 0.0, 0),
+        // Lost races are rare and random in both: a claim race at a turn, a
+        // rotation landing under a renewal.
+        (
+            "writes lost to another's compare-and-swap",
+            real.lost_writes,
+            model.lost_writes,
+            0.0,
+            2,
+        ),
+        // Conversations: a Poisson-like arrival in both.
+        ("rounds answered", real.rounds, model.rounds, 0.15, 5),
+        ("rounds rejected", real.rejected, model.rejected, 0.0, 0),
     ];
     println!(
-        "{} instances, {} s, R = {REFRESH} s, rotation every {ROTATION_PERIOD} s, start spread {spread:.1} s",
-        args.instances, args.duration
+        "{} scenario: {} instances, {} s, R = {REFRESH} s, rotation every {ROTATION_PERIOD} s, start spread {spread:.1} s, {} conversations/s, restarts {:?}",
+        args.scenario.name,
+        args.instances,
+        args.duration,
+        args.scenario.rounds_per_second,
+        args.scenario.restarts
     );
     println!("| figure | real fleet (moto) | simulation | agree |\n|---|---:|---:|---|");
     let mut agree = true;
@@ -181,10 +254,22 @@ fn main() -> ExitCode {
         );
     }
     println!(
-        "simulated KMS calls per rotation (max): {}; adoption: {:.1} s",
+        "simulated KMS calls per rotation (max): {}; adoption: {:.1} s; rotations written at {:?} s",
         report.kms_per_rotation(),
-        report.adoption_s()
+        report.adoption_s(),
+        report
+            .rotations
+            .iter()
+            .map(|r| r.written_at.round())
+            .collect::<Vec<_>>()
     );
+    if real.unanswered > 0 {
+        println!(
+            "{} calls of the real traffic went unanswered",
+            real.unanswered
+        );
+        agree = false;
+    }
     if agree {
         println!("the simulation agrees with the real fleet");
         ExitCode::SUCCESS

@@ -16,13 +16,65 @@ const BUCKET: &str = "calibration";
 const OBJECT: &str = "keyset.json";
 /// What a server logs (at info) when it has rotated the keyset.
 const ROTATED: &str = "rotated the keyset automatically";
+/// What a server logs (at debug) when another writer's keyset write landed first.
+const LOST: &str = "another writer's keyset write landed first";
 
-/// Processes killed (by PID) when dropped, whatever happens in between.
-struct Fleet(Vec<Child>);
+/// The servers, each on its own port, killed (by PID) when dropped,
+/// whatever happens in between.
+struct Fleet {
+    children: Vec<Child>,
+    ports: Vec<u16>,
+    server: PathBuf,
+    config: PathBuf,
+    dir: PathBuf,
+    env: Vec<(&'static str, String)>,
+    oauth: [String; 2],
+}
+
+impl Fleet {
+    /// Starts server `i` on its port, its log appended to `server-{i}.log`.
+    fn spawn(&self, i: usize) -> Result<Child, String> {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join(format!("server-{i}.log")))
+            .map_err(|e| e.to_string())?;
+        let err = log.try_clone().map_err(|e| e.to_string())?;
+        Command::new(&self.server)
+            .args([
+                "--addr",
+                &format!("127.0.0.1:{}", self.ports[i]),
+                "--config",
+                &self.config.display().to_string(),
+                "--oauth-issuer",
+                &self.oauth[0],
+                "--oauth-jwks-uri",
+                &self.oauth[1],
+            ])
+            .envs(self.env.iter().map(|(k, v)| (*k, v)))
+            // Scheduler info (rotations) and the store writes lost to another writer (debug).
+            .env(
+                "RUST_LOG",
+                "warn,stateseal::rotation::scheduler=info,stateseal::rotation::newest=debug",
+            )
+            .stdout(Stdio::from(log))
+            .stderr(Stdio::from(err))
+            .spawn()
+            .map_err(|e| format!("start {}: {e}", self.server.display()))
+    }
+
+    /// Server `i` stops (killed) and a new process starts on its port.
+    fn restart(&mut self, i: usize) -> Result<(), String> {
+        let _ = self.children[i].kill();
+        let _ = self.children[i].wait();
+        self.children[i] = self.spawn(i)?;
+        Ok(())
+    }
+}
 
 impl Drop for Fleet {
     fn drop(&mut self) {
-        for c in &mut self.0 {
+        for c in &mut self.children {
             let _ = c.kill();
             let _ = c.wait();
         }
@@ -59,15 +111,7 @@ fn json_of(out: &Output, what: &str) -> Result<serde_json::Value, String> {
 /// reads and landed writes of its newest copy, and KMS calls (`POST /`).
 fn count_log(log: &Path, from: usize) -> Result<Counts, String> {
     let text = std::fs::read_to_string(log).map_err(|e| format!("moto log: {e}"))?;
-    let mut c = Counts {
-        full_reads: 0,
-        unchanged_reads: 0,
-        writes: 0,
-        copy_reads: 0,
-        copy_writes: 0,
-        kms_calls: 0,
-        rotations: 0,
-    };
+    let mut c = Counts::default();
     let object = format!("/{BUCKET}/{OBJECT}");
     let copy = format!("{object}{NEWEST_COPY_SUFFIX}");
     for line in text.get(from..).unwrap_or("").lines() {
@@ -87,6 +131,10 @@ fn count_log(log: &Path, from: usize) -> Result<Counts, String> {
             ("GET", "200") if path == object => c.full_reads += 1,
             ("GET", "304") if path == object => c.unchanged_reads += 1,
             ("PUT", "200") if path == object => c.writes += 1,
+            // moto answers a stale If-Match with 403 where S3 answers 412; the
+            // store cannot tell it from a refusal, so the server logs no lost
+            // race and the log counts it here (a 412 the server reports itself).
+            ("PUT", "403") if path == object => c.lost_writes += 1,
             // A missing copy is a read as well (404, before the first write).
             ("GET", "200" | "404") if path == copy => c.copy_reads += 1,
             ("PUT", "200") if path == copy => c.copy_writes += 1,
@@ -99,6 +147,7 @@ fn count_log(log: &Path, from: usize) -> Result<Counts, String> {
 
 /// Runs the real fleet; its counts and how far apart its instances started.
 pub(crate) fn run(args: &Args) -> Result<(Counts, f64), String> {
+    let issuer = stateseal_testkit::issuer::Issuer::start();
     let dir = std::env::temp_dir().join(format!("stateseal-calibrate-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     std::fs::create_dir_all(dir.join("moto")).map_err(|e| e.to_string())?;
@@ -161,21 +210,52 @@ pub(crate) fn run(args: &Args) -> Result<(Counts, f64), String> {
     let from = std::fs::metadata(&log)
         .map(|m| m.len() as usize)
         .unwrap_or(0);
-    // The servers take callers' tokens from this issuer; the calibration sends them none.
-    let issuer = stateseal_testkit::issuer::Issuer::start();
+    // The servers take callers' access tokens from this issuer.
     let oauth = [issuer.url.clone(), issuer.jwks_uri()];
-    let (fleet, ports, started, spread) = start_fleet(args, &env, &config, &dir, &oauth)?;
+    let (mut fleet, started, spread) = start_fleet(args, &env, &config, &dir, oauth)?;
     let end = started + Duration::from_secs_f64(args.duration);
-    wait_ready(&ports, started + Duration::from_secs(30))?;
+    wait_ready(&fleet.ports, started + Duration::from_secs(30))?;
+    let traffic = (args.scenario.rounds_per_second > 0.0).then(|| {
+        let ports = fleet.ports.clone();
+        let bearer = issuer.access_token("calibration-user", "stateseal-example", 3600);
+        let rate = args.scenario.rounds_per_second;
+        // As in the model: conversations from TRAFFIC_FROM on.
+        let from = started + Duration::from_secs_f64(stateseal_sim::TRAFFIC_FROM);
+        std::thread::spawn(move || {
+            std::thread::sleep(from.saturating_duration_since(Instant::now()));
+            super::traffic::run(&ports, &bearer, rate, TTL, end)
+        })
+    });
+    // The rolling restarts: instance i at every + window * i / n, then every `every`.
+    if let Some((every, window)) = args.scenario.restarts {
+        let mut at = every;
+        while at < args.duration {
+            for i in 0..args.instances {
+                let when = started
+                    + Duration::from_secs_f64(at + window * i as f64 / args.instances as f64);
+                std::thread::sleep(when.saturating_duration_since(Instant::now()));
+                fleet.restart(i)?;
+            }
+            at += every;
+        }
+    }
     std::thread::sleep(end.saturating_duration_since(Instant::now()));
+    let tally = traffic
+        .map(|t| t.join().map_err(|_| "the traffic thread panicked"))
+        .transpose()?
+        .unwrap_or_default();
     drop(fleet);
     let mut counts = count_log(&log, from)?;
-    // The rotations: what the servers said they did.
+    // The rotations and the lost compare-and-swaps: what the servers said.
     for i in 0..args.instances {
         let said = std::fs::read_to_string(dir.join(format!("server-{i}.log")))
             .map_err(|e| format!("server log: {e}"))?;
         counts.rotations += said.matches(ROTATED).count() as u64;
+        counts.lost_writes += said.matches(LOST).count() as u64;
     }
+    counts.rounds = tally.verified + tally.rejected;
+    counts.rejected = tally.rejected;
+    counts.unanswered = tally.unanswered;
     drop(moto);
     let _ = std::fs::remove_dir_all(&dir);
     Ok((counts, spread))
@@ -185,44 +265,32 @@ fn moto_log(dir: &Path) -> PathBuf {
     dir.join("moto").join("moto.log")
 }
 
-/// Spawns every server without waiting for any; the fleet, its ports, when
-/// the first was spawned and how long spawning them all took.
+/// Spawns every server without waiting for any; the fleet, when the first
+/// was spawned and how long spawning them all took.
 fn start_fleet(
     args: &Args,
-    env: &[(&str, String)],
+    env: &[(&'static str, String)],
     config: &Path,
     dir: &Path,
-    oauth: &[String; 2],
-) -> Result<(Fleet, Vec<u16>, Instant, f64), String> {
-    let mut fleet = Fleet(Vec::new());
-    let mut ports = Vec::new();
+    oauth: [String; 2],
+) -> Result<(Fleet, Instant, f64), String> {
+    let mut fleet = Fleet {
+        children: Vec::new(),
+        ports: (0..args.instances)
+            .map(|_| free_port())
+            .collect::<Result<_, _>>()?,
+        server: args.server.clone(),
+        config: config.to_owned(),
+        dir: dir.to_owned(),
+        env: env.to_vec(),
+        oauth,
+    };
     let started = Instant::now();
     for i in 0..args.instances {
-        let port = free_port()?;
-        let log = std::fs::File::create(dir.join(format!("server-{i}.log")))
-            .map_err(|e| e.to_string())?;
-        let err = log.try_clone().map_err(|e| e.to_string())?;
-        let child = Command::new(&args.server)
-            .args([
-                "--addr",
-                &format!("127.0.0.1:{port}"),
-                "--config",
-                &config.display().to_string(),
-                "--oauth-issuer",
-                &oauth[0],
-                "--oauth-jwks-uri",
-                &oauth[1],
-            ])
-            .envs(env.iter().map(|(k, v)| (*k, v)))
-            .env("RUST_LOG", "warn,stateseal::rotation::scheduler=info")
-            .stdout(Stdio::from(log))
-            .stderr(Stdio::from(err))
-            .spawn()
-            .map_err(|e| format!("start {}: {e}", args.server.display()))?;
-        fleet.0.push(child);
-        ports.push(port);
+        let child = fleet.spawn(i)?;
+        fleet.children.push(child);
     }
-    Ok((fleet, ports, started, started.elapsed().as_secs_f64()))
+    Ok((fleet, started, started.elapsed().as_secs_f64()))
 }
 
 fn wait_ready(ports: &[u16], deadline: Instant) -> Result<(), String> {

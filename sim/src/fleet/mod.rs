@@ -21,7 +21,7 @@ mod traffic;
 use crate::kms_model::{KmsModel, KmsProfile, SCHEME};
 use crate::report::{Report, RotationRecord};
 use crate::rng::Rng;
-use crate::scenario::{Scenario, Topology};
+use crate::scenario::{Scenario, TRAFFIC_FROM, Topology};
 use crate::store_model::StoreModel;
 use crate::virtual_time::{Clock, OPERATOR, SimTime, Task, run_now};
 
@@ -305,7 +305,7 @@ impl Fleet {
             self.push(at, Event::Emergency);
         }
         if s.rounds_per_second > 0.0 {
-            self.push(60.0, Event::Round);
+            self.push(TRAFFIC_FROM, Event::Round);
         }
     }
 

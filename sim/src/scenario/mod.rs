@@ -11,6 +11,10 @@ mod services;
 
 pub use services::{KmsKind, RetryPolicy, StoreKind, Topology};
 
+/// When conversations start, in seconds into a run: after the fleet's
+/// start-up, so a round measures the fleet, not its cold start.
+pub const TRAFFIC_FROM: f64 = 60.0;
+
 /// One simulated run. Times are seconds from the start of the run.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -61,7 +65,7 @@ pub struct Scenario {
     /// rotation it froze.
     pub legacy_reclaim: bool,
     /// Conversations started per second, fleet-wide (each round sealed on a
-    /// random instance and verified on another).
+    /// random instance and verified on another), from [`TRAFFIC_FROM`] on.
     pub rounds_per_second: f64,
     /// The store model.
     pub store: StoreProfile,

@@ -147,6 +147,14 @@ pub enum Error {
         /// What failed (an I/O error kind, a permission problem, …).
         problem: String,
     },
+    /// A replay store could not record a single-use state.
+    #[error("replay store {uri}: {problem}")]
+    ReplayStore {
+        /// The store URI (no credentials).
+        uri: String,
+        /// What failed (unreachable, refused, past its deadline).
+        problem: String,
+    },
     /// A KMS call failed.
     #[error("{provider} KMS: {class}: {detail}")]
     Kms {

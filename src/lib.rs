@@ -35,7 +35,6 @@ mod clock;
 mod codec;
 mod envelope;
 mod error;
-#[cfg(feature = "keys")]
 mod future;
 #[cfg(feature = "internals")]
 pub mod json;
@@ -48,6 +47,7 @@ pub mod keyset;
 pub mod provider;
 mod random;
 mod reason;
+pub mod replay;
 mod ring;
 #[cfg(feature = "rmcp")]
 pub mod rmcp_adapter;
@@ -64,6 +64,7 @@ pub use codec::{
 pub use envelope::{
     CARRIER_METHODS, DEFAULT_MAX_TOKEN_LEN, DEFAULT_TTL_SECS, ENVELOPE_VERSION, Envelope,
     EnvelopeBuilder, FUTURE_SKEW_SECS, PRINCIPAL_LABEL, Principal, RequestBatch, RequestIdentity,
+    SingleUse,
 };
 pub use error::{Error, ErrorClass};
 pub use json::Text;

@@ -41,6 +41,11 @@ pub enum RejectReason {
     CodecError,
     /// The state is valid but holds text a Rust handler cannot receive (a lone surrogate).
     UnrepresentableState,
+    /// A single-use state was presented again (its id is already in the replay store).
+    Replayed,
+    /// A single-use state could not be recorded: no replay store, or the store
+    /// failed or missed its deadline (single-use states fail closed).
+    ReplayStoreUnavailable,
 }
 
 impl RejectReason {
@@ -60,6 +65,8 @@ impl RejectReason {
             Self::PrincipalBindingError => "principal binding error",
             Self::CodecError => "codec error",
             Self::UnrepresentableState => "unrepresentable state",
+            Self::Replayed => "replayed",
+            Self::ReplayStoreUnavailable => "replay store unavailable",
         }
     }
 }

@@ -45,8 +45,47 @@ impl Boundary {
         params: &mut serde_json::Value,
         principal: &PrincipalResult,
     ) -> Result<Round, WireError> {
-        if !Self::is_carrier(method) {
+        let Some((identity, echoed)) = self.inbound(method, params)? else {
             return Ok(Round { identity: None });
+        };
+        let plaintext = match echoed {
+            Echo::Absent => None,
+            Echo::Token(token) => self.open(&identity, Some(&token), principal)?,
+            Echo::NotString => self.decide(method, Err(RejectReason::NonStringState))?,
+        };
+        Ok(replace_state(params, plaintext, identity))
+    }
+
+    /// [`Boundary::open_params`] that also admits single-use states
+    /// (recording them in the replay store, see [`Boundary::admit`]).
+    ///
+    /// # Errors
+    /// As [`Boundary::open_params`].
+    pub async fn admit_params(
+        &self,
+        method: &str,
+        params: &mut serde_json::Value,
+        principal: &PrincipalResult,
+    ) -> Result<Round, WireError> {
+        let Some((identity, echoed)) = self.inbound(method, params)? else {
+            return Ok(Round { identity: None });
+        };
+        let plaintext = match echoed {
+            Echo::Absent => None,
+            Echo::Token(token) => self.admit(&identity, Some(&token), principal).await?,
+            Echo::NotString => self.decide(method, Err(RejectReason::NonStringState))?,
+        };
+        Ok(replace_state(params, plaintext, identity))
+    }
+
+    /// A carrier's identity and its echo; `None` for any other method.
+    fn inbound(
+        &self,
+        method: &str,
+        params: &serde_json::Value,
+    ) -> Result<Option<(RequestIdentity, Echo)>, WireError> {
+        if !Self::is_carrier(method) {
+            return Ok(None);
         }
         let identity = match RequestIdentity::from_serde(method, params) {
             Ok(id) => id,
@@ -58,27 +97,12 @@ impl Boundary {
                 return Err(WireError::invalid_state());
             }
         };
-        let echoed = params.get("requestState").cloned();
-        let plaintext = match echoed {
-            None | Some(serde_json::Value::Null) => None,
-            Some(serde_json::Value::String(token)) => {
-                self.open(&identity, Some(&token), principal)?
-            }
-            Some(_) => self.decide(method, Err(RejectReason::NonStringState))?,
+        let echo = match params.get("requestState") {
+            None | Some(serde_json::Value::Null) => Echo::Absent,
+            Some(serde_json::Value::String(token)) => Echo::Token(token.clone()),
+            Some(_) => Echo::NotString,
         };
-        if let Some(obj) = params.as_object_mut() {
-            match plaintext {
-                Some(p) => {
-                    obj.insert("requestState".into(), serde_json::Value::String(p));
-                }
-                None => {
-                    obj.remove("requestState");
-                }
-            }
-        }
-        Ok(Round {
-            identity: Some(identity),
-        })
+        Ok(Some((identity, echo)))
     }
 
     /// Outbound, on the handler's result: seals the `requestState` of an
@@ -116,5 +140,33 @@ impl Boundary {
                 Err(e)
             }
         }
+    }
+}
+
+/// An echoed `requestState`, as the request carried it.
+enum Echo {
+    Absent,
+    Token(String),
+    NotString,
+}
+
+/// Puts the plaintext in place of the echo (or removes the echo).
+fn replace_state(
+    params: &mut serde_json::Value,
+    plaintext: Option<String>,
+    identity: RequestIdentity,
+) -> Round {
+    if let Some(obj) = params.as_object_mut() {
+        match plaintext {
+            Some(p) => {
+                obj.insert("requestState".into(), serde_json::Value::String(p));
+            }
+            None => {
+                obj.remove("requestState");
+            }
+        }
+    }
+    Round {
+        identity: Some(identity),
     }
 }

@@ -14,14 +14,18 @@
 //! server's auth layer, never from the client-asserted `_meta`.
 
 mod json;
+mod single_use;
 
 pub use json::Round;
 
 use std::sync::Arc;
 
+use single_use::SingleUseRounds;
+
 use crate::envelope::{CARRIER_METHODS, Envelope, Principal, RequestIdentity};
 use crate::error::Error;
 use crate::reason::RejectReason;
+use crate::replay::ReplayStore;
 
 /// What to do with an echo that fails verification.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -121,6 +125,7 @@ impl std::fmt::Debug for AuthenticatedPrincipal {
 pub struct Boundary {
     envelope: Arc<Envelope>,
     failure_mode: FailureMode,
+    single_use: SingleUseRounds,
 }
 
 /// Builds a [`Boundary`] (every setting has a valid default).
@@ -129,6 +134,7 @@ pub struct Boundary {
 pub struct BoundaryBuilder {
     envelope: Arc<Envelope>,
     failure_mode: FailureMode,
+    single_use: SingleUseRounds,
 }
 
 impl BoundaryBuilder {
@@ -138,11 +144,28 @@ impl BoundaryBuilder {
         self
     }
 
+    /// Where single-use states are recorded (default: none, and every
+    /// single-use state is refused with reason `replay store unavailable`).
+    pub fn replay_store(mut self, store: Arc<dyn ReplayStore>) -> Self {
+        self.single_use.store = Some(store);
+        self
+    }
+
+    /// Makes the states of one tool (`"tools/call"`, its name), prompt
+    /// (`"prompts/get"`, its name) or resource (`"resources/read"`, its URI)
+    /// single-use: each verifies once, fleet-wide. For irreversible actions;
+    /// a client whose answer was lost must start the flow again.
+    pub fn single_use(mut self, method: &str, target: &str) -> Self {
+        self.single_use.add(method, target);
+        self
+    }
+
     /// The boundary.
     pub fn build(self) -> Boundary {
         Boundary {
             envelope: self.envelope,
             failure_mode: self.failure_mode,
+            single_use: self.single_use,
         }
     }
 }
@@ -172,6 +195,7 @@ impl Boundary {
         BoundaryBuilder {
             envelope,
             failure_mode: FailureMode::Reject,
+            single_use: SingleUseRounds::default(),
         }
     }
 
@@ -190,8 +214,47 @@ impl Boundary {
         CARRIER_METHODS.contains(&method)
     }
 
+    /// Whether states of `round` are minted single-use.
+    pub fn is_single_use(&self, round: &RequestIdentity) -> bool {
+        self.single_use.covers(round)
+    }
+
+    /// [`Boundary::open`] for every state, single-use ones included: a
+    /// single-use state is accepted once its record lands in the replay
+    /// store (reason `replayed` when it was there, `replay store
+    /// unavailable` when the store failed or there is none). Multi-use
+    /// states never reach the store.
+    ///
+    /// # Errors
+    /// As [`Boundary::open`].
+    pub async fn admit(
+        &self,
+        round: &RequestIdentity,
+        echoed: Option<&str>,
+        principal: &PrincipalResult,
+    ) -> Result<Option<String>, WireError> {
+        let Some(token) = echoed else { return Ok(None) };
+        let verdict = match principal {
+            Err(PrincipalError) => Err(RejectReason::PrincipalBindingError),
+            Ok(p) => match self.envelope.open(round, token, p.as_ref()) {
+                Ok((text, once)) => match once {
+                    None => Ok(text),
+                    Some(once) => self.single_use.record(&once).await.map(|()| text),
+                },
+                Err(e) => Err(e.reject_reason().unwrap_or(RejectReason::CodecError)),
+            },
+        };
+        let verdict = verdict.and_then(|text| {
+            text.into_string()
+                .map_err(|_| RejectReason::UnrepresentableState)
+        });
+        self.decide(round.method(), verdict)
+    }
+
     /// Verifies an echoed state (`None`: nothing echoed) and returns the
-    /// plaintext the handler should see (`None`: no state).
+    /// plaintext the handler should see (`None`: no state). Refuses
+    /// single-use states (reason `replay store unavailable`): they need
+    /// [`Boundary::admit`], which records them.
     ///
     /// # Errors
     /// [`WireError::invalid_state`] in `Reject` mode; never in `TreatAsAbsent` mode.
@@ -258,7 +321,12 @@ impl Boundary {
             );
             return Err(WireError::internal());
         };
-        self.envelope.mint(round, state, p.as_ref()).map_err(|e: Error| {
+        let minted = if self.single_use.covers(round) {
+            self.envelope.mint_single_use(round, state, p.as_ref())
+        } else {
+            self.envelope.mint(round, state, p.as_ref())
+        };
+        minted.map_err(|e: Error| {
             tracing::error!(method = round.method(), error = %e, "refusing to seal requestState");
             WireError::internal()
         })

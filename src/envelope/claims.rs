@@ -12,6 +12,7 @@ use crate::reason::RejectReason;
 
 use super::identity::RequestIdentity;
 use super::principal::{self, Principal};
+use super::single_use::SingleUseId;
 
 /// The claims envelope version.
 pub const ENVELOPE_VERSION: u32 = 1;
@@ -26,6 +27,17 @@ pub(crate) struct MintClaims<'a> {
     pub(crate) state: &'a [u8],
     pub(crate) audience: Option<&'a str>,
     pub(crate) principal_claim: Option<&'a str>,
+    /// The single-use id claim `u` (base64url), written last.
+    pub(crate) single_use: Option<&'a str>,
+}
+
+/// What a verified payload gives: the state, its single-use id if it has
+/// one, and its expiry.
+#[cfg_attr(test, derive(Debug, PartialEq))]
+pub(crate) struct Checked {
+    pub(crate) state: Text,
+    pub(crate) single_use: Option<SingleUseId>,
+    pub(crate) exp: f64,
 }
 
 /// `{"v":1,"iat":..,"exp":..,"m":..,"t":..,"a":..,"s":..[,"aud":..][,"p":..]}` in the
@@ -57,7 +69,8 @@ pub(crate) fn write_payload<'a>(
         + state.2
         + audience.map_or(0, |a| a.2)
         + c.identity.args_digest_bytes().len()
-        + c.principal_claim.map_or(0, str::len);
+        + c.principal_claim.map_or(0, str::len)
+        + c.single_use.map_or(0, str::len);
     out.clear();
     out.reserve(headroom + 128 + strings + tailroom);
     out.resize(headroom, 0);
@@ -80,6 +93,11 @@ pub(crate) fn write_payload<'a>(
     if let Some(p) = c.principal_claim {
         out.extend_from_slice(b",\"p\":\"");
         out.extend_from_slice(p.as_bytes());
+        out.push(b'"');
+    }
+    if let Some(u) = c.single_use {
+        out.extend_from_slice(b",\"u\":\"");
+        out.extend_from_slice(u.as_bytes());
         out.push(b'"');
     }
     out.push(b'}');
@@ -118,21 +136,29 @@ pub(crate) fn check(
     principal: Option<&Principal>,
     now: f64,
     max_skew: f64,
-) -> Result<Text, Error> {
+) -> Result<Checked, Error> {
     let payload = buffer
         .get(at.clone())
         .ok_or(reject(RejectReason::CodecError))?;
-    match check_minted_layout(payload, identity, audience, principal, now, max_skew) {
-        Some(StateAt::Range(state)) => {
-            // Reuse the decrypted buffer for the state instead of allocating a copy.
-            let len = state.len();
-            buffer.copy_within(at.start + state.start..at.start + state.end, 0);
-            buffer.truncate(len);
-            Ok(Text::from_wtf8_unchecked(buffer))
-        }
-        Some(StateAt::Owned(state)) => Ok(Text::from_wtf8_unchecked(state)),
-        None => check_any_layout(payload, identity, audience, principal, now, max_skew),
-    }
+    // The shortcut never accepts a payload with a single-use claim (it is
+    // written after the layout the shortcut reads), so those take the general check.
+    let (state, exp) =
+        match check_minted_layout(payload, identity, audience, principal, now, max_skew) {
+            Some((StateAt::Range(state), exp)) => {
+                // Reuse the decrypted buffer for the state instead of allocating a copy.
+                let len = state.len();
+                buffer.copy_within(at.start + state.start..at.start + state.end, 0);
+                buffer.truncate(len);
+                (Text::from_wtf8_unchecked(buffer), exp)
+            }
+            Some((StateAt::Owned(state), exp)) => (Text::from_wtf8_unchecked(state), exp),
+            None => return check_any_layout(payload, identity, audience, principal, now, max_skew),
+        };
+    Ok(Checked {
+        state,
+        single_use: None,
+        exp,
+    })
 }
 
 /// Where an accepted state is: a range of the payload, or decoded from escapes.
@@ -166,7 +192,7 @@ fn check_minted_layout(
     principal: Option<&Principal>,
     now: f64,
     max_skew: f64,
-) -> Option<StateAt> {
+) -> Option<(StateAt, f64)> {
     let mut c = Cursor::new(payload);
     fn plain_eq<const N: usize>(c: &mut Cursor<'_>, lit: &[u8; N], expected: &[u8]) -> bool {
         c.literal(lit) && c.plain_string_eq(expected)
@@ -210,7 +236,7 @@ fn check_minted_layout(
             return None;
         }
     }
-    (c.literal(b"}") && c.at_end()).then_some(state)
+    (c.literal(b"}") && c.at_end()).then_some((state, exp))
 }
 
 /// Length of what `write_payload` writes after the state's closing quote, for
@@ -233,9 +259,9 @@ fn check_any_layout(
     principal: Option<&Principal>,
     now: f64,
     max_skew: f64,
-) -> Result<Text, Error> {
+) -> Result<Checked, Error> {
     // One pass files each known claim; any repeated key (known or not) is refused.
-    let mut c: [Option<Scalar<'_>>; 9] = Default::default();
+    let mut c: [Option<Scalar<'_>>; 10] = Default::default();
     // Hashed, so a payload of many short unknown keys stays linear.
     let mut unknown: std::collections::HashSet<std::borrow::Cow<'_, [u8]>> =
         std::collections::HashSet::new();
@@ -250,6 +276,7 @@ fn check_any_layout(
             b"s" => 6,
             b"aud" => 7,
             b"p" => 8,
+            b"u" => 9,
             // Unknown claims are ignored, as in Python, but still may not repeat.
             _ => {
                 return if unknown.insert(key) {
@@ -265,7 +292,7 @@ fn check_any_layout(
         Ok(())
     })
     .map_err(|_| reject(RejectReason::Malformed))?;
-    let [v, iat, exp, m, t, a, s, aud, p] = c.each_ref().map(Option::as_ref);
+    let [v, iat, exp, m, t, a, s, aud, p, u] = c.each_ref().map(Option::as_ref);
     let (Some(v), Some(iat), Some(exp), Some(s)) = (v, iat, exp, s) else {
         return Err(reject(RejectReason::Malformed));
     };
@@ -279,9 +306,10 @@ fn check_any_layout(
     if !number(Some(iat)).is_some_and(|iat| iat_ok(iat, now, max_skew)) {
         return Err(reject(RejectReason::MintedInFuture));
     }
-    if !number(Some(exp)).is_some_and(|exp| exp_ok(exp, now)) {
+    let exp = number(Some(exp)).filter(|exp| exp_ok(*exp, now));
+    let Some(exp) = exp else {
         return Err(reject(RejectReason::Expired));
-    }
+    };
     if !str_eq(m, identity.method().as_bytes())
         || !str_eq(t, identity.target().as_bytes())
         || !str_eq(a, identity.args_digest_bytes())
@@ -307,7 +335,20 @@ fn check_any_layout(
         (Some(_), Some(_)) => return Err(reject(RejectReason::Principal)),
         _ => return Err(reject(RejectReason::PrincipalDrift)),
     }
-    Ok(Text::from_wtf8_unchecked(state.clone().into_owned()))
+    // Checked last, as the replay check that follows: a state whose other
+    // claims fail is refused for them whatever its `u`.
+    let single_use = match present(u) {
+        None => None,
+        Some(Scalar::Str(id)) => {
+            Some(SingleUseId::parse(id).ok_or(reject(RejectReason::Malformed))?)
+        }
+        Some(_) => return Err(reject(RejectReason::Malformed)),
+    };
+    Ok(Checked {
+        state: Text::from_wtf8_unchecked(state.clone().into_owned()),
+        single_use,
+        exp,
+    })
 }
 
 #[cfg(test)]
@@ -333,6 +374,7 @@ mod tests {
                         state: state.as_bytes(),
                         audience: aud,
                         principal_claim: with_p.then_some(p_claim),
+                        single_use: None,
                     },
                     0,
                     16,
@@ -372,6 +414,7 @@ mod tests {
                     state: state.as_bytes(),
                     audience: Some("svc\u{2}"),
                     principal_claim: None,
+                    single_use: None,
                 },
                 40,
                 16,

@@ -14,6 +14,7 @@ mod batch;
 mod claims;
 mod identity;
 mod principal;
+mod single_use;
 
 use std::sync::Arc;
 
@@ -21,6 +22,7 @@ pub use batch::RequestBatch;
 pub use claims::{ENVELOPE_VERSION, FUTURE_SKEW_SECS};
 pub use identity::{CARRIER_METHODS, RequestIdentity};
 pub use principal::{PRINCIPAL_LABEL, Principal};
+pub use single_use::SingleUse;
 
 use crate::clock::{Clock, SystemClock};
 use crate::codec::{SEAL_HEADROOM, StateCodec, TAG_LEN};
@@ -43,7 +45,7 @@ const MIN_MAX_TOKEN_LEN: usize = 256;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use stateseal::{AesGcmCodec, Envelope, KeyRing, RequestIdentity, RingHandle, Secret};
+/// use stateseal::{AesGcmCodec, Envelope, KeyRing, RequestIdentity, RingHandle, RingKey, Secret, TokenFormat};
 ///
 /// let ring = Arc::new(RingHandle::new(KeyRing::from_secrets(&[Secret::new(vec![7; 32])?])?));
 /// let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("my-server")).build()?;
@@ -114,7 +116,71 @@ impl Envelope {
         state: &str,
         principal: Option<&Principal>,
     ) -> Result<String, Error> {
-        self.mint_wtf8(identity, state.as_bytes(), principal, self.clock.now())
+        self.mint_wtf8(
+            identity,
+            state.as_bytes(),
+            principal,
+            self.clock.now(),
+            false,
+        )
+    }
+
+    /// Seals a single-use `state`: it carries a random id, and it verifies
+    /// only through [`Envelope::open`], whose caller records the id in a
+    /// [`ReplayStore`](crate::replay::ReplayStore) before accepting it (the
+    /// [`Boundary`](crate::boundary::Boundary) does this for the tools,
+    /// prompts and resources it is told are single-use).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use stateseal::{AesGcmCodec, Envelope, Error, KeyRing, RejectReason, RequestIdentity, RingHandle, RingKey, Secret, TokenFormat};
+    ///
+    /// let ring = Arc::new(RingHandle::new(KeyRing::from_keys(vec![Arc::new(RingKey::with_format(&Secret::generate()?, TokenFormat::V2))])?));
+    /// let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("bank")).build()?;
+    /// let id = RequestIdentity::from_json("tools/call", br#"{"name":"transfer","arguments":{"amount":5}}"#)?;
+    /// let token = envelope.mint_single_use(&id, "confirm", None)?;
+    /// // The plain verify cannot record it, so it refuses it.
+    /// assert_eq!(envelope.verify(&id, &token, None).unwrap_err(), Error::Rejected(RejectReason::ReplayStoreUnavailable));
+    /// let (state, single_use) = envelope.open(&id, &token, None)?;
+    /// assert_eq!(state.as_str(), Some("confirm"));
+    /// assert!(single_use.is_some());
+    /// # Ok::<(), stateseal::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Envelope::mint`], plus [`Error::Seal`] when the ring's primary key
+    /// is a `v1.` key: the Python SDK's codec opens `v1.` tokens and ignores
+    /// the id, so a mixed fleet would accept a replay.
+    pub fn mint_single_use(
+        &self,
+        identity: &RequestIdentity,
+        state: &str,
+        principal: Option<&Principal>,
+    ) -> Result<String, Error> {
+        self.mint_wtf8(
+            identity,
+            state.as_bytes(),
+            principal,
+            self.clock.now(),
+            true,
+        )
+    }
+
+    /// [`Envelope::mint_single_use`] at an explicit time (`state` as in [`Envelope::mint_at`]).
+    ///
+    /// # Errors
+    /// As [`Envelope::mint_single_use`] and [`Envelope::mint_at`].
+    pub fn mint_single_use_at(
+        &self,
+        identity: &RequestIdentity,
+        state: &[u8],
+        principal: Option<&Principal>,
+        now: f64,
+    ) -> Result<String, Error> {
+        if !is_wtf8(state) {
+            return Err(Error::Seal("state is neither UTF-8 nor WTF-8"));
+        }
+        self.mint_wtf8(identity, state, principal, now, true)
     }
 
     /// [`Envelope::mint`] of a [`Text`] state (which may hold a lone surrogate).
@@ -127,7 +193,13 @@ impl Envelope {
         state: &Text,
         principal: Option<&Principal>,
     ) -> Result<String, Error> {
-        self.mint_wtf8(identity, state.as_bytes(), principal, self.clock.now())
+        self.mint_wtf8(
+            identity,
+            state.as_bytes(),
+            principal,
+            self.clock.now(),
+            false,
+        )
     }
 
     /// [`Envelope::mint`] at an explicit time (`state` is UTF-8 or WTF-8 bytes).
@@ -146,7 +218,7 @@ impl Envelope {
         if !is_wtf8(state) {
             return Err(Error::Seal("state is neither UTF-8 nor WTF-8"));
         }
-        self.mint_wtf8(identity, state, principal, now)
+        self.mint_wtf8(identity, state, principal, now, false)
     }
 
     /// Mints a state already known to be WTF-8 (a `&str` or a [`Text`]).
@@ -156,9 +228,13 @@ impl Envelope {
         state: &[u8],
         principal: Option<&Principal>,
         now: f64,
+        single_use: bool,
     ) -> Result<String, Error> {
         let p_claim = principal
             .map(|p| principal::claim(p, &self.random))
+            .transpose()?;
+        let u_claim = single_use
+            .then(|| single_use::SingleUseId::generate(&self.random).map(|id| id.encode()))
             .transpose()?;
         // The payload is written after room for the codec's header, so the built-in
         // codec encrypts it in place: no copy, and no plaintext copy left behind.
@@ -170,6 +246,7 @@ impl Envelope {
                 state,
                 audience: self.audience.as_deref(),
                 principal_claim: p_claim.as_deref(),
+                single_use: u_claim.as_deref(),
             },
             SEAL_HEADROOM,
             TAG_LEN,
@@ -177,6 +254,11 @@ impl Envelope {
             crate::codec::payload_buffer(),
         );
         let token = self.codec.seal_with_headroom(payload)?;
+        if single_use && !token.starts_with(crate::TokenFormat::V2.prefix()) {
+            return Err(Error::Seal(
+                "single-use states need a v2 key (a keyset key; `stateseal rotate` gives one): the Python SDK's codec opens v1 tokens and would not enforce single use",
+            ));
+        }
         if token.len() > self.max_token_len {
             // Every verifier would reject it: better an error now than a dead state.
             return Err(Error::Seal(
@@ -203,7 +285,8 @@ impl Envelope {
     /// [`Envelope::verify`] at an explicit time.
     ///
     /// # Errors
-    /// As [`Envelope::verify`].
+    /// As [`Envelope::verify`]; a single-use state is refused with
+    /// [`RejectReason::ReplayStoreUnavailable`] (this path records nothing).
     pub fn verify_at(
         &self,
         identity: &RequestIdentity,
@@ -211,6 +294,58 @@ impl Envelope {
         principal: Option<&Principal>,
         now: f64,
     ) -> Result<Text, Error> {
+        let result = match self.check(identity, token, principal, now) {
+            Ok(c) if c.single_use.is_some() => {
+                Err(Error::Rejected(RejectReason::ReplayStoreUnavailable))
+            }
+            other => other.map(|c| c.state),
+        };
+        self.count(result)
+    }
+
+    /// Verifies an echoed `token` like [`Envelope::verify`], and accepts
+    /// single-use states too: their [`SingleUse`] record comes back with
+    /// the state, and the state may be used only once that record has
+    /// landed in the fleet's replay store (a record already there means a
+    /// replay: refuse it with [`RejectReason::Replayed`]).
+    ///
+    /// # Errors
+    /// As [`Envelope::verify`].
+    pub fn open(
+        &self,
+        identity: &RequestIdentity,
+        token: &str,
+        principal: Option<&Principal>,
+    ) -> Result<(Text, Option<SingleUse>), Error> {
+        self.open_at(identity, token, principal, self.clock.now())
+    }
+
+    /// [`Envelope::open`] at an explicit time.
+    ///
+    /// # Errors
+    /// As [`Envelope::verify`].
+    pub fn open_at(
+        &self,
+        identity: &RequestIdentity,
+        token: &str,
+        principal: Option<&Principal>,
+        now: f64,
+    ) -> Result<(Text, Option<SingleUse>), Error> {
+        let checked = self.count(self.check(identity, token, principal, now))?;
+        let single_use = checked
+            .single_use
+            .map(|id| SingleUse::new(&id, self.audience.as_deref(), checked.exp, self.max_skew));
+        Ok((checked.state, single_use))
+    }
+
+    /// Unseals and checks the claims; counts nothing.
+    fn check(
+        &self,
+        identity: &RequestIdentity,
+        token: &str,
+        principal: Option<&Principal>,
+        now: f64,
+    ) -> Result<claims::Checked, Error> {
         // Refused before any decoding: the echo is attacker-controlled and unbounded.
         let result = if token.len() > self.max_token_len {
             Err(Error::Rejected(RejectReason::Malformed))
@@ -222,7 +357,7 @@ impl Envelope {
             // A custom codec failing in another way still fails closed.
             _ => Error::Rejected(RejectReason::CodecError),
         });
-        let result = result.and_then(|(buffer, payload)| {
+        result.and_then(|(buffer, payload)| {
             claims::check(
                 buffer,
                 payload,
@@ -232,7 +367,11 @@ impl Envelope {
                 now,
                 self.max_skew,
             )
-        });
+        })
+    }
+
+    /// Counts a verdict in the unseal and rejection metrics.
+    fn count<T>(&self, result: Result<T, Error>) -> Result<T, Error> {
         match &result {
             Ok(_) => metrics::counter!("stateseal_unseals_total").increment(1),
             Err(e) => {

@@ -118,8 +118,9 @@ fn to_mcp(e: WireError) -> McpError {
 }
 
 impl<H: ServerHandler> StateSealed<H> {
-    /// Verifies the echo in place; returns the round and the principal for sealing.
-    fn open(
+    /// Verifies the echo in place (recording a single-use state); returns
+    /// the principal for sealing.
+    async fn open(
         &self,
         round: &RequestIdentity,
         request_state: &mut Option<String>,
@@ -128,7 +129,8 @@ impl<H: ServerHandler> StateSealed<H> {
         let principal = self.principals.principal(context);
         *request_state = self
             .boundary
-            .open(round, request_state.as_deref(), &principal)
+            .admit(round, request_state.as_deref(), &principal)
+            .await
             .map_err(to_mcp)?;
         Ok(principal)
     }
@@ -160,7 +162,9 @@ impl<H: ServerHandler> ServerHandler for StateSealed<H> {
     ) -> Result<CallToolResponse, McpError> {
         let round =
             RequestIdentity::for_call("tools/call", &request.name, request.arguments.as_ref());
-        let principal = self.open(&round, &mut request.request_state, &context)?;
+        let principal = self
+            .open(&round, &mut request.request_state, &context)
+            .await?;
         match self.inner.call_tool(request, context).await? {
             CallToolResponse::InputRequired(mut result) => {
                 self.seal(&round, &mut result, &principal)?;
@@ -177,7 +181,9 @@ impl<H: ServerHandler> ServerHandler for StateSealed<H> {
     ) -> Result<GetPromptResponse, McpError> {
         let round =
             RequestIdentity::for_call("prompts/get", &request.name, request.arguments.as_ref());
-        let principal = self.open(&round, &mut request.request_state, &context)?;
+        let principal = self
+            .open(&round, &mut request.request_state, &context)
+            .await?;
         match self.inner.get_prompt(request, context).await? {
             GetPromptResponse::InputRequired(mut result) => {
                 self.seal(&round, &mut result, &principal)?;
@@ -193,7 +199,9 @@ impl<H: ServerHandler> ServerHandler for StateSealed<H> {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         let round = RequestIdentity::for_call("resources/read", &request.uri, None);
-        let principal = self.open(&round, &mut request.request_state, &context)?;
+        let principal = self
+            .open(&round, &mut request.request_state, &context)
+            .await?;
         match self.inner.read_resource(request, context).await? {
             ReadResourceResponse::InputRequired(mut result) => {
                 self.seal(&round, &mut result, &principal)?;

@@ -15,6 +15,7 @@ mod provider_contract;
 mod recorded;
 mod seal_budget;
 mod setup;
+mod single_use;
 mod staleness;
 mod store_contract;
 mod store_faults;

@@ -1,0 +1,125 @@
+//! The single-use claim `u`: a 128-bit random id sealed inside the state,
+//! and what a verifier must record before it accepts the state.
+
+use std::fmt;
+
+use sha2::{Digest, Sha256};
+
+use crate::codec::{b64u_decode, b64u_encode};
+use crate::error::Error;
+use crate::random::RandomSource;
+
+/// Label hashed in front of every replay key.
+const REPLAY_KEY_LABEL: &[u8] = b"stateseal/single-use:";
+const ID_LEN: usize = 16;
+
+/// A single-use state's id (never logged: `Debug` is redacted).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SingleUseId([u8; ID_LEN]);
+
+impl SingleUseId {
+    pub(crate) fn generate(random: &RandomSource) -> Result<Self, Error> {
+        let mut id = [0u8; ID_LEN];
+        random.fill(&mut id)?;
+        Ok(Self(id))
+    }
+
+    /// The claim's text: unpadded base64url of the 16 bytes.
+    pub(crate) fn encode(&self) -> String {
+        b64u_encode(&self.0)
+    }
+
+    /// The id in a claim's text; `None` unless it is 16 bytes in canonical base64url.
+    pub(crate) fn parse(text: &[u8]) -> Option<Self> {
+        let raw = b64u_decode(std::str::from_utf8(text).ok()?)?;
+        Some(Self(raw.try_into().ok()?))
+    }
+}
+
+impl fmt::Debug for SingleUseId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SingleUseId(<redacted>)")
+    }
+}
+
+/// What a verifier records, atomically and fleet-wide, before it accepts a
+/// single-use state: the key (a digest of the service's audience and the
+/// state's id, so a store shared by services keeps them apart and a store
+/// reader learns no id) and how long to keep it (the state's expiry plus the
+/// skew allowance: no verifier accepts the state after that).
+///
+/// Returned by [`Envelope::open`](crate::Envelope::open); a
+/// [`ReplayStore`](crate::replay::ReplayStore) records it.
+#[derive(Clone, PartialEq)]
+#[must_use = "a single-use state may be used only once its record has landed"]
+pub struct SingleUse {
+    key: String,
+    keep_until: f64,
+}
+
+impl SingleUse {
+    pub(crate) fn new(id: &SingleUseId, audience: Option<&str>, exp: f64, max_skew: f64) -> Self {
+        let mut h = Sha256::new().chain_update(REPLAY_KEY_LABEL);
+        if let Some(aud) = audience {
+            // Length-prefixed: no audience can end where another's id begins.
+            h.update((aud.len() as u64).to_be_bytes());
+            h.update(aud.as_bytes());
+        }
+        h.update(id.0);
+        Self {
+            key: h.finalize().iter().map(|b| format!("{b:02x}")).collect(),
+            keep_until: exp + max_skew,
+        }
+    }
+
+    /// The replay key: 64 hex digits.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// Until when (Unix seconds) the record must be kept.
+    pub fn keep_until(&self) -> f64 {
+        self.keep_until
+    }
+}
+
+impl fmt::Debug for SingleUse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SingleUse")
+            .field("key", &"<redacted>")
+            .field("keep_until", &self.keep_until)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_round_trip_and_only_canonical_16_bytes_parse() {
+        let id = SingleUseId::generate(&RandomSource::default()).unwrap();
+        let text = id.encode();
+        assert_eq!(text.len(), 22);
+        assert_eq!(SingleUseId::parse(text.as_bytes()), Some(id));
+        assert_eq!(SingleUseId::parse(&text.as_bytes()[..21]), None);
+        assert_eq!(SingleUseId::parse(b"AAAAAAAAAAAAAAAAAAAAAAAA"), None);
+        assert_eq!(format!("{id:?}"), "SingleUseId(<redacted>)");
+    }
+
+    #[test]
+    fn keys_differ_per_audience_and_id() {
+        let random = RandomSource::default();
+        let (a, b) = (
+            SingleUseId::generate(&random).unwrap(),
+            SingleUseId::generate(&random).unwrap(),
+        );
+        let key = |id, aud| SingleUse::new(id, aud, 100.0, 60.0);
+        assert_eq!(key(&a, Some("svc")), key(&a, Some("svc")));
+        assert_ne!(key(&a, Some("svc")).key(), key(&b, Some("svc")).key());
+        assert_ne!(key(&a, Some("svc")).key(), key(&a, Some("other")).key());
+        assert_ne!(key(&a, Some("svc")).key(), key(&a, None).key());
+        assert_eq!(key(&a, None).keep_until(), 160.0);
+        assert!(!format!("{:?}", key(&a, None)).contains(key(&a, None).key()));
+    }
+}

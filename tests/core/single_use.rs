@@ -1,0 +1,266 @@
+//! Single-use states: verified once fleet-wide through a replay store, refused
+//! with `replayed` after, and fail-closed when the store cannot record them;
+//! multi-use states never reach the store.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use metrics_util::debugging::DebuggingRecorder;
+use stateseal::boundary::{Boundary, WireError};
+use stateseal::provider::BoxFuture;
+use stateseal::replay::{MemoryReplayStore, ReplayStore};
+use stateseal::{
+    AesGcmCodec, Envelope, Error, KeyRing, ManualClock, RejectReason, RequestIdentity, RingHandle,
+    RingKey, Secret, SingleUse, TokenFormat,
+};
+
+use crate::recorded::{block_on_recorded, values};
+
+const T0: f64 = 1_782_345_600.0;
+
+fn envelope(v2: bool) -> Arc<Envelope> {
+    let secret = Secret::new(vec![7; 32]).expect("secret");
+    let format = if v2 { TokenFormat::V2 } else { TokenFormat::V1 };
+    let ring = KeyRing::from_keys(vec![Arc::new(RingKey::with_format(&secret, format))]);
+    let ring = Arc::new(RingHandle::new(ring.expect("ring")));
+    Arc::new(
+        Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("bank"))
+            .clock(Arc::new(ManualClock::new(T0)))
+            .build()
+            .expect("envelope"),
+    )
+}
+
+fn round(tool: &str) -> RequestIdentity {
+    RequestIdentity::from_json(
+        "tools/call",
+        format!(r#"{{"name":"{tool}","arguments":{{"amount":5}}}}"#).as_bytes(),
+    )
+    .expect("round")
+}
+
+/// A replay store that counts its calls and answers what it is told.
+#[derive(Debug)]
+struct Scripted {
+    calls: AtomicUsize,
+    fail: bool,
+    inner: MemoryReplayStore,
+}
+
+impl Scripted {
+    fn new(fail: bool) -> Arc<Self> {
+        Arc::new(Self {
+            calls: AtomicUsize::new(0),
+            fail,
+            inner: memory(),
+        })
+    }
+}
+
+impl ReplayStore for Scripted {
+    fn record<'a>(&'a self, single_use: &'a SingleUse) -> BoxFuture<'a, Result<bool, Error>> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        if self.fail {
+            return Box::pin(std::future::ready(Err(Error::ReplayStore {
+                uri: "scripted://".into(),
+                problem: "unreachable".into(),
+            })));
+        }
+        self.inner.record(single_use)
+    }
+    fn uri(&self) -> &str {
+        "scripted://"
+    }
+}
+
+/// A memory store on the envelopes' clock.
+fn memory() -> MemoryReplayStore {
+    MemoryReplayStore::with_clock(Arc::new(ManualClock::new(T0)))
+}
+
+fn boundary(store: Option<Arc<dyn ReplayStore>>) -> Boundary {
+    let mut b = Boundary::builder(envelope(true)).single_use("tools/call", "transfer");
+    if let Some(s) = store {
+        b = b.replay_store(s);
+    }
+    b.build()
+}
+
+#[test]
+fn a_single_use_state_verifies_once_and_is_refused_as_replayed_after() {
+    let store = Scripted::new(false);
+    let b = boundary(Some(store.clone()));
+    let transfer = round("transfer");
+    assert!(b.is_single_use(&transfer));
+    let token = b.seal(&transfer, "confirm", &Ok(None)).expect("sealed");
+    assert!(token.starts_with("v2."), "{token}");
+    // The reason, as counted (a metrics recorder is local to this thread;
+    // the log line carries the same `RejectReason::Replayed`).
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let (first, second) = block_on_recorded(&recorder, || async {
+        (
+            b.admit(&transfer, Some(&token), &Ok(None)).await,
+            b.admit(&transfer, Some(&token), &Ok(None)).await,
+        )
+    });
+    assert_eq!(first, Ok(Some("confirm".to_owned())));
+    assert_eq!(second, Err(WireError::invalid_state()));
+    assert_eq!(store.calls.load(Ordering::SeqCst), 2);
+    assert_eq!(values(&snapshotter)["stateseal_replays_refused_total"], 1.0);
+}
+
+#[tokio::test]
+async fn multi_use_states_never_reach_the_store() {
+    let store = Scripted::new(true);
+    let b = boundary(Some(store.clone()));
+    let deploy = round("deploy");
+    assert!(!b.is_single_use(&deploy));
+    let token = b.seal(&deploy, "step-2", &Ok(None)).expect("sealed");
+    for _ in 0..3 {
+        assert_eq!(
+            b.admit(&deploy, Some(&token), &Ok(None)).await,
+            Ok(Some("step-2".to_owned()))
+        );
+    }
+    assert_eq!(
+        b.open(&deploy, Some(&token), &Ok(None)),
+        Ok(Some("step-2".into()))
+    );
+    assert_eq!(
+        store.calls.load(Ordering::SeqCst),
+        0,
+        "a failing store is never asked"
+    );
+}
+
+#[test]
+fn a_store_that_fails_refuses_single_use_states_and_nothing_else() {
+    let store = Scripted::new(true);
+    let b = boundary(Some(store.clone()));
+    let transfer = round("transfer");
+    let token = b.seal(&transfer, "confirm", &Ok(None)).expect("sealed");
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let refused = block_on_recorded(&recorder, || b.admit(&transfer, Some(&token), &Ok(None)));
+    assert_eq!(refused, Err(WireError::invalid_state()));
+    assert_eq!(
+        values(&snapshotter)["stateseal_replay_store_errors_total"],
+        1.0
+    );
+    // No store at all: the same refusal, never an acceptance.
+    let bare = boundary(None);
+    let refused = block_on_recorded(&recorder, || bare.admit(&transfer, Some(&token), &Ok(None)));
+    assert_eq!(refused, Err(WireError::invalid_state()));
+    assert_eq!(
+        values(&snapshotter)["stateseal_replay_store_errors_total"],
+        1.0
+    );
+    assert_eq!(store.calls.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn the_plain_verify_paths_refuse_single_use_states() {
+    let store = Scripted::new(false);
+    let b = boundary(Some(store.clone()));
+    let transfer = round("transfer");
+    let token = b.seal(&transfer, "confirm", &Ok(None)).expect("sealed");
+    assert_eq!(
+        b.open(&transfer, Some(&token), &Ok(None)),
+        Err(WireError::invalid_state())
+    );
+    assert_eq!(
+        b.envelope().verify(&transfer, &token, None),
+        Err(Error::Rejected(RejectReason::ReplayStoreUnavailable))
+    );
+    // Nothing recorded by the refusals: the state still verifies once.
+    assert_eq!(store.calls.load(Ordering::SeqCst), 0);
+    assert!(b.admit(&transfer, Some(&token), &Ok(None)).await.is_ok());
+}
+
+#[tokio::test]
+async fn a_state_failing_another_check_never_reaches_the_store() {
+    let store = Scripted::new(false);
+    let b = boundary(Some(store.clone()));
+    let transfer = round("transfer");
+    let token = b
+        .envelope()
+        .mint_single_use_at(&transfer, b"confirm", None, T0 - 3600.0)
+        .expect("minted an hour ago");
+    assert_eq!(
+        b.envelope()
+            .open_at(&transfer, &token, None, T0)
+            .unwrap_err(),
+        Error::Rejected(RejectReason::Expired)
+    );
+    let other = round("transfer-all");
+    let fresh = b.seal(&transfer, "confirm", &Ok(None)).expect("sealed");
+    assert!(b.admit(&other, Some(&fresh), &Ok(None)).await.is_err());
+    assert!(b.admit(&transfer, Some(&token), &Ok(None)).await.is_err());
+    assert_eq!(store.calls.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn single_use_states_need_a_v2_key() {
+    let env = envelope(false);
+    let err = env
+        .mint_single_use(&round("transfer"), "confirm", None)
+        .unwrap_err();
+    assert!(err.to_string().contains("v2 key"), "{err}");
+    let b = Boundary::builder(env)
+        .replay_store(Arc::new(MemoryReplayStore::new()))
+        .single_use("tools/call", "transfer")
+        .build();
+    assert_eq!(
+        b.seal(&round("transfer"), "confirm", &Ok(None)),
+        Err(WireError::internal())
+    );
+}
+
+#[test]
+fn racing_presentations_admit_exactly_one() {
+    let store: Arc<dyn ReplayStore> = Arc::new(memory());
+    let b = boundary(Some(store));
+    let transfer = round("transfer");
+    for _ in 0..50 {
+        let token = b.seal(&transfer, "confirm", &Ok(None)).expect("sealed");
+        let admitted: usize = std::thread::scope(|s| {
+            let racers: Vec<_> = (0..4)
+                .map(|_| {
+                    s.spawn(|| {
+                        let rt = tokio::runtime::Builder::new_current_thread()
+                            .build()
+                            .expect("rt");
+                        rt.block_on(b.admit(&transfer, Some(&token), &Ok(None)))
+                            .is_ok() as usize
+                    })
+                })
+                .collect();
+            racers.into_iter().map(|r| r.join().expect("racer")).sum()
+        });
+        assert_eq!(admitted, 1);
+    }
+}
+
+#[tokio::test]
+async fn records_expire_after_the_state_and_the_skew() {
+    let clock = Arc::new(ManualClock::new(T0));
+    let store = MemoryReplayStore::with_clock(clock.clone());
+    let env = envelope(true);
+    let transfer = round("transfer");
+    let token = env
+        .mint_single_use_at(&transfer, b"c", None, T0)
+        .expect("minted");
+    let (_, once) = env.open_at(&transfer, &token, None, T0).expect("opened");
+    let once = once.expect("single-use");
+    assert_eq!(once.keep_until(), T0 + env.ttl() + 60.0);
+    assert_eq!(store.record(&once).await, Ok(true));
+    clock.set(once.keep_until() - 1.0);
+    assert_eq!(store.record(&once).await, Ok(false));
+    clock.set(once.keep_until());
+    assert_eq!(
+        store.record(&once).await,
+        Ok(true),
+        "kept no longer than needed"
+    );
+}

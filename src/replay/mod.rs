@@ -14,7 +14,7 @@ pub use memory::MemoryReplayStore;
 
 use crate::envelope::SingleUse;
 use crate::error::Error;
-use crate::future::BoxFuture;
+pub use crate::future::BoxFuture;
 
 /// Records single-use states fleet-wide: one atomic "set if absent, with an
 /// expiry" per accepted state.

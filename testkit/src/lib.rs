@@ -10,12 +10,14 @@
 //! - [`gcs_front`]: Cloud Storage's documented XML-API preconditions, in front of the emulator;
 //! - [`keysets`]: verified content, pins and KEK-holder edits of a stored keyset;
 //! - [`member`]: one fleet member (scheduler on a manual clock + envelope);
+//! - [`redis`]: a real Redis server (Debian's, `scripts/redis-env.sh`) for replay stores;
 //! - [`relay`]: a TCP relay to cut, for outages of services that keep their state in memory;
 //! - [`issuer`]: a local OAuth authorization server (JWKS, RS256 tokens, key rotation);
 //! - [`http`]: a minimal loopback GET and JSON POST; [`logs`]: log lines captured in memory;
 //! - [`store_contract`]: what every `KeysetStore` must do;
 //! - [`integrity_contract`]: what a writer without the KEK can do to a keyset in any store (nothing);
-//! - [`provider_contract`]: what every `KeyProvider` must do.
+//! - [`provider_contract`]: what every `KeyProvider` must do;
+//! - [`replay_contract`]: what every `ReplayStore` must do.
 //!
 //! Every server binds 127.0.0.1 on a free port and is stopped by PID on drop.
 
@@ -31,7 +33,9 @@ pub mod member;
 pub mod moto;
 pub mod openbao;
 pub mod provider_contract;
+pub mod redis;
 pub mod relay;
+pub mod replay_contract;
 mod served;
 mod services;
 

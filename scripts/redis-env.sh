@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Unpacks (once) Debian's Redis server and the libraries it needs but the
+# base system lacks into target/redis-env (no root, nothing installed
+# system-wide; apt checks the packages against the signed archive index) and
+# prints the path of a `redis-server` launcher. The tests start one server
+# per test on a loopback port and stop it by PID (testkit/src/redis.rs).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+env_dir="${STATESEAL_REDIS_ENV:-target/redis-env}"
+packages=(redis-tools libjemalloc2 liblzf1)
+stamp="$env_dir/.installed"
+if [ ! -x "$env_dir/redis-server" ] || [ "$(cat "$stamp" 2>/dev/null)" != "${packages[*]}" ]; then
+  rm -rf "$env_dir"
+  mkdir -p "$env_dir/debs" "$env_dir/root"
+  (cd "$env_dir/debs" && apt-get download "${packages[@]}" >&2)
+  for deb in "$env_dir"/debs/*.deb; do dpkg-deb -x "$deb" "$env_dir/root"; done
+  root="$(cd "$env_dir/root" && pwd)"
+  # Debian's redis-server is redis-check-rdb under another name (it acts on argv[0]).
+  ln -sf "$root/usr/bin/redis-check-rdb" "$env_dir/root/usr/bin/redis-server"
+  cat > "$env_dir/redis-server" <<LAUNCHER
+#!/bin/sh
+LD_LIBRARY_PATH="$root/usr/lib/x86_64-linux-gnu\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}" exec "$root/usr/bin/redis-server" "\$@"
+LAUNCHER
+  chmod +x "$env_dir/redis-server"
+  "$env_dir/redis-server" --version >&2
+  echo "${packages[*]}" > "$stamp"
+fi
+echo "$(cd "$env_dir" && pwd)/redis-server"

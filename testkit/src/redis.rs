@@ -1,0 +1,119 @@
+//! A real Redis server (Debian's, unpacked by `scripts/redis-env.sh`) on a
+//! loopback port, nothing persisted, stopped by PID; it can be stopped and
+//! started again on the same port, for outages.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use crate::services::{free_port, wait_until, workspace};
+
+/// One `redis-server` process (killed when dropped).
+pub struct Redis {
+    child: Option<Child>,
+    /// Its loopback port.
+    pub port: u16,
+    dir: PathBuf,
+}
+
+fn program() -> PathBuf {
+    if let Some(p) = std::env::var_os("STATESEAL_REDIS_SERVER") {
+        return PathBuf::from(p);
+    }
+    let unpacked = workspace().join("target/redis-env/redis-server");
+    if unpacked.exists() {
+        return unpacked;
+    }
+    panic!("redis-server is needed: run scripts/redis-env.sh (or set STATESEAL_REDIS_SERVER to it)")
+}
+
+impl Redis {
+    /// Starts a server on a free loopback port, its files under `dir`.
+    ///
+    /// # Panics
+    /// When the server does not answer within 30 s (its log in the message).
+    pub fn start(dir: &Path) -> Self {
+        std::fs::create_dir_all(dir).expect("redis dir");
+        let mut redis = Self {
+            child: None,
+            port: free_port(),
+            dir: dir.to_owned(),
+        };
+        redis.start_again();
+        redis
+    }
+
+    /// `redis://127.0.0.1:<port>/0`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/0", self.port)
+    }
+
+    /// Kills the server (by PID); its records are gone with it.
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Starts the server again on the same port (after [`Redis::stop`]).
+    ///
+    /// # Panics
+    /// As [`Redis::start`].
+    pub fn start_again(&mut self) {
+        let log = self.dir.join("redis.log");
+        let child = Command::new(program())
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args([
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--protected-mode",
+                "yes",
+            ])
+            .arg("--dir")
+            .arg(&self.dir)
+            .arg("--logfile")
+            .arg(&log)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start redis-server");
+        self.child = Some(child);
+        let port = self.port;
+        wait_until("redis-server", &mut self.child, &log, || {
+            command(port, "PING").is_some_and(|a| a.starts_with("+PONG"))
+        });
+    }
+
+    /// How many keys the server holds (`DBSIZE`).
+    ///
+    /// # Panics
+    /// When the server does not answer.
+    pub fn keys(&self) -> u64 {
+        let answer = command(self.port, "DBSIZE").expect("DBSIZE");
+        answer
+            .trim()
+            .strip_prefix(':')
+            .and_then(|n| n.parse().ok())
+            .expect("an integer reply")
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// One inline command and its first reply line; `None` when nothing answers.
+fn command(port: u16, line: &str) -> Option<String> {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    s.write_all(format!("{line}\r\n").as_bytes()).ok()?;
+    let mut buf = [0u8; 256];
+    let n = s.read(&mut buf).ok()?;
+    Some(String::from_utf8_lossy(&buf[..n]).into_owned())
+}

@@ -10,8 +10,11 @@
 //! cargo run --example http_server -- $OAUTH --addr 127.0.0.1:8080                # process-local key
 //! cargo run --example http_server -- $OAUTH --keyset file:///tmp/ks/keyset.json
 //! cargo run --example http_server -- $OAUTH --config fleet.toml [--clock-offset 1.5]  # any store
+//! cargo run --example http_server -- $OAUTH --config fleet.toml --replay-store redis://127.0.0.1:6379/0
 //! # A keyset under a local:// KEK (development only) needs --allow-local-kek.
 //! ```
+//! The tool `transfer` is single-use: its state verifies once, fleet-wide when
+//! the instances share `--replay-store` (default `memory://`: this process only).
 //! Access tokens must name the audience `stateseal-example`.
 //! With a keyset, `GET /stats` answers `{"ready":…,"refresh_ok":…,"generation":…,"kms_calls":…}` (no secrets).
 //! For operators and probes: `GET /metrics` (Prometheus text format), `GET /healthz` (the
@@ -28,14 +31,19 @@ mod routes;
 use std::sync::Arc;
 
 use stateseal::boundary::Boundary;
+use stateseal::provider::MEMORY_REPLAY_STORE;
 use stateseal::rmcp_adapter::StateSealed;
 use stateseal::setup::{Config, start_with_clock};
-use stateseal::{AesGcmCodec, Clock, Envelope, KeyRing, RingHandle, SystemClock};
+use stateseal::{
+    AesGcmCodec, Clock, Envelope, KeyRing, RingHandle, RingKey, Secret, SystemClock, TokenFormat,
+};
 use stateseal_oauth::{ResourceServer, ResourceServerConfig, require_bearer};
 
 /// The audience of its states and of the access tokens it accepts.
 const AUDIENCE: &str = "stateseal-example";
-const USAGE: &str = "usage: http_server --oauth-issuer URL --oauth-jwks-uri URL [--addr 127.0.0.1:PORT] [--keyset STORE_URI | --config FILE] [--clock-offset SECONDS] [--allow-local-kek]";
+const USAGE: &str = "usage: http_server --oauth-issuer URL --oauth-jwks-uri URL [--addr 127.0.0.1:PORT] [--keyset STORE_URI | --config FILE] [--replay-store URI] [--clock-offset SECONDS] [--allow-local-kek]";
+/// The single-use tool.
+const TRANSFER: &str = "transfer";
 
 fn usage(message: &str) -> ! {
     eprintln!("http_server: {message}\n{USAGE}");
@@ -67,6 +75,7 @@ async fn main() -> std::io::Result<()> {
     let mut offset = 0.0;
     let mut allow_local_kek = false;
     let (mut issuer, mut jwks_uri) = (None, None);
+    let mut replay_store = None;
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         if flag == "--allow-local-kek" {
@@ -80,6 +89,7 @@ async fn main() -> std::io::Result<()> {
             }
             ("--config", Some(path)) => config_text = Some(std::fs::read_to_string(path)?),
             ("--clock-offset", Some(s)) => offset = s.parse().map_err(std::io::Error::other)?,
+            ("--replay-store", Some(uri)) => replay_store = Some(uri),
             ("--oauth-issuer", Some(url)) => issuer = Some(url),
             ("--oauth-jwks-uri", Some(url)) => jwks_uri = Some(url),
             _ => usage(&format!("unexpected argument {flag:?}")),
@@ -104,7 +114,17 @@ async fn main() -> std::io::Result<()> {
     let protection = match config_text {
         // A fleet: one call builds the scheduler and boundary from a keyset that rotates without downtime.
         Some(text) => {
-            let config = Config::from_toml_str(&text).map_err(std::io::Error::other)?;
+            let mut config = Config::from_toml_str(&text).map_err(std::io::Error::other)?;
+            // `transfer` is single-use; the flag (else the file, else memory://) says where it is recorded.
+            if let Some(uri) = &replay_store {
+                config.replay_store = Some(uri.clone());
+            }
+            config
+                .replay_store
+                .get_or_insert_with(|| MEMORY_REPLAY_STORE.to_owned());
+            if !config.single_use_tools.iter().any(|t| t == TRANSFER) {
+                config.single_use_tools.push(TRANSFER.to_owned());
+            }
             // Every provider and store, configured from the environment as the
             // deployment sets it (VAULT_*, the AWS chain, Application Default Credentials).
             let registry = stateseal_providers::registry_from_env(allow_local_kek);
@@ -118,13 +138,28 @@ async fn main() -> std::io::Result<()> {
     let boundary = match &protection {
         Some(p) => p.boundary(),
         None => {
+            // A process-local v2 key (single-use states need one).
+            tracing::warn!("no keyset: a process-local key; states do not outlive this process");
+            let key = RingKey::with_format(
+                &Secret::generate().map_err(std::io::Error::other)?,
+                TokenFormat::V2,
+            );
             let ring = Arc::new(RingHandle::new(
-                KeyRing::ephemeral().map_err(std::io::Error::other)?,
+                KeyRing::from_keys(vec![Arc::new(key)]).map_err(std::io::Error::other)?,
             ));
             let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some(AUDIENCE))
                 .build()
                 .map_err(std::io::Error::other)?;
-            Boundary::new(Arc::new(envelope))
+            let replay = stateseal_providers::registry_from_env(false)
+                .open_replay_store(
+                    replay_store.as_deref().unwrap_or(MEMORY_REPLAY_STORE),
+                    "stateseal:replay:example:",
+                )
+                .map_err(std::io::Error::other)?;
+            Boundary::builder(Arc::new(envelope))
+                .replay_store(replay)
+                .single_use("tools/call", TRANSFER)
+                .build()
         }
     };
     let router = routes::mcp_routes(StateSealed::new(confirming::Confirming, boundary))

@@ -12,6 +12,9 @@ SVC_BIN="$(scripts/svc-env.sh)"
 export STATESEAL_BAO="$SVC_BIN/bao"
 export STATESEAL_SVC_PYTHON="$SVC_BIN/python"
 export STATESEAL_FAKE_GCS="$SVC_BIN/fake-gcs-server"
+# Debian's Redis server, unpacked into target/ (the replay store's tests start their own).
+STATESEAL_REDIS_SERVER="$(scripts/redis-env.sh)"
+export STATESEAL_REDIS_SERVER
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"

@@ -19,7 +19,7 @@ pub use endpoint::{
 };
 pub use failure::{MAX_PROVIDER_TEXT, bounded_text, cause_chain, provider_failure};
 pub use local::LocalProvider;
-pub use registry::{ProviderRegistry, scheme_of};
+pub use registry::{MEMORY_REPLAY_STORE, ProviderRegistry, scheme_of};
 
 use crate::error::Error;
 pub use crate::error::ErrorClass;

@@ -7,8 +7,13 @@ use std::sync::Arc;
 use super::{KeyProvider, LocalProvider};
 use crate::error::Error;
 use crate::keyset::{FileStore, KeysetStore};
+use crate::replay::{MemoryReplayStore, ReplayStore};
 
 type StoreFactory = Arc<dyn Fn(&str) -> Result<Arc<dyn KeysetStore>, Error> + Send + Sync>;
+type ReplayFactory = Arc<dyn Fn(&str, &str) -> Result<Arc<dyn ReplayStore>, Error> + Send + Sync>;
+
+/// The in-process replay store's URI (one instance; a fleet needs a shared store).
+pub const MEMORY_REPLAY_STORE: &str = "memory://";
 
 /// Maps URI schemes to key providers (`local://`, `aws-kms://`, …) and keyset
 /// stores (`file://`, `s3://`, …).
@@ -36,6 +41,7 @@ type StoreFactory = Arc<dyn Fn(&str) -> Result<Arc<dyn KeysetStore>, Error> + Se
 pub struct ProviderRegistry {
     providers: BTreeMap<String, Arc<dyn KeyProvider>>,
     stores: BTreeMap<String, StoreFactory>,
+    replay_stores: BTreeMap<String, ReplayFactory>,
 }
 
 impl fmt::Debug for ProviderRegistry {
@@ -43,6 +49,10 @@ impl fmt::Debug for ProviderRegistry {
         f.debug_struct("ProviderRegistry")
             .field("providers", &self.providers.keys().collect::<Vec<_>>())
             .field("stores", &self.stores.keys().collect::<Vec<_>>())
+            .field(
+                "replay_stores",
+                &self.replay_stores.keys().collect::<Vec<_>>(),
+            )
             .finish()
     }
 }
@@ -106,6 +116,45 @@ impl ProviderRegistry {
     ) -> &mut Self {
         self.stores.insert(scheme.to_owned(), Arc::new(open));
         self
+    }
+
+    /// Adds (or replaces) the replay store for `scheme`, built by `open` from
+    /// a URI and a key prefix (`stateseal_redis::register` adds `redis` and
+    /// `rediss`; `memory://` is built in).
+    pub fn register_replay_store(
+        &mut self,
+        scheme: &str,
+        open: impl Fn(&str, &str) -> Result<Arc<dyn ReplayStore>, Error> + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.replay_stores.insert(scheme.to_owned(), Arc::new(open));
+        self
+    }
+
+    /// Opens the replay store a URI names, its keys under `key_prefix`
+    /// ([`MEMORY_REPLAY_STORE`]: this process's memory).
+    ///
+    /// # Errors
+    /// [`Error::InvalidUri`], [`Error::UnknownScheme`] (listing the replay
+    /// stores registered) or the store's own error.
+    pub fn open_replay_store(
+        &self,
+        uri: &str,
+        key_prefix: &str,
+    ) -> Result<Arc<dyn ReplayStore>, Error> {
+        if uri == MEMORY_REPLAY_STORE {
+            return Ok(Arc::new(MemoryReplayStore::new()));
+        }
+        let scheme = scheme_of(uri)?;
+        let open = self.replay_stores.get(scheme).ok_or_else(|| {
+            let mut registered: Vec<&str> = self.replay_stores.keys().map(String::as_str).collect();
+            registered.push("memory");
+            registered.sort_unstable();
+            Error::UnknownScheme {
+                scheme: scheme.to_owned(),
+                registered: registered.join(", "),
+            }
+        })?;
+        open(uri, key_prefix)
     }
 
     fn registered(&self) -> String {

@@ -66,6 +66,14 @@ impl ConfigBuilder {
         accept_unauthenticated_keyset: bool,
         /// Renew the keyset before it goes stale (false: read-only server).
         renew_keyset: bool,
+        /// Where single-use states are recorded (`memory://`, `redis://…`).
+        replay_store: Option<String>,
+        /// Tools whose states are single-use.
+        single_use_tools: Vec<String>,
+        /// Prompts whose states are single-use.
+        single_use_prompts: Vec<String>,
+        /// Resources (by URI) whose states are single-use.
+        single_use_resources: Vec<String>,
     }
 
     /// The configuration, once every field is valid.

@@ -98,6 +98,20 @@ pub struct Config {
     /// true; false for read-only servers, leaving it to the rotator).
     #[serde(default = "defaults::renew_keyset")]
     pub renew_keyset: bool,
+    /// Where single-use states are recorded: `memory://` (this process
+    /// only) or a registered replay store (`redis://`, `rediss://`).
+    #[serde(default)]
+    pub replay_store: Option<String>,
+    /// Tools, prompts and resources (by URI) whose states are single-use
+    /// (each needs `replay_store`; environment: comma-separated).
+    #[serde(default)]
+    pub single_use_tools: Vec<String>,
+    /// See `single_use_tools`.
+    #[serde(default)]
+    pub single_use_prompts: Vec<String>,
+    /// See `single_use_tools`.
+    #[serde(default)]
+    pub single_use_resources: Vec<String>,
 }
 
 /// The failure mode as written in configuration.
@@ -159,7 +173,7 @@ mod defaults {
 }
 
 /// `STATESEAL_<FIELD>` for every field, upper-cased.
-const FIELDS: [&str; 22] = [
+const FIELDS: [&str; 26] = [
     "store",
     "audience",
     "kek",
@@ -181,6 +195,10 @@ const FIELDS: [&str; 22] = [
     "min_generation",
     "accept_unauthenticated_keyset",
     "renew_keyset",
+    "replay_store",
+    "single_use_tools",
+    "single_use_prompts",
+    "single_use_resources",
     "config",
 ];
 
@@ -224,6 +242,10 @@ impl Config {
             min_generation: 0,
             accept_unauthenticated_keyset: false,
             renew_keyset: defaults::renew_keyset(),
+            replay_store: None,
+            single_use_tools: Vec::new(),
+            single_use_prompts: Vec::new(),
+            single_use_resources: Vec::new(),
         })
     }
 
@@ -279,10 +301,13 @@ impl Config {
                         Error::Config(format!("{name}: expected a whole number, got {raw:?}"))
                     })?
                 }
-                "store" | "audience" | "kek" | "failure_mode" | "keyset_id" => {
+                "store" | "audience" | "kek" | "failure_mode" | "keyset_id" | "replay_store" => {
                     toml::Value::String(raw)
                 }
-                "keyset_keks" => toml::Value::Array(
+                "keyset_keks"
+                | "single_use_tools"
+                | "single_use_prompts"
+                | "single_use_resources" => toml::Value::Array(
                     raw.split(',')
                         .map(str::trim)
                         .filter(|k| !k.is_empty())
@@ -378,6 +403,28 @@ impl Config {
                 "rotation_period",
                 "must be zero (never) or a positive number of seconds",
             );
+        }
+        let single_use = !(self.single_use_tools.is_empty()
+            && self.single_use_prompts.is_empty()
+            && self.single_use_resources.is_empty());
+        match &self.replay_store {
+            // Every single-use state would be refused: say so at start.
+            None if single_use => {
+                return bad(
+                    "replay_store",
+                    "is required for single-use tools, prompts or resources (memory:// for one instance, redis://host:6379/0 for a fleet)",
+                );
+            }
+            Some(uri)
+                if uri != crate::provider::MEMORY_REPLAY_STORE
+                    && crate::provider::scheme_of(uri).is_err() =>
+            {
+                return bad(
+                    "replay_store",
+                    "must be memory:// or a replay store URI such as redis://host:6379/0",
+                );
+            }
+            _ => {}
         }
         self.trust_policy()?;
         // The scheduler's own checks name their fields too.

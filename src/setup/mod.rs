@@ -100,6 +100,22 @@ pub async fn start_with_clock(
     clock: Arc<dyn crate::clock::Clock>,
 ) -> Result<Protection, Error> {
     config.validate()?;
+    // Before the registry moves into the scheduler. Keys per keyset: fleets
+    // on other keysets sharing the server never meet.
+    let replay_store = match &config.replay_store {
+        Some(uri) => {
+            let prefix = format!(
+                "stateseal:replay:{}:",
+                config.keyset_id.as_deref().unwrap_or("file")
+            );
+            Some(
+                registry
+                    .open_replay_store(uri, &prefix)
+                    .map_err(|e| Error::Config(format!("field `replay_store`: {e}")))?,
+            )
+        }
+        None => None,
+    };
     let store = registry
         .open_store(&config.store)
         .map_err(|e| Error::Config(format!("field `store`: {e}")))?;
@@ -160,9 +176,22 @@ pub async fn start_with_clock(
         .max_skew(config.max_skew)
         .clock(clock)
         .build()?;
-    let boundary = Boundary::builder(Arc::new(envelope))
-        .failure_mode(config.failure_mode.into())
-        .build();
+    let mut boundary =
+        Boundary::builder(Arc::new(envelope)).failure_mode(config.failure_mode.into());
+    if let Some(store) = replay_store {
+        boundary = boundary.replay_store(store);
+    }
+    let single_use = [
+        ("tools/call", &config.single_use_tools),
+        ("prompts/get", &config.single_use_prompts),
+        ("resources/read", &config.single_use_resources),
+    ];
+    for (method, targets) in single_use {
+        for target in targets {
+            boundary = boundary.single_use(method, target);
+        }
+    }
+    let boundary = boundary.build();
     Ok(Protection {
         boundary,
         scheduler,

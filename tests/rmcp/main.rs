@@ -4,6 +4,8 @@
 
 #[path = "../../cli/src/demo/bearer_auth.rs"]
 mod bearer_auth;
+#[path = "../../cli/src/demo/confirming.rs"]
+mod demo_confirming;
 mod e2e;
 mod floats;
 mod http;
@@ -12,3 +14,4 @@ mod oauth;
 #[path = "../../cli/src/demo/routes.rs"]
 mod routes;
 mod server;
+mod single_use;

@@ -201,6 +201,24 @@ impl ReplayStore for RedisReplayStore {
     }
 }
 
+/// Registers `redis://` and `rediss://` replay stores (each with the
+/// default deadline and the key prefix the caller gives) in `registry`.
+///
+/// ```
+/// let mut registry = stateseal::ProviderRegistry::with_defaults();
+/// stateseal_redis::register(&mut registry);
+/// assert!(registry.open_replay_store("redis://127.0.0.1:6379/0", "stateseal:ks_1:").is_ok());
+/// ```
+#[cfg(feature = "registry")]
+pub fn register(registry: &mut stateseal::ProviderRegistry) {
+    for scheme in ["redis", "rediss"] {
+        registry.register_replay_store(scheme, |uri, prefix| {
+            let store = RedisReplayStore::builder(uri).key_prefix(prefix).build()?;
+            Ok(std::sync::Arc::new(store) as std::sync::Arc<dyn ReplayStore>)
+        });
+    }
+}
+
 /// `uri` with any `user:password@` removed.
 fn without_credentials(uri: &str) -> String {
     match uri.split_once("://") {

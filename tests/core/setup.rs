@@ -171,3 +171,76 @@ async fn start_creates_waits_and_protects() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn single_use_rounds_need_a_replay_store() {
+    let base = "store = 'file:///tmp/k.json'\naudience = 'svc'\n";
+    let e = err(&format!("{base}single_use_tools = ['transfer']"));
+    assert!(
+        e.contains("`replay_store`") && e.contains("memory://"),
+        "{e}"
+    );
+    let e = err(&format!("{base}replay_store = 'redis'"));
+    assert!(e.contains("`replay_store`"), "{e}");
+    let vars: HashMap<&str, String> = [
+        ("STATESEAL_STORE", "file:///k.json".to_owned()),
+        ("STATESEAL_AUDIENCE", "bank".to_owned()),
+        (
+            "STATESEAL_REPLAY_STORE",
+            "redis://127.0.0.1:6379/0".to_owned(),
+        ),
+        ("STATESEAL_SINGLE_USE_TOOLS", "transfer, pay".to_owned()),
+        ("STATESEAL_SINGLE_USE_RESOURCES", "bank://ledger".to_owned()),
+    ]
+    .into_iter()
+    .collect();
+    let config = Config::from_vars(|k| vars.get(k).cloned()).expect("config");
+    assert_eq!(
+        config.replay_store.as_deref(),
+        Some("redis://127.0.0.1:6379/0")
+    );
+    assert_eq!(config.single_use_tools, ["transfer", "pay"]);
+    assert_eq!(config.single_use_resources, ["bank://ledger"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_makes_the_configured_rounds_single_use() {
+    let dir = temp_dir("setup-single-use");
+    let kek = dir.join("kek.bin");
+    LocalProvider::create_kek(&kek).expect("kek");
+    let text = format!(
+        "store = 'file://{}'\naudience = 'bank'\nkek = 'local://{}'\ncreate_if_missing = true\nready_timeout = 2\nreplay_store = 'memory://'\nsingle_use_tools = ['transfer']\n",
+        dir.join("keyset.json").display(),
+        kek.display()
+    );
+    let config = Config::from_toml_str(&text).expect("config");
+    let protection = start(&config, local_registry()).await.expect("start");
+    let boundary = protection.boundary();
+    let transfer = RequestIdentity::from_json("tools/call", br#"{"name":"transfer"}"#).expect("id");
+    let deploy = RequestIdentity::from_json("tools/call", br#"{"name":"deploy"}"#).expect("id");
+    assert!(boundary.is_single_use(&transfer));
+    assert!(!boundary.is_single_use(&deploy));
+    let sealed = boundary.seal(&transfer, "s", &Ok(None)).expect("seal");
+    assert_eq!(
+        boundary.admit(&transfer, Some(&sealed), &Ok(None)).await,
+        Ok(Some("s".to_owned()))
+    );
+    assert!(
+        boundary
+            .admit(&transfer, Some(&sealed), &Ok(None))
+            .await
+            .is_err()
+    );
+    // A scheme no registered replay store knows: refused at start, naming the field.
+    let unknown =
+        Config::from_toml_str(&text.replace("memory://", "memcached://h:1")).expect("config");
+    let e = start(&unknown, local_registry())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("`replay_store`") && e.contains("memcached"),
+        "{e}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -214,6 +214,11 @@ impl Boundary {
         CARRIER_METHODS.contains(&method)
     }
 
+    /// Where single-use states are recorded (`None`: every single-use state is refused).
+    pub fn replay_store(&self) -> Option<&Arc<dyn ReplayStore>> {
+        self.single_use.store.as_ref()
+    }
+
     /// Whether states of `round` are minted single-use.
     pub fn is_single_use(&self, round: &RequestIdentity) -> bool {
         self.single_use.covers(round)

@@ -9,6 +9,7 @@ mod routes;
 
 use std::collections::BTreeSet;
 use std::io::{IsTerminal, Write};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
@@ -24,6 +25,7 @@ use stateseal::rotation::{
     DEFAULT_MAX_LIVE_KEYS, KeysetTrust, Phase, RotateMode, describe_keyset, rotate_keyset,
 };
 use stateseal::setup::{Config, Protection, start};
+use stateseal::replay::{MemoryReplayStore, ReplayStore};
 use stateseal::{Clock, LocalProvider, SystemClock};
 
 use crate::error::CliError;
@@ -73,11 +75,19 @@ fn fail(what: &str) -> impl Fn(String) -> CliError + '_ {
     move |e| CliError::Failed(format!("demo: {what}: {e}"))
 }
 
+/// The fleet's shared replay store: one process here, so one memory store
+/// registered under a scheme of the demo's own (a real fleet names Redis).
+const REPLAY_STORE: &str = "demo://fleet";
+
 async fn launch(config: &Config, instances: usize) -> Result<Fleet, CliError> {
     let mut protections = Vec::new();
     let mut urls = Vec::new();
+    let replays: Arc<dyn ReplayStore> = Arc::new(MemoryReplayStore::new());
     for _ in 0..instances {
-        let protection = start(config, registry(&config.store))
+        let mut registry = registry(&config.store);
+        let shared = Arc::clone(&replays);
+        registry.register_replay_store("demo", move |_, _| Ok(Arc::clone(&shared)));
+        let protection = start(config, registry)
             .await
             .map_err(|e| fail("starting an instance")(e.to_string()))?;
         let router = bearer_auth::mcp_router(StateSealed::new(
@@ -123,6 +133,15 @@ async fn launch(config: &Config, instances: usize) -> Result<Fleet, CliError> {
     })
 }
 
+fn transfer(amount: u32) -> CallToolRequestParams {
+    CallToolRequestParams::new("transfer").with_arguments(
+        json!({"amount": amount})
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+    )
+}
+
 fn deploy(env: &str) -> CallToolRequestParams {
     CallToolRequestParams::new("deploy")
         .with_arguments(json!({"env": env}).as_object().cloned().unwrap_or_default())
@@ -161,6 +180,8 @@ struct Tally {
     unexpected: u64,
     attacks: u64,
     attacks_rejected: u64,
+    /// Of the attacks: single-use transfers presented a second time.
+    replays: u64,
 }
 
 pub(crate) async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<(), CliError> {
@@ -199,6 +220,8 @@ pub(crate) async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<(), CliEr
         .max_skew(1.0)
         .rotation_period(0.0)
         .ready_timeout(10.0)
+        .replay_store(Some(REPLAY_STORE.to_owned()))
+        .single_use_tools(vec!["transfer".to_owned()])
         .build()
         .map_err(|e| CliError::Usage(e.to_string()))?;
     let fleet = launch(&config, args.instances).await?;
@@ -297,6 +320,34 @@ pub(crate) async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<(), CliEr
                 .await;
             tally.attacks_rejected += u64::from(rejected(&r));
         }
+        // A single-use transfer: confirmed once on one instance, its replay on
+        // another refused (the fleet shares one replay store).
+        if pick.below(4) == 0 {
+            let amount = 1 + pick.below(100) as u32;
+            let first = fleet.clients[user][a].call_tool_once(transfer(amount)).await;
+            if let Ok(CallToolResponse::InputRequired(r)) = first {
+                let once = r.request_state.unwrap_or_default();
+                match fleet.clients[user][b]
+                    .call_tool_once(answered(transfer(amount), &once))
+                    .await
+                {
+                    Ok(CallToolResponse::Complete(_)) => tally.rounds += 2,
+                    other => {
+                        tally.unexpected += 1;
+                        writeln!(progress, "  valid transfer rejected: {other:?}").map_err(io)?;
+                    }
+                }
+                tally.attacks += 1;
+                tally.replays += 1;
+                let r = fleet.clients[user][pick.below(args.instances)]
+                    .call_tool_once(answered(transfer(amount), &once))
+                    .await;
+                tally.attacks_rejected += u64::from(rejected(&r));
+            } else {
+                tally.unexpected += 1;
+                writeln!(progress, "  unexpected answer to a transfer: {first:?}").map_err(io)?;
+            }
+        }
         // Expired: keep a token, replay it once it is past T + S, by the same user
         // with the same arguments: it differs from a valid round only in its time.
         if held.len() < 3 && pick.below(20) == 0 {
@@ -354,11 +405,12 @@ pub(crate) async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<(), CliEr
         && phases_seen == [Phase::One as u8, 2, 3];
     writeln!(
         progress,
-        "summary: {} rounds, {} unexpected rejections, {}/{} attacks rejected, phases seen {:?}: {}",
+        "summary: {} rounds, {} unexpected rejections, {}/{} attacks rejected ({} replayed single-use transfers among them), phases seen {:?}: {}",
         tally.rounds,
         tally.unexpected,
         tally.attacks_rejected,
         tally.attacks,
+        tally.replays,
         phases_seen,
         if ok { "OK" } else { "FAILED" }
     )
@@ -368,7 +420,7 @@ pub(crate) async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<(), CliEr
             out,
             "{}",
             json!({"rounds": tally.rounds, "unexpected_rejections": tally.unexpected, "attacks": tally.attacks,
-                "attacks_rejected": tally.attacks_rejected, "phases_seen": phases_seen, "instances": args.instances,
+                "attacks_rejected": tally.attacks_rejected, "replays": tally.replays, "phases_seen": phases_seen, "instances": args.instances,
                 "duration_s": started.elapsed().as_secs_f64().round()})
         )
         .map_err(io)?;

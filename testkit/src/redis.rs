@@ -12,8 +12,10 @@ use crate::services::{free_port, wait_until, workspace};
 /// One `redis-server` process (killed when dropped).
 pub struct Redis {
     child: Option<Child>,
-    /// Its loopback port.
+    /// Its loopback port (plain TCP; the harness's own commands use it).
     pub port: u16,
+    /// Its TLS port and the CA (PEM) its certificate chains to, when started with TLS.
+    tls: Option<(u16, Vec<u8>)>,
     dir: PathBuf,
 }
 
@@ -38,10 +40,38 @@ impl Redis {
         let mut redis = Self {
             child: None,
             port: free_port(),
+            tls: None,
             dir: dir.to_owned(),
         };
         redis.start_again();
         redis
+    }
+
+    /// [`Redis::start`] with a TLS port too, its certificate (for 127.0.0.1)
+    /// issued by a CA made for this server with the `openssl` command.
+    ///
+    /// # Panics
+    /// As [`Redis::start`], or when `openssl` fails.
+    pub fn start_tls(dir: &Path) -> Self {
+        std::fs::create_dir_all(dir).expect("redis dir");
+        let ca_pem = make_certificates(dir);
+        let mut redis = Self {
+            child: None,
+            port: free_port(),
+            tls: Some((free_port(), ca_pem)),
+            dir: dir.to_owned(),
+        };
+        redis.start_again();
+        redis
+    }
+
+    /// `rediss://127.0.0.1:<tls port>/0` and the CA (PEM) to trust for it.
+    ///
+    /// # Panics
+    /// When the server was started without TLS.
+    pub fn tls_url(&self) -> (String, Vec<u8>) {
+        let (port, ca) = self.tls.as_ref().expect("started with start_tls");
+        (format!("rediss://127.0.0.1:{port}/0"), ca.clone())
     }
 
     /// `redis://127.0.0.1:<port>/0`.
@@ -63,7 +93,23 @@ impl Redis {
     /// As [`Redis::start`].
     pub fn start_again(&mut self) {
         let log = self.dir.join("redis.log");
-        let child = Command::new(program())
+        let mut server = Command::new(program());
+        if let Some((tls_port, _)) = &self.tls {
+            server
+                .args([
+                    "--tls-port",
+                    &tls_port.to_string(),
+                    "--tls-auth-clients",
+                    "no",
+                ])
+                .arg("--tls-cert-file")
+                .arg(self.dir.join("server.crt"))
+                .arg("--tls-key-file")
+                .arg(self.dir.join("server.key"))
+                .arg("--tls-ca-cert-file")
+                .arg(self.dir.join("ca.crt"));
+        }
+        let child = server
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
             .args([
                 "--save",
@@ -106,6 +152,68 @@ impl Drop for Redis {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// A CA and a server certificate for 127.0.0.1 under `dir`; the CA's PEM.
+fn make_certificates(dir: &Path) -> Vec<u8> {
+    let openssl = |args: &[&str]| {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("run openssl");
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    openssl(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=stateseal test CA",
+    ]);
+    openssl(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=127.0.0.1",
+    ]);
+    std::fs::write(dir.join("san.ext"), "subjectAltName=IP:127.0.0.1\n").expect("san");
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.crt",
+        "-days",
+        "2",
+        "-extfile",
+        "san.ext",
+    ]);
+    std::fs::read(dir.join("ca.crt")).expect("ca.crt")
 }
 
 /// One inline command and its first reply line; `None` when nothing answers.

@@ -10,6 +10,11 @@
 //! (redis-rs' `ConnectionManager`, which reconnects by itself); nothing else
 //! is coordinated.
 //!
+//! `rediss://` is TLS (rustls, the Web PKI roots, or your private CA with
+//! [`RedisReplayStoreBuilder::ca_certificate_pem`]). With TLS the store sets
+//! aws-lc as rustls' process-wide crypto provider unless the application set
+//! one first.
+//!
 //! Every call has a deadline (default [`DEFAULT_DEADLINE`]): past it, or on
 //! any error, the call fails and the boundary refuses the state (`replay
 //! store unavailable`). Standalone servers and primaries are supported;
@@ -71,6 +76,7 @@ pub struct RedisReplayStoreBuilder {
     uri: String,
     prefix: String,
     deadline: Duration,
+    ca_pem: Option<Vec<u8>>,
 }
 
 impl fmt::Debug for RedisReplayStoreBuilder {
@@ -79,11 +85,19 @@ impl fmt::Debug for RedisReplayStoreBuilder {
             .field("uri", &without_credentials(&self.uri))
             .field("prefix", &self.prefix)
             .field("deadline", &self.deadline)
+            .field("ca_certificate", &self.ca_pem.is_some())
             .finish()
     }
 }
 
 impl RedisReplayStoreBuilder {
+    /// For `rediss://`: trust only this CA (PEM) instead of the Web PKI
+    /// roots, as for a private CA.
+    pub fn ca_certificate_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.ca_pem = Some(pem.into());
+        self
+    }
+
     /// Prepended to every key: one per keyset (and per deployment sharing a
     /// server), so fleets never see each other's records. Default
     /// [`DEFAULT_KEY_PREFIX`].
@@ -120,8 +134,24 @@ impl RedisReplayStoreBuilder {
                 "replay store {shown}: the deadline must be above zero"
             )));
         }
+        if self.uri.starts_with("rediss://") {
+            // rustls picks no provider by itself when a build links two (aws-lc
+            // and ring both are in most trees): set aws-lc unless the
+            // application already chose one.
+            let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+        }
         // The client's message may quote the URI: never pass it on.
-        let client = redis::Client::open(self.uri.as_str()).map_err(|e| {
+        let client = match self.ca_pem {
+            Some(pem) => redis::Client::build_with_tls(
+                self.uri.as_str(),
+                redis::TlsCertificates {
+                    client_tls: None,
+                    root_cert: Some(pem),
+                },
+            ),
+            None => redis::Client::open(self.uri.as_str()),
+        };
+        let client = client.map_err(|e| {
             Error::Config(format!(
                 "replay store {shown}: not a usable Redis URI ({:?})",
                 e.kind()
@@ -145,6 +175,7 @@ impl RedisReplayStore {
             uri: uri.to_owned(),
             prefix: DEFAULT_KEY_PREFIX.to_owned(),
             deadline: DEFAULT_DEADLINE,
+            ca_pem: None,
         }
     }
 

@@ -97,3 +97,21 @@ async fn a_host_that_does_not_resolve_fails_closed() {
         .unwrap_err();
     assert!(matches!(err, Error::ReplayStore { .. }), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rediss_keeps_the_contract_over_tls_and_refuses_an_untrusted_server() {
+    let redis = Redis::start_tls(&dir("tls"));
+    let (url, ca) = redis.tls_url();
+    let store = RedisReplayStore::builder(&url)
+        .ca_certificate_pem(ca)
+        .build()
+        .expect("store");
+    replay_contract(Arc::new(store)).await;
+    // The same server without its CA: the Web PKI roots do not vouch for it.
+    let untrusted = RedisReplayStore::builder(&url).build().expect("store");
+    let err = untrusted
+        .record(&States::new("bank").record())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::ReplayStore { .. }), "{err}");
+}

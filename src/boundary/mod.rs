@@ -219,6 +219,13 @@ impl Boundary {
         self.single_use.store.as_ref()
     }
 
+    /// Whether the last single-use record failed (the store was unreachable,
+    /// slow or refused): readiness detail, since multi-use states are
+    /// unaffected and the instance stays ready.
+    pub fn replay_store_failing(&self) -> bool {
+        self.single_use.failing()
+    }
+
     /// Whether states of `round` are minted single-use.
     pub fn is_single_use(&self, round: &RequestIdentity) -> bool {
         self.single_use.covers(round)

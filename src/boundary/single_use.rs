@@ -2,6 +2,7 @@
 //! store when they come back.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use crate::envelope::{RequestIdentity, SingleUse};
@@ -14,6 +15,8 @@ pub(super) struct SingleUseRounds {
     pub(super) store: Option<Arc<dyn ReplayStore>>,
     /// (method, target) pairs; a handful, so a scan beats hashing owned keys.
     pub(super) rounds: Vec<(String, String)>,
+    /// Whether the last record failed (shared by the boundary's clones), for readiness detail.
+    pub(super) failing: Arc<AtomicBool>,
 }
 
 impl SingleUseRounds {
@@ -21,6 +24,10 @@ impl SingleUseRounds {
         if !self.covers_parts(method, target.as_bytes()) {
             self.rounds.push((method.to_owned(), target.to_owned()));
         }
+    }
+
+    pub(super) fn failing(&self) -> bool {
+        self.failing.load(Ordering::Relaxed)
     }
 
     pub(super) fn covers(&self, round: &RequestIdentity) -> bool {
@@ -43,6 +50,7 @@ impl SingleUseRounds {
         let recorded = store.record(once).await;
         metrics::histogram!("stateseal_replay_store_seconds")
             .record(started.elapsed().as_secs_f64());
+        self.failing.store(recorded.is_err(), Ordering::Relaxed);
         match recorded {
             Ok(true) => Ok(()),
             Ok(false) => {

@@ -108,6 +108,7 @@ fn a_single_use_state_verifies_once_and_is_refused_as_replayed_after() {
     assert_eq!(second, Err(WireError::invalid_state()));
     assert_eq!(store.calls.load(Ordering::SeqCst), 2);
     assert_eq!(values(&snapshotter)["stateseal_replays_refused_total"], 1.0);
+    assert!(!b.replay_store_failing(), "a replay is the store working");
 }
 
 #[tokio::test]

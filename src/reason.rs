@@ -41,6 +41,8 @@ pub enum RejectReason {
     CodecError,
     /// The state is valid but holds text a Rust handler cannot receive (a lone surrogate).
     UnrepresentableState,
+    /// The state is valid but a revocation in the keyset covers it.
+    Revoked,
 }
 
 impl RejectReason {
@@ -60,6 +62,7 @@ impl RejectReason {
             Self::PrincipalBindingError => "principal binding error",
             Self::CodecError => "codec error",
             Self::UnrepresentableState => "unrepresentable state",
+            Self::Revoked => "revoked",
         }
     }
 }

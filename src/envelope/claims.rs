@@ -108,8 +108,8 @@ fn str_eq(v: Option<&Scalar<'_>>, expected: &[u8]) -> bool {
     matches!(v, Some(Scalar::Str(t)) if t.as_ref() == expected)
 }
 
-/// Checks a decrypted payload against the request and returns the inner state.
-/// `buffer[at]` is the payload.
+/// Checks a decrypted payload against the request and returns the inner state
+/// and its `iat`. `buffer[at]` is the payload.
 pub(crate) fn check(
     mut buffer: Vec<u8>,
     at: Range<usize>,
@@ -118,19 +118,19 @@ pub(crate) fn check(
     principal: Option<&Principal>,
     now: f64,
     max_skew: f64,
-) -> Result<Text, Error> {
+) -> Result<(Text, f64), Error> {
     let payload = buffer
         .get(at.clone())
         .ok_or(reject(RejectReason::CodecError))?;
     match check_minted_layout(payload, identity, audience, principal, now, max_skew) {
-        Some(StateAt::Range(state)) => {
+        Some((StateAt::Range(state), iat)) => {
             // Reuse the decrypted buffer for the state instead of allocating a copy.
             let len = state.len();
             buffer.copy_within(at.start + state.start..at.start + state.end, 0);
             buffer.truncate(len);
-            Ok(Text::from_wtf8_unchecked(buffer))
+            Ok((Text::from_wtf8_unchecked(buffer), iat))
         }
-        Some(StateAt::Owned(state)) => Ok(Text::from_wtf8_unchecked(state)),
+        Some((StateAt::Owned(state), iat)) => Ok((Text::from_wtf8_unchecked(state), iat)),
         None => check_any_layout(payload, identity, audience, principal, now, max_skew),
     }
 }
@@ -166,7 +166,7 @@ fn check_minted_layout(
     principal: Option<&Principal>,
     now: f64,
     max_skew: f64,
-) -> Option<StateAt> {
+) -> Option<(StateAt, f64)> {
     let mut c = Cursor::new(payload);
     fn plain_eq<const N: usize>(c: &mut Cursor<'_>, lit: &[u8; N], expected: &[u8]) -> bool {
         c.literal(lit) && c.plain_string_eq(expected)
@@ -210,7 +210,7 @@ fn check_minted_layout(
             return None;
         }
     }
-    (c.literal(b"}") && c.at_end()).then_some(state)
+    (c.literal(b"}") && c.at_end()).then_some((state, iat))
 }
 
 /// Length of what `write_payload` writes after the state's closing quote, for
@@ -233,7 +233,7 @@ fn check_any_layout(
     principal: Option<&Principal>,
     now: f64,
     max_skew: f64,
-) -> Result<Text, Error> {
+) -> Result<(Text, f64), Error> {
     // One pass files each known claim; any repeated key (known or not) is refused.
     let mut c: [Option<Scalar<'_>>; 9] = Default::default();
     // Hashed, so a payload of many short unknown keys stays linear.
@@ -276,9 +276,9 @@ fn check_any_layout(
     if *v != Scalar::Int("1") {
         return Err(reject(RejectReason::Malformed));
     }
-    if !number(Some(iat)).is_some_and(|iat| iat_ok(iat, now, max_skew)) {
+    let Some(iat) = number(Some(iat)).filter(|&iat| iat_ok(iat, now, max_skew)) else {
         return Err(reject(RejectReason::MintedInFuture));
-    }
+    };
     if !number(Some(exp)).is_some_and(|exp| exp_ok(exp, now)) {
         return Err(reject(RejectReason::Expired));
     }
@@ -307,7 +307,7 @@ fn check_any_layout(
         (Some(_), Some(_)) => return Err(reject(RejectReason::Principal)),
         _ => return Err(reject(RejectReason::PrincipalDrift)),
     }
-    Ok(Text::from_wtf8_unchecked(state.clone().into_owned()))
+    Ok((Text::from_wtf8_unchecked(state.clone().into_owned()), iat))
 }
 
 #[cfg(test)]

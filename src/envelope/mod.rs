@@ -233,6 +233,14 @@ impl Envelope {
                 self.max_skew,
             )
         });
+        // Last: only a state that passed every other check is looked up.
+        let result = result.and_then(|(state, iat)| {
+            if self.codec.revoked(iat, principal.map(Principal::as_bytes)) {
+                Err(Error::Rejected(RejectReason::Revoked))
+            } else {
+                Ok(state)
+            }
+        });
         match &result {
             Ok(_) => metrics::counter!("stateseal_unseals_total").increment(1),
             Err(e) => {

@@ -13,6 +13,7 @@ mod one_rotator;
 mod outage;
 mod provider_contract;
 mod recorded;
+mod revocation;
 mod seal_budget;
 mod setup;
 mod staleness;

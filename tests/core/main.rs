@@ -14,6 +14,8 @@ mod outage;
 mod provider_contract;
 mod recorded;
 mod revocation;
+mod revocation_document;
+mod revocation_fleet;
 mod seal_budget;
 mod setup;
 mod staleness;

@@ -2,7 +2,10 @@
 //! verified with no entries, with 1,000 entries it was issued after (the
 //! common case: one comparison), with 1,000 entries it was issued before but
 //! none selects it (client-id lookup and the principal's digest), and
-//! revoked (refused last, after every other check).
+//! revoked (refused last, after every other check). `no_check` verifies the
+//! same token through a codec that forwards everything but `revoked` (the
+//! trait's default: no ring load): the cost of the check itself, measured in
+//! the same run under the same load.
 #![allow(missing_docs)]
 
 use std::hint::black_box;
@@ -11,8 +14,8 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use stateseal::{
-    AesGcmCodec, Envelope, KeyRing, Principal, RequestIdentity, Revocation, RevocationList,
-    RingHandle, Secret,
+    AesGcmCodec, Envelope, Error, KeyRing, Principal, RequestIdentity, Revocation, RevocationList,
+    RingHandle, Secret, StateCodec,
 };
 
 const NOW: f64 = 1_782_345_600.0;
@@ -21,6 +24,22 @@ fn ring(entries: &[Revocation]) -> KeyRing {
     KeyRing::from_secrets(&[Secret::new(vec![7; 32]).expect("key")])
         .expect("ring")
         .with_revocations(RevocationList::new(entries))
+}
+
+/// The built-in codec without the revocation check.
+#[derive(Debug)]
+struct NoCheck(AesGcmCodec);
+
+impl StateCodec for NoCheck {
+    fn seal(&self, payload: &[u8]) -> Result<String, Error> {
+        self.0.seal(payload)
+    }
+    fn unseal(&self, token: &str) -> Result<Vec<u8>, Error> {
+        self.0.unseal(token)
+    }
+    fn unseal_in_place(&self, token: &str) -> Result<(Vec<u8>, std::ops::Range<usize>), Error> {
+        self.0.unseal_in_place(token)
+    }
 }
 
 fn bench(c: &mut Criterion) {
@@ -58,6 +77,19 @@ fn bench(c: &mut Criterion) {
         ),
     ];
     let mut g = c.benchmark_group("verify_revocations");
+    let unchecked = Envelope::builder(
+        Arc::new(NoCheck(AesGcmCodec::new(handle.clone()))),
+        Some("bench"),
+    )
+    .build()
+    .expect("envelope");
+    g.bench_function("no_check", |b| {
+        b.iter(|| {
+            unchecked
+                .verify_at(&id, black_box(&token), Some(&alice), NOW)
+                .is_ok()
+        });
+    });
     for (name, entries, verifies) in cases {
         handle.store(ring(&entries));
         let got = envelope.verify_at(&id, &token, Some(&alice), NOW);

@@ -15,7 +15,6 @@ mod provider_contract;
 mod recorded;
 mod revocation;
 mod revocation_document;
-mod revocation_fleet;
 mod seal_budget;
 mod setup;
 mod staleness;

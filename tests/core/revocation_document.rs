@@ -133,6 +133,23 @@ async fn writes_prune_entries_that_cover_nothing_valid() {
     let kinds: Vec<_> = keysets::content(&*store, &registry).await.revocations;
     assert!(!kinds.contains(&first), "{kinds:?}");
     assert_eq!(kinds.len(), 2);
+    // A rotation prunes them too, once they cover nothing on any clock.
+    let rotated = stateseal::rotation::rotate_keyset(
+        &*store,
+        &registry,
+        &trust(),
+        None,
+        later + 2.0 * timing.max_skew + timing.ttl - 1.0,
+        stateseal::rotation::RotateMode::Scheduled,
+        stateseal::rotation::DEFAULT_MAX_LIVE_KEYS,
+    )
+    .await
+    .expect("rotate");
+    assert_eq!(
+        rotated.next.revocations,
+        [second],
+        "the older entry dropped"
+    );
     let _ = std::fs::remove_dir_all(dir);
 }
 

@@ -204,3 +204,39 @@ fn the_cap_is_a_clear_error_and_the_document_is_unchanged() {
     );
     assert_eq!(ks.bytes(), before);
 }
+
+#[test]
+fn token_verify_against_the_keyset_refuses_a_revoked_state() {
+    let ks = Ks::new("revoke-token");
+    ks.init();
+    let params = r#"{"name":"deploy","arguments":{}}"#;
+    let round = |op: &str, principal: &str, dt: f64, extra: &[&str]| {
+        cli()
+            .args(["token", op, "--keyset", &ks.store, "--method", "tools/call"])
+            .args(["--params", params, "--principal", principal])
+            .args(["--now", &(T0 + dt).to_string()])
+            .args(extra)
+            .output()
+            .expect("run")
+    };
+    let mint = |principal: &str, dt: f64| {
+        let out = round("mint", principal, dt, &["--state", "s"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout).trim().to_owned()
+    };
+    let alice = mint(PRINCIPAL, 10.0);
+    let bob = r#"["app-1","https://as.example","bob@example.com"]"#;
+    let other = mint(bob, 10.0);
+    let out = run(&ks, &["revoke", "--principal", PRINCIPAL], 20.0);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let refused = round("verify", PRINCIPAL, 30.0, &[&alice]);
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused.stderr));
+    assert!(
+        text(&refused.stderr).contains("revoked"),
+        "{}",
+        text(&refused.stderr)
+    );
+    assert!(round("verify", bob, 30.0, &[&other]).status.success());
+    let later = mint(PRINCIPAL, 25.0);
+    assert!(round("verify", PRINCIPAL, 30.0, &[&later]).status.success());
+}

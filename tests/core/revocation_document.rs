@@ -206,3 +206,43 @@ async fn bad_times_are_refused_before_anything_is_written() {
     assert_eq!(keysets::stored(&*store).await.bytes(), held.bytes());
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A backup from before a revocation, put back and rotated with
+/// `--now-compromise` (the documented restore): the write carries the newest
+/// document's live revocations, so the fleet adopts it and the revoked states
+/// stay refused.
+#[tokio::test]
+async fn a_write_on_a_restored_backup_keeps_the_live_revocations() {
+    use stateseal::rotation::{DEFAULT_MAX_LIVE_KEYS, RotateMode, rotate_keyset};
+    let (dir, store, registry, m) = setup("revoke-restore").await;
+    let path = dir.join("keyset.json");
+    let backup = std::fs::read(&path).expect("backup");
+    let a = alice();
+    let entry = Revocation::principal(&a, T0 + 20.0);
+    revoke(&*store, &registry, &trust(), entry.clone(), T0 + 30.0)
+        .await
+        .expect("revoke");
+    m.sched.refresh_at(T0 + 31.0).await.expect("refresh");
+    std::fs::write(&path, &backup).expect("restore");
+    let emergency = rotate_keyset(
+        &*store,
+        &registry,
+        &trust(),
+        None,
+        T0 + 40.0,
+        RotateMode::Compromise,
+        DEFAULT_MAX_LIVE_KEYS,
+    )
+    .await
+    .expect("an emergency rotation on the backup");
+    assert_eq!(emergency.next.revocations, [entry]);
+    m.sched.refresh_at(T0 + 41.0).await.expect("adopted");
+    // The old key retired with the compromise rotation; a state sealed under
+    // the new key before `before` is what the entry still has to refuse.
+    let fresh = mint(&m, Some(&a), T0 + 19.0);
+    assert_eq!(
+        refusal(&m, &fresh, Some(&a), T0 + 42.0),
+        Some(RejectReason::Revoked)
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -78,13 +78,53 @@ impl RevokeArgs {
             return Ok(Revocation::client_id(id, before));
         }
         let text = match &self.principal_file {
-            Some(path) => crate::token::file_text("--principal-file", path)?,
+            // An editor's or `echo`'s final newline would make a digest no state carries.
+            Some(path) => {
+                let mut text = crate::token::file_text("--principal-file", path)?;
+                if text.ends_with('\n') {
+                    text.pop();
+                    if text.ends_with('\r') {
+                        text.pop();
+                    }
+                }
+                text
+            }
             None => self.principal.clone().unwrap_or_default(),
         };
         if text.is_empty() {
             return Err(CliError::Usage("--principal: must not be empty".into()));
         }
+        if !is_components_form(&text) {
+            // Allowed (a server may bind its own form), but a typo would revoke nothing, silently.
+            eprintln!(
+                "note: the principal is not a [client_id, issuer, subject] JSON array, the form servers bind authenticated callers in; it revokes only states bound to exactly this text"
+            );
+        }
         Ok(Revocation::principal(&Principal::new(text), before))
+    }
+}
+
+/// Whether `text` is `[client_id, issuer, subject]` as the servers render it:
+/// compact JSON, a string and two strings or nulls.
+fn is_components_form(text: &str) -> bool {
+    let Ok(Value::Array(parts)) = serde_json::from_str::<Value>(text) else {
+        return false;
+    };
+    let [Value::String(client), issuer, subject] = parts.as_slice() else {
+        return false;
+    };
+    fn part(v: &Value) -> Option<Option<&str>> {
+        match v {
+            Value::String(s) => Some(Some(s.as_str())),
+            Value::Null => Some(None),
+            _ => None,
+        }
+    }
+    match (part(issuer), part(subject)) {
+        (Some(i), Some(s)) => {
+            Principal::from_components(client, i, s).as_bytes() == text.as_bytes()
+        }
+        _ => false,
     }
 }
 

@@ -42,7 +42,8 @@ fn revoke_writes_an_entry_that_status_and_show_list() {
     let ks = Ks::new("revoke-list");
     ks.init();
     let file = ks.dir.join("principal.json");
-    std::fs::write(&file, PRINCIPAL).expect("write");
+    // With the final newline an editor or `echo` leaves: not part of the principal.
+    std::fs::write(&file, format!("{PRINCIPAL}\n")).expect("write");
     let first = run(
         &ks,
         &[
@@ -59,6 +60,7 @@ fn revoke_writes_an_entry_that_status_and_show_list() {
     assert_eq!(v["before"], T0 + 10.0, "--before defaults to now");
     assert_eq!(v["expires"], T0 + 10.0 + 600.0 + 60.0);
     assert_eq!(v["principal_sha256_prefix"].as_str().map(str::len), Some(8));
+    assert_eq!(text(&first.stderr), "", "the components form draws no note");
     let out = run(
         &ks,
         &[
@@ -227,8 +229,23 @@ fn token_verify_against_the_keyset_refuses_a_revoked_state() {
     let alice = mint(PRINCIPAL, 10.0);
     let bob = r#"["app-1","https://as.example","bob@example.com"]"#;
     let other = mint(bob, 10.0);
-    let out = run(&ks, &["revoke", "--principal", PRINCIPAL], 20.0);
+    // From a file ending in a newline, as `echo` writes it: the same principal.
+    let file = ks.dir.join("principal.json");
+    std::fs::write(&file, format!("{PRINCIPAL}\n")).expect("write");
+    let out = run(
+        &ks,
+        &["revoke", "--principal-file", file.to_str().unwrap()],
+        20.0,
+    );
     assert!(out.status.success(), "{}", text(&out.stderr));
+    // Another form is allowed, with a note: it matches only states bound to exactly that text.
+    let out = run(&ks, &["revoke", "--principal", "alice"], 21.0);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("note: the principal is not"),
+        "{}",
+        text(&out.stderr)
+    );
     let refused = round("verify", PRINCIPAL, 30.0, &[&alice]);
     assert_eq!(refused.status.code(), Some(1), "{}", text(&refused.stderr));
     assert!(

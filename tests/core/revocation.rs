@@ -139,10 +139,9 @@ fn a_revoked_principal_is_refused_after_one_refresh_and_nothing_else() {
         );
         let _ = std::fs::remove_dir_all(dir);
     });
-    let revoked: u64 = snapshotter
-        .snapshot()
-        .into_vec()
-        .into_iter()
+    let snapshot = snapshotter.snapshot().into_vec();
+    let revoked: u64 = snapshot
+        .iter()
         .filter(|(k, ..)| {
             k.key().name() == "stateseal_rejections_total"
                 && k.key()
@@ -150,11 +149,19 @@ fn a_revoked_principal_is_refused_after_one_refresh_and_nothing_else() {
                     .any(|l| l.key() == "reason" && l.value() == "revoked")
         })
         .map(|(.., v)| match v {
-            DebugValue::Counter(n) => n,
+            DebugValue::Counter(n) => *n,
             _ => 0,
         })
         .sum();
     assert_eq!(revoked, 1);
+    let live = snapshot
+        .iter()
+        .find(|(k, ..)| k.key().name() == "stateseal_revocations_live")
+        .map(|(.., v)| match v {
+            DebugValue::Gauge(g) => g.into_inner(),
+            _ => f64::NAN,
+        });
+    assert_eq!(live, Some(1.0), "the gauge counts the live entry");
 }
 
 #[tokio::test]

@@ -48,6 +48,7 @@ pub mod provider;
 mod random;
 mod reason;
 pub mod replay;
+mod revocation;
 mod ring;
 #[cfg(feature = "rmcp")]
 pub mod rmcp_adapter;
@@ -77,6 +78,10 @@ pub use keyset::{FileStore, KeyEntry, Keyset, KeysetStore, StoredKeyset};
 pub use provider::{KeyProvider, LocalProvider, ProviderRegistry};
 pub use random::RandomSource;
 pub use reason::RejectReason;
+pub use revocation::{
+    PRINCIPAL_DIGEST_LEN, REVOCATION_PRINCIPAL_LABEL, Revocation, RevocationList,
+    RevocationSelector, hex_prefix, principal_digest,
+};
 pub use ring::{KeyRing, RingHandle};
 #[cfg(feature = "keys")]
 pub use rotation::{RotationScheduler, SchedulerConfig};

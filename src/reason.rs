@@ -46,6 +46,8 @@ pub enum RejectReason {
     /// A single-use state could not be recorded: no replay store, or the store
     /// failed or missed its deadline (single-use states fail closed).
     ReplayStoreUnavailable,
+    /// The state is valid but a revocation in the keyset covers it.
+    Revoked,
 }
 
 impl RejectReason {
@@ -67,6 +69,7 @@ impl RejectReason {
             Self::UnrepresentableState => "unrepresentable state",
             Self::Replayed => "replayed",
             Self::ReplayStoreUnavailable => "replay store unavailable",
+            Self::Revoked => "revoked",
         }
     }
 }

@@ -8,6 +8,7 @@ use arc_swap::{ArcSwapOption, Guard};
 
 use crate::error::Error;
 use crate::key::{KeyId, RingKey, TokenFormat};
+use crate::revocation::RevocationList;
 use crate::secret::{MIN_SECRET_LEN, Secret};
 
 /// Key ids are already uniform SHA-256 output, so the map uses them as the hash.
@@ -49,6 +50,7 @@ pub struct KeyRing {
     order: Vec<KeyId>,
     by_kid: KidMap,
     seals: bool,
+    revocations: Arc<RevocationList>,
 }
 
 impl KeyRing {
@@ -111,6 +113,7 @@ impl KeyRing {
             order,
             by_kid,
             seals: true,
+            revocations: Arc::default(),
         })
     }
 
@@ -137,6 +140,20 @@ impl KeyRing {
     pub fn verifying_only(mut self) -> Self {
         self.seals = false;
         self
+    }
+
+    /// This ring, refusing the verified states `revocations` covers: the
+    /// scheduler publishes the keyset's entries with the keys, so verifying
+    /// reads them with the ring it already loads.
+    #[must_use]
+    pub fn with_revocations(mut self, revocations: RevocationList) -> Self {
+        self.revocations = Arc::new(revocations);
+        self
+    }
+
+    /// The revocations this ring carries (empty unless set).
+    pub fn revocations(&self) -> &RevocationList {
+        &self.revocations
     }
 
     /// Whether the primary key may seal (see [`KeyRing::verifying_only`]).

@@ -45,6 +45,8 @@ enum Command {
     Init(keyset::InitArgs),
     /// Start a three-phase rotation (or an emergency one); --dry-run writes nothing.
     Rotate(keyset::RotateArgs),
+    /// Refuse states already issued (a principal's, a client's, or everyone's before a time), without a rotation.
+    Revoke(keyset::RevokeArgs),
     /// Show the keys, their availability, the phase, and what happens next.
     Status(keyset::StatusArgs),
     /// Check that the fleet can serve from the keyset (for cron and monitoring).
@@ -110,6 +112,7 @@ fn main() {
             Command::Token(cmd) => token::run(cmd, &mut stdout).await,
             Command::Init(args) => keyset::init(args, &mut stdout).await,
             Command::Rotate(args) => keyset::rotate(args, &mut stdout).await,
+            Command::Revoke(args) => keyset::revoke(args, &mut stdout).await,
             Command::Status(args) => keyset::status(args, &mut stdout).await,
             Command::Check(args) => keyset::check(args, &mut stdout).await,
             Command::Keyset(keyset::KeysetCmd::Show(args)) => keyset::show(args, &mut stdout).await,

@@ -173,7 +173,7 @@ fn stdin_text(what: &str) -> Result<String, CliError> {
 
 /// The text of `path` (`-`: stdin) for `flag`; the error names the flag and
 /// the path, never the contents.
-fn file_text(flag: &str, path: &str) -> Result<String, CliError> {
+pub(crate) fn file_text(flag: &str, path: &str) -> Result<String, CliError> {
     if path == "-" {
         return stdin_text(flag);
     }

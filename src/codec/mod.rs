@@ -131,6 +131,16 @@ pub trait StateCodec: Send + Sync {
         let len = payload.len();
         Ok((payload, 0..len))
     }
+
+    /// Whether a state this codec unsealed, issued at `iat` and presented by
+    /// the principal whose bytes are `principal`, is revoked: asked by the
+    /// envelope after every other check passed. The default revokes nothing;
+    /// the built-in codec consults the revocations its ring carries
+    /// ([`KeyRing::with_revocations`](crate::KeyRing::with_revocations)).
+    fn revoked(&self, iat: f64, principal: Option<&[u8]>) -> bool {
+        let _ = (iat, principal);
+        false
+    }
 }
 
 /// The built-in codec: `v1.` ‖ base64url(kid ‖ nonce ‖ AES-256-GCM(payload) ‖ tag).
@@ -272,6 +282,14 @@ impl StateCodec for AesGcmCodec {
             .open_in_place(&head[KID_LEN..], &aad(format, &kid), sealed)
             .ok_or(reject(RejectReason::Seal))?;
         Ok((raw, header..header + plain_len))
+    }
+
+    fn revoked(&self, iat: f64, principal: Option<&[u8]>) -> bool {
+        // The ring loaded now, not the one that unsealed: a newer list only knows more.
+        self.ring
+            .load()
+            .as_ref()
+            .is_some_and(|ring| ring.revocations().covers(iat, principal))
     }
 }
 

@@ -37,6 +37,7 @@ pub(crate) struct MintClaims<'a> {
 pub(crate) struct Checked {
     pub(crate) state: Text,
     pub(crate) single_use: Option<SingleUseId>,
+    pub(crate) iat: f64,
     pub(crate) exp: f64,
 }
 
@@ -126,8 +127,8 @@ fn str_eq(v: Option<&Scalar<'_>>, expected: &[u8]) -> bool {
     matches!(v, Some(Scalar::Str(t)) if t.as_ref() == expected)
 }
 
-/// Checks a decrypted payload against the request and returns the inner state.
-/// `buffer[at]` is the payload.
+/// Checks a decrypted payload against the request and returns the inner state
+/// and its `iat`. `buffer[at]` is the payload.
 pub(crate) fn check(
     mut buffer: Vec<u8>,
     at: Range<usize>,
@@ -142,21 +143,22 @@ pub(crate) fn check(
         .ok_or(reject(RejectReason::CodecError))?;
     // The shortcut never accepts a payload with a single-use claim (it is
     // written after the layout the shortcut reads), so those take the general check.
-    let (state, exp) =
+    let (state, iat, exp) =
         match check_minted_layout(payload, identity, audience, principal, now, max_skew) {
-            Some((StateAt::Range(state), exp)) => {
+            Some((StateAt::Range(state), iat, exp)) => {
                 // Reuse the decrypted buffer for the state instead of allocating a copy.
                 let len = state.len();
                 buffer.copy_within(at.start + state.start..at.start + state.end, 0);
                 buffer.truncate(len);
-                (Text::from_wtf8_unchecked(buffer), exp)
+                (Text::from_wtf8_unchecked(buffer), iat, exp)
             }
-            Some((StateAt::Owned(state), exp)) => (Text::from_wtf8_unchecked(state), exp),
+            Some((StateAt::Owned(state), iat, exp)) => (Text::from_wtf8_unchecked(state), iat, exp),
             None => return check_any_layout(payload, identity, audience, principal, now, max_skew),
         };
     Ok(Checked {
         state,
         single_use: None,
+        iat,
         exp,
     })
 }
@@ -192,7 +194,7 @@ fn check_minted_layout(
     principal: Option<&Principal>,
     now: f64,
     max_skew: f64,
-) -> Option<(StateAt, f64)> {
+) -> Option<(StateAt, f64, f64)> {
     let mut c = Cursor::new(payload);
     fn plain_eq<const N: usize>(c: &mut Cursor<'_>, lit: &[u8; N], expected: &[u8]) -> bool {
         c.literal(lit) && c.plain_string_eq(expected)
@@ -236,7 +238,7 @@ fn check_minted_layout(
             return None;
         }
     }
-    (c.literal(b"}") && c.at_end()).then_some((state, exp))
+    (c.literal(b"}") && c.at_end()).then_some((state, iat, exp))
 }
 
 /// Length of what `write_payload` writes after the state's closing quote, for
@@ -303,9 +305,9 @@ fn check_any_layout(
     if *v != Scalar::Int("1") {
         return Err(reject(RejectReason::Malformed));
     }
-    if !number(Some(iat)).is_some_and(|iat| iat_ok(iat, now, max_skew)) {
+    let Some(iat) = number(Some(iat)).filter(|&iat| iat_ok(iat, now, max_skew)) else {
         return Err(reject(RejectReason::MintedInFuture));
-    }
+    };
     let exp = number(Some(exp)).filter(|exp| exp_ok(*exp, now));
     let Some(exp) = exp else {
         return Err(reject(RejectReason::Expired));
@@ -347,6 +349,7 @@ fn check_any_layout(
     Ok(Checked {
         state: Text::from_wtf8_unchecked(state.clone().into_owned()),
         single_use,
+        iat,
         exp,
     })
 }

@@ -357,17 +357,29 @@ impl Envelope {
             // A custom codec failing in another way still fails closed.
             _ => Error::Rejected(RejectReason::CodecError),
         });
-        result.and_then(|(buffer, payload)| {
-            claims::check(
-                buffer,
-                payload,
-                identity,
-                self.audience.as_deref(),
-                principal,
-                now,
-                self.max_skew,
-            )
-        })
+        result
+            .and_then(|(buffer, payload)| {
+                claims::check(
+                    buffer,
+                    payload,
+                    identity,
+                    self.audience.as_deref(),
+                    principal,
+                    now,
+                    self.max_skew,
+                )
+            })
+            // Last: only a state that passed every other check is looked up.
+            .and_then(|c| {
+                if self
+                    .codec
+                    .revoked(c.iat, principal.map(Principal::as_bytes))
+                {
+                    Err(Error::Rejected(RejectReason::Revoked))
+                } else {
+                    Ok(c)
+                }
+            })
     }
 
     /// Counts a verdict in the unseal and rejection metrics.

@@ -12,9 +12,11 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use super::claim::{RawClaim, RotationClaim};
+use super::revocation::RawRevocation;
 use super::timing::Timing;
 use crate::error::Error;
 use crate::key::{KeyId, TokenFormat};
+use crate::revocation::Revocation;
 
 /// The unauthenticated document's format tag (read for migration only, unless configured).
 pub const KEYSET_FORMAT: &str = "stateseal.keyset/v1";
@@ -105,6 +107,9 @@ pub struct Keyset {
     /// A server's claim on the next rotation (authenticated documents only;
     /// every rotation clears it).
     pub rotation_claim: Option<RotationClaim>,
+    /// States refused although they verify (authenticated documents only),
+    /// in the order written; see `keyset::revocation` for how long each stays.
+    pub revocations: Vec<Revocation>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -120,6 +125,8 @@ struct RawKeyset {
     timing: Option<RawTiming>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     rotation_claim: Option<RawClaim>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    revocations: Vec<RawRevocation>,
     keys: Vec<RawEntry>,
 }
 
@@ -217,11 +224,12 @@ impl Keyset {
         }
         if raw.expires_at.is_some()
             || raw.rotation_claim.is_some()
+            || !raw.revocations.is_empty()
             || raw.keys.iter().any(|e| e.alg.is_some())
         {
             return Err(bad(
                 "document",
-                "expires_at, rotation_claim and alg belong in an authenticated (v2) payload",
+                "expires_at, rotation_claim, revocations and alg belong in an authenticated (v2) payload",
             ));
         }
         Self::from_raw(raw)
@@ -259,6 +267,17 @@ impl Keyset {
     }
 
     fn from_raw(raw: RawKeyset) -> Result<Self, Error> {
+        // Caps first, before any entry is parsed.
+        if raw.revocations.len() > super::revocation::MAX_REVOCATIONS {
+            return Err(bad(
+                "revocations",
+                format!(
+                    "{} entries, more than the {} a keyset may hold",
+                    raw.revocations.len(),
+                    super::revocation::MAX_REVOCATIONS
+                ),
+            ));
+        }
         if raw.keys.len() > MAX_ENTRIES {
             return Err(bad(
                 "keys",
@@ -317,6 +336,12 @@ impl Keyset {
                     .with_propagation(t.propagation)
             }),
             rotation_claim: raw.rotation_claim.map(RawClaim::into_claim).transpose()?,
+            revocations: raw
+                .revocations
+                .into_iter()
+                .enumerate()
+                .map(|(i, r)| r.into_entry(i))
+                .collect::<Result<_, _>>()?,
         };
         doc.validate()?;
         Ok(doc)
@@ -339,6 +364,7 @@ impl Keyset {
         if let Some(c) = &self.rotation_claim {
             super::claim::validate(c)?;
         }
+        super::revocation::validate(&self.revocations)?;
         for (i, e) in self.keys.iter().enumerate() {
             if !e.entry.starts_with("k_") || e.entry.len() < 3 {
                 return Err(bad(format!("keys[{i}].entry"), "must look like k_<random>"));
@@ -416,6 +442,12 @@ impl Keyset {
                 .as_ref()
                 .filter(|_| expires_at.is_some())
                 .map(RawClaim::from_claim),
+            revocations: self
+                .revocations
+                .iter()
+                .filter(|_| expires_at.is_some())
+                .map(RawRevocation::from_entry)
+                .collect(),
             keys: self
                 .keys
                 .iter()
@@ -497,6 +529,7 @@ mod tests {
             generation: 3,
             timing: Some(Timing::new(30.0, 60.0, 600.0)),
             rotation_claim: None,
+            revocations: Vec::new(),
             keys: vec![KeyEntry {
                 entry: "k_1".into(),
                 kid: KeyId::from_hex("a014f40b"),

@@ -326,6 +326,7 @@ mod tests {
             generation: 2,
             timing: None,
             rotation_claim: None,
+            revocations: Vec::new(),
             keys: vec![KeyEntry {
                 entry: "k_1".into(),
                 kid: crate::key::KeyId::from_hex("0a0b0c0d"),

@@ -54,6 +54,8 @@ pub(crate) enum Refusal {
     ReservationsDecreased,
     /// An entry this instance saw pruned is back.
     PrunedReturned,
+    /// A revocation entry that can still cover a valid state is gone.
+    RevocationDropped,
 }
 
 impl Refusal {
@@ -76,6 +78,7 @@ impl Refusal {
             Self::RetirementDelayed => "retirement_delayed",
             Self::ReservationsDecreased => "reservations_decreased",
             Self::PrunedReturned => "pruned_returned",
+            Self::RevocationDropped => "revocation_dropped",
         }
     }
 
@@ -171,6 +174,22 @@ pub(crate) fn admit(
                 format!(
                     "generation {} changed without a new generation number",
                     candidate.generation
+                ),
+            ));
+        }
+        // Judged with the adopted document's timing: the one this instance trusted.
+        let timing = adopted.timing.unwrap_or_default();
+        if let Some(r) =
+            crate::keyset::dropped_live(&adopted.revocations, &timing, &candidate.revocations, now)
+        {
+            return Err((
+                Refusal::RevocationDropped,
+                format!(
+                    "generation {} drops a {} revocation (before {}) that still covers states valid for {:.0}s; revocations leave only once nothing they cover can verify",
+                    candidate.generation,
+                    r.kind(),
+                    crate::keyset::format_rfc3339(r.before),
+                    crate::keyset::live_until(r, &timing) - now,
                 ),
             ));
         }
@@ -278,6 +297,7 @@ mod tests {
             }],
             timing: Some(crate::keyset::Timing::new(30.0, 60.0, 600.0)),
             rotation_claim: None,
+            revocations: Vec::new(),
         }
     }
 

@@ -168,7 +168,8 @@ pub async fn keyset_status(doc: &Keyset, registry: &ProviderRegistry, now: f64) 
 }
 
 /// The ring a server holds for `doc` at `now`: every live key unwrapped
-/// through `registry` (checked against its recorded key id), the primary first.
+/// through `registry` (checked against its recorded key id), the primary
+/// first, carrying the document's revocations.
 ///
 /// # Errors
 /// [`Error::KeysUnavailable`] when every key has retired; the first unwrap
@@ -188,7 +189,8 @@ pub async fn keyset_ring(
             .map_err(|e| Error::KeysUnavailable(format!("entry {}: {e}", entry.entry)))?;
         keys.push(Arc::new(RingKey::with_format(&secret, entry.alg)));
     }
-    KeyRing::from_keys(keys)
+    let revocations = crate::revocation::RevocationList::new(&doc.revocations);
+    Ok(KeyRing::from_keys(keys)?.with_revocations(revocations))
 }
 
 /// Seals and unseals a probe with one key, exactly as the data plane does.

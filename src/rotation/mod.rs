@@ -10,6 +10,7 @@ mod newest;
 mod operations;
 mod proof;
 mod reservations;
+mod revoke;
 mod rewrite;
 mod scheduler;
 mod timeline;
@@ -26,6 +27,7 @@ pub use operations::{
     operator_generation, plan_rotation, rotate_keyset, rotate_store_at,
 };
 pub use proof::unwrap_entry;
+pub use revoke::{Revoked, revoke};
 pub use rewrite::{renew_keyset, upgrade_keyset};
 pub(crate) use scheduler::unit_draw;
 pub use scheduler::{CLAIM_TTL, RefreshPacing, RotationScheduler, SchedulerStatus};

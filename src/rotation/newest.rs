@@ -174,6 +174,15 @@ pub(crate) fn judge_against_newest(
     candidate.generation = candidate
         .generation
         .max(newest.generation.saturating_add(1));
+    // Revocations only ever refuse more: the newest document's live ones are
+    // carried into a write on a restored backup, so the restore revives none
+    // of the states they cover (and the fleet does not refuse the write for it).
+    let profile = newest.timing.unwrap_or_default();
+    for r in &newest.revocations {
+        if now < crate::keyset::live_until(r, &profile) && !candidate.revocations.contains(r) {
+            candidate.revocations.push(r.clone());
+        }
+    }
     // What the fleet saw leave the document since the base was written.
     let pruned: BTreeSet<String> = base
         .keys

@@ -73,6 +73,7 @@ pub async fn init_keyset(
         keys: vec![new],
         timing: Some(timing),
         rotation_claim: None,
+        revocations: Vec::new(),
     };
     let (stored, _) =
         seal_with_new_mac_key(registry, &doc, kek, now + DEFAULT_KEYSET_VALIDITY).await?;

@@ -180,6 +180,10 @@ pub fn rotated(
     // Entries out of every instance's ring (even one S behind) are dropped.
     next.keys
         .retain(|e| e.retire_at.is_none_or(|r| r + timing.max_skew > now));
+    // So are revocations that cover nothing valid any more, on any instance's clock.
+    let profile = doc.timing.unwrap_or(*timing);
+    next.revocations
+        .retain(|r| !crate::keyset::prunable(r, &profile, now));
     for e in &mut next.keys {
         let r = e.retire_at.map_or(retire, |r| r.min(retire));
         // A key cut short before it ever activated is cancelled: it never enters a ring.

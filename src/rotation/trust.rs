@@ -500,6 +500,7 @@ mod tests {
                 generation: 3,
                 timing: Some(Timing::default()),
                 rotation_claim: None,
+                revocations: Vec::new(),
                 keys: vec![KeyEntry {
                     entry: "k_1".into(),
                     kid: Some(crate::key::KeyId::of(&dk.plaintext)),

@@ -71,6 +71,7 @@ pub fn content(generation: u64, entry: &str) -> Keyset {
         // Every optional field set, so every store proves it keeps them.
         timing: Some(Timing::new(30.0, 60.0, 600.0)),
         rotation_claim: None,
+        revocations: Vec::new(),
         keys: vec![KeyEntry {
             entry: entry.into(),
             kid: KeyId::from_hex("a014f40b"),

@@ -13,6 +13,8 @@ mod one_rotator;
 mod outage;
 mod provider_contract;
 mod recorded;
+mod revocation;
+mod revocation_document;
 mod seal_budget;
 mod setup;
 mod single_use;

@@ -309,6 +309,7 @@ async fn transparent_store(
     let doc = Keyset {
         timing: None,
         rotation_claim: None,
+        revocations: Vec::new(),
         id: "ks_transparent".into(),
         generation: 1,
         keys: vec![entry("k_a", 1, T0)],

@@ -26,6 +26,7 @@ fn history(timing: &Timing, gaps: &[(f64, f64, u8)], t0: f64) -> Vec<(f64, Keyse
     let mut doc = Keyset {
         timing: None,
         rotation_claim: None,
+        revocations: Vec::new(),
         id: "ks_p".into(),
         generation: 1,
         keys: vec![entry(0, t0)],

@@ -20,12 +20,12 @@ use rmcp::service::{
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::json;
+use stateseal::replay::{MemoryReplayStore, ReplayStore};
 use stateseal::rmcp_adapter::StateSealed;
 use stateseal::rotation::{
     DEFAULT_MAX_LIVE_KEYS, KeysetTrust, Phase, RotateMode, describe_keyset, rotate_keyset,
 };
 use stateseal::setup::{Config, Protection, start};
-use stateseal::replay::{MemoryReplayStore, ReplayStore};
 use stateseal::{Clock, LocalProvider, SystemClock};
 
 use crate::error::CliError;
@@ -324,7 +324,9 @@ pub(crate) async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<(), CliEr
         // another refused (the fleet shares one replay store).
         if pick.below(4) == 0 {
             let amount = 1 + pick.below(100) as u32;
-            let first = fleet.clients[user][a].call_tool_once(transfer(amount)).await;
+            let first = fleet.clients[user][a]
+                .call_tool_once(transfer(amount))
+                .await;
             if let Ok(CallToolResponse::InputRequired(r)) = first {
                 let once = r.request_state.unwrap_or_default();
                 match fleet.clients[user][b]

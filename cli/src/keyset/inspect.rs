@@ -152,6 +152,7 @@ fn status_json(st: &KeysetStatus, uri: &str, v: Option<&VerifiedKeyset>) -> Valu
             ("next_change", next),
             ("healthy", st.healthy().into()),
             ("authenticated", authenticated),
+            ("revocations", super::revoke::live_json(&st.keyset, st.now)),
         ],
         &[("now", Some(st.now)), ("expires_at", expires_at)],
     )
@@ -225,6 +226,7 @@ fn status_text(
             line(out, paint("31", &format!("          unavailable: {why}")))?;
         }
     }
+    super::revoke::live_text(&st.keyset, now, out)?;
     match st.next_change {
         Some((at, phase)) => line(
             out,

@@ -1,10 +1,11 @@
-//! Keyset commands: `init`, `rotate`, `status`, `check`, `keyset show`. Each
+//! Keyset commands: `init`, `rotate`, `revoke`, `status`, `check`, `keyset show`. Each
 //! parses and validates its flags, calls the library's keyset operations, and
 //! prints; none computes a ring itself.
 
 mod due;
 mod init;
 mod inspect;
+mod revoke;
 mod rewrite;
 mod rotate;
 
@@ -20,6 +21,7 @@ use crate::token::parse_seconds;
 
 pub(crate) use init::{InitArgs, init};
 pub(crate) use inspect::{CheckArgs, ShowArgs, StatusArgs, check, show, status};
+pub(crate) use revoke::{RevokeArgs, revoke};
 pub(crate) use rewrite::{RenewArgs, UpgradeArgs, renew, upgrade};
 pub(crate) use rotate::{RotateArgs, rotate};
 

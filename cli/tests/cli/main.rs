@@ -11,6 +11,7 @@ mod integrity;
 mod member;
 mod operator;
 mod races;
+mod revoke;
 mod simulate;
 mod token_files;
 mod vault;

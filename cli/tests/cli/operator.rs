@@ -568,6 +568,7 @@ fn help_ends_with_examples_and_completions_are_generated() {
         &["--help"][..],
         &["init", "--help"],
         &["rotate", "--help"],
+        &["revoke", "--help"],
         &["status", "--help"],
         &["check", "--help"],
         &["keyset", "show", "--help"],

@@ -32,6 +32,7 @@ fn doc(generation: u64) -> StoredKeyset {
         generation,
         timing: None,
         rotation_claim: None,
+        revocations: Vec::new(),
         keys: vec![KeyEntry {
             entry: "k_1".into(),
             kid: None,

@@ -353,7 +353,9 @@ impl RotationScheduler {
             ));
         };
         keys.swap(0, p);
-        let ring = KeyRing::from_keys(keys)?;
+        // The document's revocations travel with its keys: verify reads both from one load.
+        let ring = KeyRing::from_keys(keys)?
+            .with_revocations(crate::revocation::RevocationList::new(&doc.revocations));
         self.limit_seals(ring.primary(), &primary_entry);
         let recorded = ring.primary().seal_limit() != Some(0);
         *lock(&inner.primary_entry) = Some(primary_entry);
@@ -371,6 +373,10 @@ impl RotationScheduler {
             .ring
             .store(if sealing { ring } else { ring.verifying_only() });
         metrics::gauge!("stateseal_ring_generation").set(doc.generation as f64);
+        let profile = doc.timing.unwrap_or_default();
+        let live = doc.revocations.iter();
+        let live = live.filter(|r| now < crate::keyset::live_until(r, &profile));
+        metrics::gauge!("stateseal_revocations_live").set(live.count() as f64);
         metrics::gauge!("stateseal_rotation_phase").set(phase.map_or(0.0, |p| p as u8 as f64));
         // How long the current phase has left (0 with nothing scheduled): a phase
         // that should have ended shows as a generation that never changes while this stays 0.

@@ -51,6 +51,12 @@ impl StateCodec for Through {
     fn unseal(&self, token: &str) -> std::result::Result<Vec<u8>, stateseal::Error> {
         self.engine()?.codec.unseal(token)
     }
+
+    /// The engine's ring's revocations (a closed codec revokes everything).
+    fn revoked(&self, iat: f64, principal: Option<&[u8]>) -> bool {
+        self.engine()
+            .map_or(true, |e| e.codec.revoked(iat, principal))
+    }
 }
 
 impl Through {

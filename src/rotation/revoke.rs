@@ -56,8 +56,11 @@ pub async fn revoke(
             "times must be Unix seconds between 1970 and 9999 (not milliseconds)".into(),
         ));
     }
+    // The document keeps milliseconds. Rounded up, so "before now" covers a
+    // state minted in the same millisecond, just before: rounded to nearest,
+    // such a state could fall after the stored `before`.
     let entry = Revocation {
-        before: document_time(entry.before),
+        before: document_time((entry.before * 1000.0).ceil() / 1000.0),
         ..entry
     };
     let mut retries = CONFLICT_RETRIES;

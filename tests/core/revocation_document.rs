@@ -246,3 +246,28 @@ async fn a_write_on_a_restored_backup_keeps_the_live_revocations() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[tokio::test]
+async fn before_covers_a_state_minted_in_the_same_millisecond_just_before() {
+    let (dir, store, registry, m) = setup("revoke-same-ms").await;
+    let a = alice();
+    // Minted 0.1 ms past a millisecond, revoked 0.3 ms later: rounded to the
+    // nearest millisecond, `before` would fall before the state's iat.
+    let minted = T0 + 10.0001;
+    let token = mint(&m, Some(&a), minted);
+    revoke(
+        &*store,
+        &registry,
+        &trust(),
+        Revocation::principal(&a, minted + 0.0003),
+        T0 + 11.0,
+    )
+    .await
+    .expect("revoke");
+    m.sched.refresh_at(T0 + 12.0).await.expect("refresh");
+    assert_eq!(
+        refusal(&m, &token, Some(&a), T0 + 12.0),
+        Some(RejectReason::Revoked)
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -23,10 +23,10 @@ use serde_json::json;
 use stateseal::replay::{MemoryReplayStore, ReplayStore};
 use stateseal::rmcp_adapter::StateSealed;
 use stateseal::rotation::{
-    DEFAULT_MAX_LIVE_KEYS, KeysetTrust, Phase, RotateMode, describe_keyset, rotate_keyset,
+    DEFAULT_MAX_LIVE_KEYS, KeysetTrust, Phase, RotateMode, describe_keyset, revoke, rotate_keyset,
 };
 use stateseal::setup::{Config, Protection, start};
-use stateseal::{Clock, LocalProvider, SystemClock};
+use stateseal::{Clock, LocalProvider, Principal, Revocation, SystemClock};
 
 use crate::error::CliError;
 use crate::keyset::{load_verified, registry};
@@ -61,6 +61,11 @@ const USERS: [&str; 2] = ["alice", "bob"];
 /// phases after it: rotation at 4 s, phase 2 at 4 + P = 7 s, phase 3 at
 /// 7 + P + T + S = 23 s (P = 3, T = 12, S = 1), plus refresh and margin.
 const ROTATE_AFTER: f64 = 4.0;
+/// When the demo revokes bob's states issued so far (one held state of his
+/// must then be refused), and how long after it that state comes back: past
+/// one refresh R = 1 s and its jitter.
+const REVOKE_AFTER: f64 = 8.0;
+const REVOKED_REPLAY_AFTER: Duration = Duration::from_millis(2500);
 const MIN_DURATION: f64 = 26.0;
 
 type Client = RunningService<RoleClient, ()>;
@@ -182,6 +187,8 @@ struct Tally {
     attacks_rejected: u64,
     /// Of the attacks: single-use transfers presented a second time.
     replays: u64,
+    /// Of the attacks: states presented after their principal was revoked.
+    revoked: u64,
 }
 
 pub(crate) async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<(), CliError> {
@@ -248,6 +255,9 @@ pub(crate) async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<(), CliEr
     let mut tally = Tally::default();
     let mut phases = BTreeSet::new();
     let mut rotated = false;
+    // bob's state minted before his revocation, and when to present it.
+    let mut revocation: Option<(Instant, String, &str)> = None;
+    let mut revoked_written = false;
     // Tokens kept to replay after expiry: (when, token, user, arguments).
     let mut held: Vec<(Instant, String, usize, &str)> = Vec::new();
     let mut last_report = Instant::now() - Duration::from_secs(1);
@@ -275,6 +285,44 @@ pub(crate) async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<(), CliEr
             .map_err(CliError::from)?;
             rotated = true;
             writeln!(progress, "  -> rotation written: new key propagates for 3 s, then seals; the old key retires 16 s later").map_err(io)?;
+        }
+        if !revoked_written && started.elapsed().as_secs_f64() > REVOKE_AFTER {
+            // bob's states issued until now are revoked fleet-wide, no rotation:
+            // one he holds must be refused once the instances have refreshed.
+            let env = "staging";
+            if let Ok(CallToolResponse::InputRequired(r)) =
+                fleet.clients[1][0].call_tool_once(deploy(env)).await
+            {
+                let bob = Principal::from_components(
+                    "example-client",
+                    Some("https://auth.example"),
+                    Some("bob"),
+                );
+                revoke(
+                    store_handle.as_ref(),
+                    &registry,
+                    &trust,
+                    Revocation::principal(&bob, SystemClock.now()),
+                    SystemClock.now(),
+                )
+                .await
+                .map_err(CliError::from)?;
+                revocation = Some((
+                    Instant::now() + REVOKED_REPLAY_AFTER,
+                    r.request_state.unwrap_or_default(),
+                    env,
+                ));
+                writeln!(progress, "  -> revocation written: bob's states issued until now are refused on every instance within R = 1 s; his new ones verify").map_err(io)?;
+            }
+            revoked_written = true;
+        }
+        if let Some((_, token, env)) = revocation.take_if(|(due, ..)| Instant::now() >= *due) {
+            tally.attacks += 1;
+            tally.revoked += 1;
+            let r = fleet.clients[1][pick.below(args.instances)]
+                .call_tool_once(answered(deploy(env), &token))
+                .await;
+            tally.attacks_rejected += u64::from(rejected(&r));
         }
         // One conversation: round 1 and round 2 on random instances, as one user.
         let user = pick.below(USERS.len());
@@ -403,16 +451,18 @@ pub(crate) async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<(), CliEr
     }
     let phases_seen: Vec<u8> = phases.into_iter().collect();
     let ok = tally.unexpected == 0
+        && tally.revoked == 1
         && tally.attacks == tally.attacks_rejected
         && phases_seen == [Phase::One as u8, 2, 3];
     writeln!(
         progress,
-        "summary: {} rounds, {} unexpected rejections, {}/{} attacks rejected ({} replayed single-use transfers among them), phases seen {:?}: {}",
+        "summary: {} rounds, {} unexpected rejections, {}/{} attacks rejected ({} replayed single-use transfers and {} revoked states among them), phases seen {:?}: {}",
         tally.rounds,
         tally.unexpected,
         tally.attacks_rejected,
         tally.attacks,
         tally.replays,
+        tally.revoked,
         phases_seen,
         if ok { "OK" } else { "FAILED" }
     )
@@ -422,7 +472,7 @@ pub(crate) async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<(), CliEr
             out,
             "{}",
             json!({"rounds": tally.rounds, "unexpected_rejections": tally.unexpected, "attacks": tally.attacks,
-                "attacks_rejected": tally.attacks_rejected, "replays": tally.replays, "phases_seen": phases_seen, "instances": args.instances,
+                "attacks_rejected": tally.attacks_rejected, "replays": tally.replays, "revoked": tally.revoked, "phases_seen": phases_seen, "instances": args.instances,
                 "duration_s": started.elapsed().as_secs_f64().round()})
         )
         .map_err(io)?;

@@ -547,6 +547,8 @@ fn demo_runs_a_rotating_fleet_to_a_clean_summary() {
     assert!(last["attacks"].as_u64().expect("attacks") > 100);
     // Single-use transfers replayed on another instance: refused, among the attacks.
     assert!(last["replays"].as_u64().expect("replays") > 10, "{stdout}");
+    // bob's state held across his revocation: refused, among the attacks.
+    assert_eq!(last["revoked"], 1, "{stdout}");
     assert!(last["rounds"].as_u64().expect("rounds") > 100);
     assert_eq!(last["phases_seen"], serde_json::json!([1, 2, 3]));
     assert!(

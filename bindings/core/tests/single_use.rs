@@ -82,3 +82,29 @@ fn single_use_needs_a_replay_store_and_a_payload_may_not_bring_its_own_claim() {
     own.extend_from_slice(br#","u":"AAAAAAAAAAAAAAAAAAAAAA"}"#);
     assert!(running.seal_claims(&own).is_err());
 }
+
+#[test]
+fn a_v1_primary_key_refuses_to_seal_single_use() {
+    let dir = temp_dir("v1");
+    let store_uri = format!("file://{}", dir.join("keyset.json").display());
+    let mut named = settings(&dir);
+    named.push(("replay_store", Setting::Text("memory://".into())));
+    named.push(("single_use_tools", Setting::List(vec!["transfer".into()])));
+    let recipe = recipe(&store_uri, "svc", named, str::to_owned).expect("recipe");
+    drop(Running::start(&recipe).expect("start")); // creates the keyset
+    // The keyset as a release before v2 keys wrote it.
+    let registry = stateseal_providers::registry_from_env(true);
+    let store = registry.open_store(&store_uri).expect("store");
+    tokio::runtime::Runtime::new().expect("runtime").block_on(
+        stateseal_testkit::keysets::with_v1_keys(store.as_ref(), &registry),
+    );
+    let running = Running::start(&recipe).expect("start");
+    let e = running.seal_claims(&sdk_payload("transfer")).unwrap_err();
+    assert!(e.to_string().contains("v2 key"), "{e}");
+    assert!(
+        running
+            .seal_claims(&sdk_payload("deploy"))
+            .expect("seal")
+            .starts_with("v1.")
+    );
+}

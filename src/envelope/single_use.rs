@@ -102,7 +102,7 @@ impl SingleUse {
     /// payload is read as Python's `json.loads` reads it (last duplicate wins).
     ///
     /// # Errors
-    /// [`RejectReason::Malformed`] for a payload that is not a JSON object,
+    /// [`RejectReason::Malformed`](crate::RejectReason::Malformed) for a payload that is not a JSON object,
     /// a `u` that is not an id, or a single-use state without a numeric `exp`.
     pub fn of_claims(payload: &[u8], max_skew: f64) -> Result<Option<Self>, Error> {
         let malformed = || Error::Rejected(crate::reason::RejectReason::Malformed);

@@ -2,8 +2,9 @@
 # Installs the Python package `stateseal` with its user's install line
 # (`pip install ./bindings/python`, maturin as the PEP 517 backend) into a
 # project venv that has the real MCP SDK (mcp==2.3.0), then runs its tests with
-# pytest: the SDK's codec contract, fork safety, KMS faults on OpenBao, and the
-# mixed Rust/Python fleet. Prints the venv's python on its last line.
+# pytest: the SDK's codec contract, fork safety, KMS faults on OpenBao, the
+# mixed Rust/Python fleet, and single-use states on a real Redis. Prints the
+# venv's python on its last line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv="${STATESEAL_PYPKG_ENV:-target/pypkg-env}"
@@ -20,6 +21,7 @@ cargo build --quiet --example http_server
 CARGO_TARGET_DIR="$PWD/target" "$venv/bin/pip" install --quiet --disable-pip-version-check \
   --force-reinstall --no-deps ./bindings/python >&2
 SVC_BIN="$(scripts/svc-env.sh)"
+STATESEAL_REDIS_SERVER="$(scripts/redis-env.sh)" \
 STATESEAL_CLI="$PWD/target/debug/stateseal" \
 STATESEAL_HTTP_SERVER="$PWD/target/debug/examples/http_server" \
 STATESEAL_BAO="${STATESEAL_BAO:-$SVC_BIN/bao}" \

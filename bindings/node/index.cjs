@@ -28,18 +28,29 @@ const SDK_REASONS = {
   principal: 'bind',
   'principal drift': 'bind',
   'principal binding error': 'bind',
+  // A spent single-use state is as unusable as an expired one: the client starts the flow again.
+  replayed: 'expired',
+  // Fail closed: the record did not land, so the state cannot be used now (nor was it spent).
+  'replay store unavailable': 'expired',
 };
 
 /**
+ * Refusals the SDK's codec has no reason for: their message stays stateseal's
+ * reason, so the server's log (the SDK's `onerror`) names them as a Rust server's does.
+ */
+const OWN_MESSAGE = new Set(['replayed', 'replay store unavailable']);
+
+/**
  * A request state refused. `reason` is stateseal's log-only reason (`seal`, `unknown key`,
- * `expired`, `principal`, `request binding`, `audience`, `malformed`, …), `sdkReason` the
- * SDK codec's (`malformed`, `mac`, `expired`, `bind`); the message is the SDK's from
- * `verify`, stateseal's from `unseal`.
+ * `expired`, `principal`, `request binding`, `audience`, `malformed`, `replayed`,
+ * `replay store unavailable`, …), `sdkReason` the SDK codec's (`malformed`, `mac`, `expired`,
+ * `bind`; `expired` for the two single-use reasons); the message is the SDK's from `verify`
+ * (stateseal's for the single-use reasons), stateseal's from `unseal`.
  */
 class InvalidRequestStateError extends StatesealError {
   constructor(reason, { sdk = false } = {}) {
     const sdkReason = SDK_REASONS[reason] ?? 'malformed';
-    super(sdk ? sdkReason : reason, 'ERR_STATESEAL_REJECTED');
+    super(sdk && !OWN_MESSAGE.has(reason) ? sdkReason : reason, 'ERR_STATESEAL_REJECTED');
     this.name = 'InvalidRequestStateError';
     this.reason = reason;
     this.sdkReason = sdkReason;
@@ -286,10 +297,18 @@ function createStatesealCodec(options = {}) {
       const [request, method, id, principal, now] = round(ctx);
       let text;
       try {
-        text = envelope.verify(request, method, id, state, principal, now);
+        // A multi-use state's text, synchronously and without the network; a single-use
+        // state's pending record, which alone releases its text.
+        text = envelope.open(request, method, id, state, principal, now);
       } catch (e) {
         const err = ours(e);
         throw err instanceof InvalidRequestStateError ? new InvalidRequestStateError(err.reason, { sdk: true }) : err;
+      }
+      if (typeof text !== 'string') {
+        // Recorded on a pool thread (at most the store's deadline); refused unless this call recorded it.
+        const recorded = await text.record();
+        if (typeof recorded.state !== 'string') throw new InvalidRequestStateError(recorded.reason, { sdk: true });
+        text = recorded.state;
       }
       return decode(text);
     },

@@ -37,6 +37,17 @@ export interface KeysetOptions {
   kek?: string;
   maxSealsPerKey?: number;
   sealReservationBlock?: number;
+  /**
+   * Where single-use states are recorded: `memory://` (one instance), `redis://host:6379/0`
+   * or `rediss://…` (a fleet). Required with any `singleUse*` option (else `start` fails).
+   */
+  replayStore?: string;
+  /** Tools whose states are single-use: `verify` accepts each state once, fleet-wide. */
+  singleUseTools?: string[];
+  /** Prompts whose states are single-use. */
+  singleUsePrompts?: string[];
+  /** Resources (by URI) whose states are single-use. */
+  singleUseResources?: string[];
 }
 
 /** The scheduler's view of a keyset codec. */
@@ -67,9 +78,10 @@ export declare class StatesealError extends Error {
 
 /**
  * A request state refused. `reason`: stateseal's log-only reason (`seal`, `unknown key`,
- * `expired`, `principal`, `request binding`, `audience`, `malformed`, …); `sdkReason`: the
- * SDK codec's. The message is `sdkReason` when thrown by `verify` (the SDK logs it), `reason`
- * when thrown by `unseal`.
+ * `expired`, `principal`, `request binding`, `audience`, `malformed`, `replayed`,
+ * `replay store unavailable`, …); `sdkReason`: the SDK codec's (`expired` for the two
+ * single-use reasons). The message is `sdkReason` when thrown by `verify` (the SDK logs it),
+ * except for the single-use reasons, and `reason` when thrown by `unseal`.
  */
 export declare class InvalidRequestStateError extends StatesealError {
   readonly code: 'ERR_STATESEAL_REJECTED';

@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use single_use::SingleUseRounds;
 
-use crate::envelope::{CARRIER_METHODS, Envelope, Principal, RequestIdentity};
+use crate::envelope::{CARRIER_METHODS, Envelope, Principal, RequestIdentity, SingleUse};
 use crate::error::Error;
 use crate::reason::RejectReason;
 use crate::replay::ReplayStore;
@@ -229,6 +229,17 @@ impl Boundary {
     /// Whether states of `round` are minted single-use.
     pub fn is_single_use(&self, round: &RequestIdentity) -> bool {
         self.single_use.covers(round)
+    }
+
+    /// Records a single-use state opened outside [`Boundary::admit`] (the
+    /// language bindings open states through their SDK's own checks), with
+    /// the same metrics and log: `Err(Replayed)` when it was recorded
+    /// already, `Err(ReplayStoreUnavailable)` when the store failed or there is none.
+    ///
+    /// # Errors
+    /// As above; the state must then be refused.
+    pub async fn record(&self, single_use: &SingleUse) -> Result<(), RejectReason> {
+        self.single_use.record(single_use).await
     }
 
     /// [`Boundary::open`] for every state, single-use ones included: a

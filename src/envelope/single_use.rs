@@ -83,6 +83,59 @@ impl SingleUse {
     }
 }
 
+/// For codecs under an SDK that writes the claims itself (the Python SDK's
+/// `RequestStateSecurity` builds them and hands our codec the payload): the
+/// same `u` claim and replay key as [`Envelope`](crate::Envelope), so a state
+/// minted by a Rust server is recorded under the same key by a Python one.
+impl SingleUse {
+    /// A fresh value for the `u` claim (22 base64url characters).
+    ///
+    /// # Errors
+    /// [`Error::Random`] when the operating system's random source fails.
+    pub fn new_claim() -> Result<String, Error> {
+        Ok(SingleUseId::generate(&RandomSource::default())?.encode())
+    }
+
+    /// The record a claims payload asks for once its other claims have been
+    /// checked (by the caller): `None` without a `u` claim. The audience is
+    /// the payload's `aud`, which the caller has checked is its own; the
+    /// payload is read as Python's `json.loads` reads it (last duplicate wins).
+    ///
+    /// # Errors
+    /// [`RejectReason::Malformed`](crate::RejectReason::Malformed) for a payload that is not a JSON object,
+    /// a `u` that is not an id, or a single-use state without a numeric `exp`.
+    pub fn of_claims(payload: &[u8], max_skew: f64) -> Result<Option<Self>, Error> {
+        let malformed = || Error::Rejected(crate::reason::RejectReason::Malformed);
+        // Most states are multi-use: no parse unless the claim's name is there at all.
+        if !payload.windows(3).any(|w| w == b"\"u\"") {
+            return Ok(None);
+        }
+        let claims = crate::json::parse(payload, crate::json::Duplicates::LastWins)
+            .map_err(|_| malformed())?;
+        let crate::json::Value::Object(_) = &claims else {
+            return Err(malformed());
+        };
+        let id = match claims.get("u") {
+            None | Some(crate::json::Value::Null) => return Ok(None),
+            Some(crate::json::Value::Str(t)) => {
+                SingleUseId::parse(t.as_bytes()).ok_or_else(malformed)?
+            }
+            Some(_) => return Err(malformed()),
+        };
+        let exp = match claims.get("exp") {
+            Some(crate::json::Value::Float(f)) => *f,
+            Some(crate::json::Value::Int(i)) => i.parse().map_err(|_| malformed())?,
+            _ => return Err(malformed()),
+        };
+        let audience = match claims.get("aud") {
+            None | Some(crate::json::Value::Null) => None,
+            Some(crate::json::Value::Str(t)) => Some(t.as_str().ok_or_else(malformed)?),
+            Some(_) => return Err(malformed()),
+        };
+        Ok(Some(Self::new(&id, audience, exp, max_skew)))
+    }
+}
+
 impl fmt::Debug for SingleUse {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SingleUse")
@@ -105,6 +158,30 @@ mod tests {
         assert_eq!(SingleUseId::parse(&text.as_bytes()[..21]), None);
         assert_eq!(SingleUseId::parse(b"AAAAAAAAAAAAAAAAAAAAAAAA"), None);
         assert_eq!(format!("{id:?}"), "SingleUseId(<redacted>)");
+    }
+
+    #[test]
+    fn claims_give_the_envelopes_record() {
+        let id = SingleUseId::parse(SingleUse::new_claim().unwrap().as_bytes()).unwrap();
+        let payload = format!(
+            r#"{{"v":1,"iat":1,"exp":100.5,"m":"tools/call","t":"x","a":"d","s":"\"u\"","aud":"svc","u":"{}"}}"#,
+            id.encode()
+        );
+        let once = SingleUse::of_claims(payload.as_bytes(), 60.0)
+            .unwrap()
+            .unwrap();
+        assert_eq!(once, SingleUse::new(&id, Some("svc"), 100.5, 60.0));
+        // A state that only mentions the name, and payloads without the claim.
+        let plain = br#"{"v":1,"exp":1,"s":"\"u\":1"}"#;
+        assert_eq!(SingleUse::of_claims(plain, 60.0).unwrap(), None);
+        assert_eq!(SingleUse::of_claims(b"not json", 60.0).unwrap(), None);
+        for bad in [
+            &br#"{"exp":1,"u":"short"}"#[..],
+            br#"{"u":"AAAAAAAAAAAAAAAAAAAAAA"}"#,
+            b"[\"u\"]",
+        ] {
+            assert!(SingleUse::of_claims(bad, 60.0).is_err());
+        }
     }
 
     #[test]

@@ -24,6 +24,7 @@
 
 mod running;
 mod settings;
+mod single_use;
 
 pub use running::{ExplicitTiming, Recipe, Running};
 pub use settings::{Setting, recipe, recipe_from_env};

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use stateseal::boundary::Boundary;
 use stateseal::rotation::{KeysetTrust, load_verified};
 use stateseal::setup::{Config, Protection};
 use stateseal::{AesGcmCodec, Error, ProviderRegistry, StateCodec};
@@ -76,10 +77,16 @@ pub struct Running {
     pub pid: u32,
     /// The state lifetime T in force (the SDK's `RequestStateSecurity` takes the same).
     pub ttl: f64,
+    /// The clock skew S in force (a single-use record is kept until its state's expiry plus S).
+    pub max_skew: f64,
     /// Seals and opens with the scheduler's ring.
     pub codec: AesGcmCodec,
+    /// The protection's boundary, kept: which rounds are single-use, and their replay store.
+    pub(crate) boundary: Option<Boundary>,
+    /// Whether any round is single-use (without, seals skip the claims parse).
+    pub(crate) single_use_rounds: bool,
     protection: Option<Protection>,
-    runtime: Option<tokio::runtime::Runtime>,
+    pub(crate) runtime: Option<tokio::runtime::Runtime>,
 }
 
 impl Running {
@@ -98,17 +105,23 @@ impl Running {
         let protection = runtime.block_on(async {
             let config = recipe.config_for(&registry).await;
             config.validate()?;
-            let ttl = config.ttl;
+            let single_use = !(config.single_use_tools.is_empty()
+                && config.single_use_prompts.is_empty()
+                && config.single_use_resources.is_empty());
+            let timing = (config.ttl, config.max_skew, single_use);
             stateseal::setup::start(&config, registry)
                 .await
-                .map(|p| (p, ttl))
+                .map(|p| (p, timing))
         });
-        let (protection, ttl) = protection?;
+        let (protection, (ttl, max_skew, single_use)) = protection?;
         let codec = AesGcmCodec::new(protection.scheduler().ring());
         Ok(Self {
             pid: std::process::id(),
             ttl,
+            max_skew,
             codec,
+            single_use_rounds: single_use,
+            boundary: Some(protection.boundary()),
             protection: Some(protection),
             runtime: Some(runtime),
         })
@@ -145,6 +158,7 @@ impl Running {
 impl Drop for Running {
     fn drop(&mut self) {
         // The refresh task first, then the runtime, without waiting on I/O in flight.
+        drop(self.boundary.take());
         drop(self.protection.take());
         if let Some(rt) = self.runtime.take() {
             rt.shutdown_background();

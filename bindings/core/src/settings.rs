@@ -47,6 +47,13 @@ fn text(v: &Setting, expected: &str) -> Result<String, String> {
     }
 }
 
+fn names(name: &str, v: &Setting) -> Result<Vec<String>, String> {
+    match v {
+        Setting::List(l) => Ok(l.clone()),
+        _ => Err(format!("{name}: expected a list of names")),
+    }
+}
+
 /// A `Recipe` from `store` and named settings, each name as the caller's
 /// language spells it; `field_of` turns one into the `Config` field it sets
 /// (`str::to_owned` for Python's names, a camelCase conversion for
@@ -106,6 +113,13 @@ pub fn recipe<'a>(
             "min_generation" => b.min_generation(count(name, v)?),
             "accept_unauthenticated_keyset" => b.accept_unauthenticated_keyset(boolean(name, v)?),
             "renew_keyset" => b.renew_keyset(boolean(name, v)?),
+            "replay_store" => b.replay_store(Some(text(
+                v,
+                &format!("{name}: expected a replay store URI (memory:// or redis://…)"),
+            )?)),
+            "single_use_tools" => b.single_use_tools(names(name, v)?),
+            "single_use_prompts" => b.single_use_prompts(names(name, v)?),
+            "single_use_resources" => b.single_use_resources(names(name, v)?),
             _ => return Err(format!("unknown setting {name:?}")),
         };
     }

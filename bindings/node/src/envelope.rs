@@ -10,6 +10,7 @@ use napi_derive::napi;
 use stateseal::{Envelope, Principal, RequestIdentity, StateCodec};
 
 use crate::request::NativeRequest;
+use crate::single_use::NativeSingleUse;
 use crate::{Code, Shared, fail, open, thrown};
 
 /// The caller a state is bound to, by its parts (as the Rust servers' `AuthenticatedPrincipal`).
@@ -101,18 +102,19 @@ impl NativeEnvelope {
         Ok(Self { shared, envelope })
     }
 
-    /// The round's identity in `request`, once the codec is known to be open.
+    /// The round's identity in `request`, and the engine once the codec is known to be open.
     fn round(
         &self,
         request: &NativeRequest,
         method: &str,
         id_json: &str,
-    ) -> std::result::Result<RequestIdentity, Error<Code>> {
-        open(&self.shared)?;
-        request
+    ) -> std::result::Result<(RequestIdentity, Arc<crate::Engine>), Error<Code>> {
+        let engine = open(&self.shared)?;
+        let id = request
             .batch
             .identity(method, id_json.as_bytes())
-            .map_err(|e| thrown(&e))
+            .map_err(|e| thrown(&e))?;
+        Ok((id, engine))
     }
 }
 
@@ -129,18 +131,24 @@ impl NativeEnvelope {
         principal_parts: PrincipalArg,
         now: f64,
     ) -> std::result::Result<String, Error<Code>> {
-        let id = self.round(request, &method, &id_json)?;
-        self.envelope
-            .mint_at(
-                &id,
-                state.as_bytes(),
-                principal(principal_parts).as_ref(),
-                now,
-            )
-            .map_err(|e| thrown(&e))
+        let (id, engine) = self.round(request, &method, &id_json)?;
+        let p = principal(principal_parts);
+        let single_use = engine
+            .running
+            .as_ref()
+            .is_some_and(|r| r.is_single_use(&id));
+        if single_use {
+            self.envelope
+                .mint_single_use_at(&id, state.as_bytes(), p.as_ref(), now)
+        } else {
+            self.envelope
+                .mint_at(&id, state.as_bytes(), p.as_ref(), now)
+        }
+        .map_err(|e| thrown(&e))
     }
 
     /// The state `token` carries, if it was minted for this request, caller and audience and has not expired at `now`.
+    /// Refuses single-use states (`replay store unavailable`): `open` accepts them once recorded.
     #[napi]
     pub fn verify(
         &self,
@@ -151,12 +159,40 @@ impl NativeEnvelope {
         principal_parts: PrincipalArg,
         now: f64,
     ) -> std::result::Result<String, Error<Code>> {
-        let id = self.round(request, &method, &id_json)?;
+        let (id, _) = self.round(request, &method, &id_json)?;
         let text = self
             .envelope
             .verify_at(&id, &token, principal(principal_parts).as_ref(), now)
             .map_err(|e| thrown(&e))?;
         text.into_string()
             .map_err(|_| fail(Code::Rejected, "malformed"))
+    }
+
+    /// As `verify`, and single-use states too: a multi-use state's text comes
+    /// back at once (no store call, no thread hop); a single-use state comes
+    /// back as a [`NativeSingleUse`], whose `record()` gives the text only once
+    /// the replay store has recorded it.
+    #[napi(ts_return_type = "string | NativeSingleUse")]
+    pub fn open(
+        &self,
+        request: &NativeRequest,
+        method: String,
+        id_json: String,
+        token: String,
+        principal_parts: PrincipalArg,
+        now: f64,
+    ) -> std::result::Result<Either<String, NativeSingleUse>, Error<Code>> {
+        let (id, _) = self.round(request, &method, &id_json)?;
+        let (text, once) = self
+            .envelope
+            .open_at(&id, &token, principal(principal_parts).as_ref(), now)
+            .map_err(|e| thrown(&e))?;
+        let text = text
+            .into_string()
+            .map_err(|_| fail(Code::Rejected, "malformed"))?;
+        Ok(match once {
+            None => Either::A(text),
+            Some(once) => Either::B(NativeSingleUse::new(Arc::clone(&self.shared), once, text)),
+        })
     }
 }

@@ -17,6 +17,7 @@
 mod envelope;
 mod request;
 mod settings;
+mod single_use;
 
 use std::sync::Arc;
 
@@ -28,6 +29,7 @@ use stateseal_binding::{Running, reason};
 
 pub use envelope::NativeEnvelope;
 pub use request::NativeRequest;
+pub use single_use::{NativeSingleUse, Recorded};
 
 /// What a failure is, as JavaScript's `err.code`.
 #[derive(Debug, Clone, Copy)]
@@ -76,8 +78,9 @@ pub(crate) const CLOSED: &str = "the codec is closed";
 pub(crate) struct Engine {
     pub(crate) codec: Arc<AesGcmCodec>,
     pub(crate) ttl: Option<f64>,
-    /// Kept for its scheduler (status, and stopping it on close).
-    running: Option<Running>,
+    /// Kept for its scheduler (status, and stopping it on close) and its
+    /// single-use rounds and replay store.
+    pub(crate) running: Option<Running>,
 }
 
 /// The engine while the codec is open; `None` once closed.
@@ -167,7 +170,8 @@ impl NativeCodec {
     }
 
     /// Opens a token sealed under any key of the ring. A token longer than
-    /// the envelope's limit (1 MiB) is refused before it is decoded.
+    /// the envelope's limit (1 MiB) is refused before it is decoded, and a
+    /// single-use state (`replay store unavailable`) after.
     #[napi]
     pub fn unseal(&self, token: String) -> std::result::Result<Buffer, Error<Code>> {
         if token.len() > stateseal::DEFAULT_MAX_TOKEN_LEN {
@@ -176,11 +180,17 @@ impl NativeCodec {
             )));
         }
         let engine = open(&self.shared)?;
-        engine
-            .codec
-            .unseal(&token)
-            .map(Buffer::from)
-            .map_err(|e| thrown(&e))
+        let payload = engine.codec.unseal(&token).map_err(|e| thrown(&e))?;
+        // Fail closed: this path records nothing, so a payload with the
+        // single-use claim is refused here (the codec from
+        // `createStatesealCodec` accepts it once recorded).
+        match stateseal::SingleUse::of_claims(&payload, 0.0) {
+            Ok(None) => Ok(Buffer::from(payload)),
+            Ok(Some(_)) => Err(thrown(&stateseal::Error::Rejected(
+                stateseal::RejectReason::ReplayStoreUnavailable,
+            ))),
+            Err(e) => Err(thrown(&e)),
+        }
     }
 
     /// The state lifetime T of the keyset (`null` for static keys).

@@ -8,6 +8,7 @@
 
 #![forbid(unsafe_code)]
 
+mod pending;
 mod settings;
 
 use std::sync::{Arc, Mutex};
@@ -25,7 +26,7 @@ use stateseal_binding::{Recipe, Running, reason};
 /// (the Python package hands it over at import).
 static INVALID_STATE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
-fn invalid_state(py: Python<'_>, why: String) -> PyErr {
+pub(crate) fn invalid_state(py: Python<'_>, why: String) -> PyErr {
     match INVALID_STATE.get(py) {
         Some(ty) => PyErr::from_type(ty.bind(py).clone(), why),
         None => PyRuntimeError::new_err(why),
@@ -143,16 +144,20 @@ impl NativeCodec {
         Self::started(py, recipe)
     }
 
-    /// Seals `payload` under the ring's primary key.
+    /// Seals `payload` under the ring's primary key, with the single-use
+    /// claim when the SDK's claims (`m`, `t`) name a single-use round.
     fn seal(&self, py: Python<'_>, payload: &[u8]) -> PyResult<String> {
         let running = self.current(py)?;
-        py.detach(|| running.seal(payload))
+        py.detach(|| running.seal_claims(payload))
             .map_err(|e| invalid_state(py, reason(&e)))
     }
 
     /// Opens a token sealed under any key of the ring. A token longer than
     /// the Rust envelope's limit (1 MiB) is refused as malformed before it is
-    /// decoded: the echo is attacker-controlled and unbounded.
+    /// decoded: the echo is attacker-controlled and unbounded. A single-use
+    /// state is handed to the `stateseal.RequestStateBoundary` opening it (to
+    /// record once the SDK's claim checks pass), and refused with `replay
+    /// store unavailable` outside one: nothing else would record it.
     fn unseal<'py>(&self, py: Python<'py>, token: &str) -> PyResult<Bound<'py, PyBytes>> {
         if token.len() > stateseal::DEFAULT_MAX_TOKEN_LEN {
             return Err(invalid_state(
@@ -161,9 +166,13 @@ impl NativeCodec {
             ));
         }
         let running = self.current(py)?;
-        let payload = py
-            .detach(|| running.unseal(token))
+        let (payload, once) = py
+            .detach(|| running.unseal_claims(token))
             .map_err(|e| invalid_state(py, reason(&e)))?;
+        if let Some(once) = once {
+            // Recorded by the boundary once the SDK's checks pass; anywhere else, refused.
+            pending::hand_over(py, once, running)?;
+        }
         Ok(PyBytes::new(py, &payload))
     }
 
@@ -203,5 +212,7 @@ impl NativeCodec {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeCodec>()?;
     m.add_function(wrap_pyfunction!(use_error_type, m)?)?;
+    m.add_class::<pending::PendingUse>()?;
+    m.add_function(wrap_pyfunction!(pending::use_pending_var, m)?)?;
     Ok(())
 }

@@ -16,6 +16,7 @@ the GIL and never touch the network.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Any
 
 from stateseal import _native
@@ -30,7 +31,13 @@ except ImportError:  # pragma: no cover - the codec is usable without the SDK
 
 _native.use_error_type(InvalidRequestState)
 
-__all__ = ["InvalidRequestState", "KeysetCodec"]
+# The slot of the stateseal.RequestStateBoundary opening a state in this
+# context: KeysetCodec.unseal hands a single-use state's record to it, and
+# refuses the state when there is none (nothing else would record it).
+_PENDING: ContextVar[_native.PendingUse | None] = ContextVar("stateseal_pending_single_use", default=None)
+_native.use_pending_var(_PENDING)
+
+__all__ = ["InvalidRequestState", "KeysetCodec", "RequestStateBoundary", "install_boundary"]
 
 _SETTINGS = (
     "kek",
@@ -52,6 +59,10 @@ _SETTINGS = (
     "min_generation",
     "accept_unauthenticated_keyset",
     "renew_keyset",
+    "replay_store",
+    "single_use_tools",
+    "single_use_prompts",
+    "single_use_resources",
 )
 
 
@@ -96,6 +107,10 @@ class KeysetCodec:
         min_generation: int | None = None,
         accept_unauthenticated_keyset: bool | None = None,
         renew_keyset: bool | None = None,
+        replay_store: str | None = None,
+        single_use_tools: list[str] | None = None,
+        single_use_prompts: list[str] | None = None,
+        single_use_resources: list[str] | None = None,
     ) -> KeysetCodec:
         """Start a codec on the keyset in ``store``.
 
@@ -112,7 +127,12 @@ class KeysetCodec:
         restored backup); ``accept_unauthenticated_keyset`` adopts
         ``stateseal.keyset/v1`` documents during a migration, with a warning.
         ``allow_local_kek`` permits ``local://`` KEKs,
-        which are for development only. Provider credentials come from the
+        which are for development only. ``single_use_tools``,
+        ``single_use_prompts`` and ``single_use_resources`` (resource URIs)
+        name the rounds whose states are accepted once, fleet-wide: they need
+        ``replay_store`` (``memory://`` for one process, ``redis://host:6379/0``
+        or ``rediss://…`` for a fleet), a v2 key, and
+        :class:`RequestStateBoundary` in place of the SDK's. Provider credentials come from the
         environment as in Rust (``VAULT_ADDR``/``VAULT_TOKEN``, the AWS chain,
         Application Default Credentials).
 
@@ -155,3 +175,60 @@ class KeysetCodec:
 
     def __repr__(self) -> str:
         return "KeysetCodec(<keyset-backed>)"
+
+
+try:
+    from mcp.server import request_state as _sdk
+except ImportError:  # pragma: no cover - the codec is usable without the SDK
+    _sdk = None  # type: ignore[assignment]
+
+if _sdk is not None:
+
+    class RequestStateBoundary(_sdk.RequestStateBoundary):
+        """The SDK's ``RequestStateBoundary`` (same constructor), recording single-use states.
+
+        After the SDK's own checks of a state (expiry, request binding,
+        audience, principal) pass, a single-use state is recorded in the
+        codec's replay store, and refused with the SDK's frozen ``-32602``
+        (logged reason ``replayed`` or ``replay store unavailable``, as a Rust
+        server logs them) unless this presentation recorded it. Multi-use
+        states never reach the store. The record runs with the GIL released
+        but on the calling thread: it holds the event loop for at most the
+        store's deadline (250 ms for Redis by default).
+
+        Install it where the SDK's boundary goes: in place of the one
+        ``MCPServer`` appends (``server._lowlevel_server.middleware``), or
+        appended to a lowlevel ``Server``'s ``middleware``. Without it,
+        ``KeysetCodec.unseal`` refuses every single-use state.
+        """
+
+        def _unseal(self, ctx: Any) -> Any:
+            slot = _native.PendingUse()
+            token = _PENDING.set(slot)
+            try:
+                opened = super()._unseal(ctx)
+            finally:
+                _PENDING.reset(token)
+            refused = slot.record()
+            if refused is not None:
+                _sdk._reject(ctx.method, refused)
+            return opened
+
+    def install_boundary(server: Any) -> RequestStateBoundary:
+        """Put :class:`RequestStateBoundary` in place of the SDK's in ``server``.
+
+        ``server`` is an ``MCPServer`` (whose constructor installed the SDK's
+        boundary) or a lowlevel ``Server`` whose ``middleware`` holds one; the
+        replacement keeps its policy and audience. Returns it.
+
+        Raises:
+            ValueError: ``server`` has no SDK boundary to replace.
+        """
+        lowlevel = getattr(server, "_lowlevel_server", server)
+        middleware = lowlevel.middleware
+        for i, m in enumerate(middleware):
+            if type(m) is _sdk.RequestStateBoundary:
+                ours = RequestStateBoundary(m._security, default_audience=m._audience)
+                middleware[i] = ours
+                return ours
+        raise ValueError("no mcp.server.request_state.RequestStateBoundary in the server's middleware")

@@ -1,0 +1,131 @@
+// Single-use states through the Node package, on a real Redis shared by two
+// codecs (two servers of a fleet): a single-use tool's state verifies once
+// and is refused `replayed` the second time anywhere; with the store down,
+// single-use states are refused `replay store unavailable` while multi-use
+// states still verify; the paths that record nothing refuse single-use states.
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+
+import { InvalidRequestStateError, KeysetCodec, StatesealError, createStatesealCodec } from 'stateseal';
+
+import { TIMING, localKeyset } from './harness.mjs';
+import { redis } from './redis.mjs';
+
+const native = createRequire(import.meta.url)(path.join(path.dirname(createRequire(import.meta.url).resolve('stateseal')), 'native.cjs'));
+
+const call = (id, name, args) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
+const ctx = (id) => ({ mcpReq: { id, method: 'tools/call' } });
+
+/** `f(states)` inside the handler, for a POST of `body`, as the SDK calls mint and verify. */
+function serve(states, body, f) {
+  return states.handler({ fetch: () => f(states) }).fetch(new Request('http://127.0.0.1/mcp', { method: 'POST', body: JSON.stringify(body) }));
+}
+
+const STATE = { amount: 'secret-amount-42' };
+
+/** A refusal with stateseal's `reason`, whose message and fields hold neither token nor state. */
+const refused = (reason, token) => (e) => {
+  assert.ok(e instanceof InvalidRequestStateError, `${e}`);
+  assert.equal(e.reason, reason);
+  assert.equal(e.message, reason);
+  assert.equal(e.sdkReason, 'expired');
+  const shown = `${e.message} ${e.stack} ${JSON.stringify(e)}`;
+  assert.ok(!shown.includes(token) && !shown.includes(STATE.amount), 'the error shows the token or the state');
+  return true;
+};
+
+let keyset, store, a, b;
+const options = () => ({
+  allowLocalKek: true,
+  ...TIMING,
+  keysetId: keyset.keysetId,
+  keysetKeks: keyset.keysetKeks,
+  replayStore: store.uri,
+  singleUseTools: ['transfer'],
+});
+
+before(async () => {
+  keyset = localKeyset();
+  store = await redis();
+  // Two servers of one fleet: the same keyset, the same Redis.
+  a = await KeysetCodec.start(keyset.store, options());
+  b = await KeysetCodec.start(keyset.store, options());
+});
+
+after(async () => {
+  a?.close();
+  b?.close();
+  await store?.stop();
+});
+
+test('a single-use state verifies once; presented again, on the other server, it is refused as replayed', async () => {
+  const [sa, sb] = [a, b].map((codec) => createStatesealCodec({ codec, audience: 'bank' }));
+  const transfer = call(1, 'transfer', { to: 'bob' });
+  const token = await serve(sa, transfer, (s) => s.mint(STATE, ctx(1)));
+  assert.match(token, /^v2\./);
+  assert.deepEqual(await serve(sa, transfer, (s) => s.verify(token, ctx(1))), STATE);
+  await assert.rejects(serve(sb, transfer, (s) => s.verify(token, ctx(1))), refused('replayed', token));
+  await assert.rejects(serve(sa, transfer, (s) => s.verify(token, ctx(1))), refused('replayed', token));
+  // Racing presentations on both servers: exactly one is accepted.
+  const raced = await serve(sa, transfer, (s) => s.mint(STATE, ctx(1)));
+  const outcomes = await Promise.allSettled(
+    [sa, sb, sa, sb].map((s) => serve(s, transfer, (x) => x.verify(raced, ctx(1)))),
+  );
+  assert.equal(outcomes.filter((o) => o.status === 'fulfilled').length, 1);
+  // Another tool's states stay multi-use: verified as often as presented, on either server.
+  const deploy = call(2, 'deploy', { env: 'prod' });
+  const multi = await serve(sa, deploy, (s) => s.mint(STATE, ctx(2)));
+  for (const s of [sa, sb, sa]) assert.deepEqual(await serve(s, deploy, (x) => x.verify(multi, ctx(2))), STATE);
+});
+
+test('with the replay store down, single-use states are refused and multi-use states still verify', async () => {
+  const states = createStatesealCodec({ codec: a, audience: 'bank' });
+  const transfer = call(3, 'transfer', { to: 'carol' });
+  const deploy = call(4, 'deploy', { env: 'prod' });
+  const once = await serve(states, transfer, (s) => s.mint(STATE, ctx(3)));
+  const multi = await serve(states, deploy, (s) => s.mint(STATE, ctx(4)));
+  await store.stop();
+  try {
+    const started = Date.now();
+    await assert.rejects(serve(states, transfer, (s) => s.verify(once, ctx(3))), refused('replay store unavailable', once));
+    assert.ok(Date.now() - started < 5_000, 'the refusal waited past the store deadline');
+    assert.deepEqual(await serve(states, deploy, (s) => s.verify(multi, ctx(4))), STATE);
+  } finally {
+    await store.start();
+  }
+  // Back: the state that was refused (never recorded) is accepted once the store answers.
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    try {
+      assert.deepEqual(await serve(states, transfer, (s) => s.verify(once, ctx(3))), STATE);
+      break;
+    } catch (e) {
+      assert.equal(e.reason, 'replay store unavailable');
+      assert.ok(Date.now() < deadline, 'the store never came back');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+});
+
+test('the paths that record nothing refuse single-use states: the envelope, and the raw codec', async () => {
+  const states = createStatesealCodec({ codec: a, audience: 'bank' });
+  const transfer = call(5, 'transfer', { to: 'dan' });
+  const token = await serve(states, transfer, (s) => s.mint(STATE, ctx(5)));
+  const envelope = a._envelope('bank', TIMING.ttl);
+  const request = native.NativeRequest.parse(JSON.stringify(transfer));
+  assert.throws(
+    () => envelope.verify(request, 'tools/call', '5', token, null, Date.now() / 1000),
+    (e) => e.code === 'ERR_STATESEAL_REJECTED' && e.message === 'replay store unavailable',
+  );
+  assert.throws(() => a.unseal(token), (e) => e instanceof InvalidRequestStateError && e.reason === 'replay store unavailable');
+  // Still unspent: the codec of createStatesealCodec records and accepts it.
+  assert.deepEqual(await serve(states, transfer, (s) => s.verify(token, ctx(5))), STATE);
+});
+
+test('single-use tools without a replay store: start fails naming replayStore', async () => {
+  const { replayStore, ...rest } = options();
+  await assert.rejects(KeysetCodec.start(keyset.store, rest), (e) => e instanceof StatesealError && e.code === 'ERR_STATESEAL_CONFIG' && /replay_store/.test(e.message));
+  await assert.rejects(KeysetCodec.start(keyset.store, { ...rest, replayStore: 'memcached://h:1' }), (e) => e instanceof StatesealError && /replay_store/.test(e.message));
+});

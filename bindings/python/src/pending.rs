@@ -1,0 +1,84 @@
+//! A single-use state between `KeysetCodec.unseal` and its record.
+//!
+//! The SDK's boundary calls the codec before it checks the claims (expiry,
+//! request binding, audience, principal), and a state must be recorded only
+//! after every check passes (else a state refused for another reason would
+//! be spent). So `unseal` hands the record to the [`PendingUse`] that
+//! `stateseal.RequestStateBoundary` put in a `contextvars.ContextVar` for
+//! this call, and the boundary records it once the SDK's `_unseal` returned.
+//! With no slot in the variable (the SDK's own boundary, a direct call) the
+//! state is refused: nothing would record it.
+
+use std::sync::{Arc, Mutex};
+
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use stateseal::{RejectReason, SingleUse};
+use stateseal_binding::Running;
+
+use crate::invalid_state;
+
+/// The `ContextVar` the Python package hands over at import.
+static PENDING: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// Records the `ContextVar` holding the boundary's slot (once, at import).
+#[pyfunction]
+pub(crate) fn use_pending_var(py: Python<'_>, var: Bound<'_, PyAny>) {
+    let _ = PENDING.set(py, var.unbind());
+}
+
+/// One opening's single-use record, if its state had one.
+#[pyclass(module = "stateseal._native", frozen)]
+pub(crate) struct PendingUse {
+    slot: Mutex<Option<(SingleUse, Arc<Running>)>>,
+}
+
+#[pymethods]
+impl PendingUse {
+    #[new]
+    fn new() -> Self {
+        Self {
+            slot: Mutex::new(None),
+        }
+    }
+
+    /// Records the state opened under this slot, if it was single-use: `None`
+    /// when there is nothing to record or the record landed, else the reason
+    /// to refuse the state (`replayed`, `replay store unavailable`). The GIL
+    /// is released meanwhile; the call blocks for at most the replay store's
+    /// deadline (250 ms for Redis by default).
+    fn record(&self, py: Python<'_>) -> Option<&'static str> {
+        let taken = self
+            .slot
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        let (once, running) = taken?;
+        py.detach(|| running.record(&once))
+            .err()
+            .map(RejectReason::as_str)
+    }
+}
+
+/// Gives `once` to the slot of the boundary opening the state, or refuses the state.
+pub(crate) fn hand_over(py: Python<'_>, once: SingleUse, running: Arc<Running>) -> PyResult<()> {
+    let unavailable = || invalid_state(py, RejectReason::ReplayStoreUnavailable.as_str().into());
+    let Some(var) = PENDING.get(py) else {
+        return Err(unavailable());
+    };
+    let current = var.bind(py).call_method1("get", (py.None(),))?;
+    let Ok(pending) = current.cast::<PendingUse>() else {
+        return Err(unavailable());
+    };
+    let mut slot = pending
+        .get()
+        .slot
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    // One state per opening: a second (a codec called twice under one slot) is refused.
+    if slot.is_some() {
+        return Err(unavailable());
+    }
+    *slot = Some((once, running));
+    Ok(())
+}

@@ -178,6 +178,13 @@ impl RevocationList {
         self.len == 0
     }
 
+    /// Whether some entry could cover a state issued at `iat`, whoever
+    /// presents it: for a verifier that cannot see the principal (a codec
+    /// under an SDK's own boundary), which then refuses it.
+    pub fn may_cover(&self, iat: f64) -> bool {
+        !iat.is_nan() && iat < self.latest
+    }
+
     /// Whether a verified state issued at `iat`, presented by `principal`
     /// (its bytes, as [`Principal::as_bytes`] gives them), is revoked.
     pub fn covers(&self, iat: f64, principal: Option<&[u8]>) -> bool {

@@ -30,6 +30,8 @@ const SDK_REASONS = {
   'principal binding error': 'bind',
   // A spent single-use state is as unusable as an expired one: the client starts the flow again.
   replayed: 'expired',
+  // So is a revoked one.
+  revoked: 'expired',
   // Fail closed: the record did not land, so the state cannot be used now (nor was it spent).
   'replay store unavailable': 'expired',
 };

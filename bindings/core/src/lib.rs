@@ -22,6 +22,7 @@
 
 #![forbid(unsafe_code)]
 
+mod revocations;
 mod running;
 mod settings;
 mod single_use;

@@ -169,6 +169,13 @@ impl NativeCodec {
         let (payload, once) = py
             .detach(|| running.unseal_claims(token))
             .map_err(|e| invalid_state(py, reason(&e)))?;
+        // Looked up by the boundary once the SDK's checks pass (with the principal).
+        let candidate = running
+            .revocation_candidate(&payload)
+            .map_err(|e| invalid_state(py, reason(&e)))?;
+        if let Some(iat) = candidate {
+            pending::hand_over_iat(py, iat, Arc::clone(&running))?;
+        }
         if let Some(once) = once {
             // Recorded by the boundary once the SDK's checks pass; anywhere else, refused.
             pending::hand_over(py, once, running)?;

@@ -27,10 +27,12 @@ pub(crate) fn use_pending_var(py: Python<'_>, var: Bound<'_, PyAny>) {
     let _ = PENDING.set(py, var.unbind());
 }
 
-/// One opening's single-use record, if its state had one.
+/// One opening's single-use record, if its state had one, and its `iat`
+/// while a live revocation may cover it.
 #[pyclass(module = "stateseal._native", frozen)]
 pub(crate) struct PendingUse {
     slot: Mutex<Option<(SingleUse, Arc<Running>)>>,
+    issued: Mutex<Option<(f64, Arc<Running>)>>,
 }
 
 #[pymethods]
@@ -39,7 +41,20 @@ impl PendingUse {
     fn new() -> Self {
         Self {
             slot: Mutex::new(None),
+            issued: Mutex::new(None),
         }
+    }
+
+    /// Whether the state opened under this slot is revoked for `principal`
+    /// (the SDK's principal string; `None`: unbound). Asked after the SDK's
+    /// checks passed and before the record.
+    fn revoked(&self, principal: Option<&str>) -> bool {
+        let taken = self
+            .issued
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        taken.is_some_and(|(iat, running)| running.revoked(iat, principal.map(str::as_bytes)))
     }
 
     /// Records the state opened under this slot, if it was single-use: `None`
@@ -58,6 +73,31 @@ impl PendingUse {
             .err()
             .map(RejectReason::as_str)
     }
+}
+
+/// The current boundary's slot, if a `stateseal.RequestStateBoundary` is opening this state.
+fn current_slot<'py>(py: Python<'py>) -> PyResult<Option<Bound<'py, PendingUse>>> {
+    let Some(var) = PENDING.get(py) else {
+        return Ok(None);
+    };
+    let current = var.bind(py).call_method1("get", (py.None(),))?;
+    Ok(current.cast_into::<PendingUse>().ok())
+}
+
+/// Gives a state's `iat` to the boundary opening it, which asks with the
+/// principal once the SDK's checks passed; with no such boundary (the SDK's
+/// own, a direct call) the principal is unknown and the state, which a live
+/// revocation may cover, is refused.
+pub(crate) fn hand_over_iat(py: Python<'_>, iat: f64, running: Arc<Running>) -> PyResult<()> {
+    let Some(slot) = current_slot(py)? else {
+        return Err(invalid_state(py, RejectReason::Revoked.as_str().into()));
+    };
+    *slot
+        .get()
+        .issued
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some((iat, running));
+    Ok(())
 }
 
 /// Gives `once` to the slot of the boundary opening the state, or refuses the state.

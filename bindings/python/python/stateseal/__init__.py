@@ -196,6 +196,12 @@ if _sdk is not None:
         but on the calling thread: it holds the event loop for at most the
         store's deadline (250 ms for Redis by default).
 
+        Revocations (``stateseal revoke``) are looked up here too, with the
+        principal the SDK bound, after its checks and before the record: a
+        covered state is refused with the logged reason ``revoked``. Under the
+        SDK's own boundary the codec cannot see the principal, so it refuses
+        every state a live revocation may cover (issued before its ``before``).
+
         Install it where the SDK's boundary goes: in place of the one
         ``MCPServer`` appends (``server._lowlevel_server.middleware``), or
         appended to a lowlevel ``Server``'s ``middleware``. Without it,
@@ -209,6 +215,9 @@ if _sdk is not None:
                 opened = super()._unseal(ctx)
             finally:
                 _PENDING.reset(token)
+            # Revocations first (they need the principal the SDK bound), then the record.
+            if slot.revoked(opened[1][2]):
+                _sdk._reject(ctx.method, "revoked")
             refused = slot.record()
             if refused is not None:
                 _sdk._reject(ctx.method, refused)

@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use arc_swap::{ArcSwapOption, Guard};
 
@@ -226,6 +227,9 @@ impl KeyRing {
 /// ```
 pub struct RingHandle {
     ring: ArcSwapOption<KeyRing>,
+    /// Whether the ring held now carries revocations: the verify path's
+    /// common case (none) is one relaxed load, not a ring load.
+    revocations: AtomicBool,
 }
 
 impl std::fmt::Debug for RingHandle {
@@ -240,6 +244,7 @@ impl RingHandle {
     /// A handle holding `ring`.
     pub fn new(ring: KeyRing) -> Self {
         Self {
+            revocations: AtomicBool::new(!ring.revocations().is_empty()),
             ring: ArcSwapOption::from_pointee(ring),
         }
     }
@@ -248,6 +253,7 @@ impl RingHandle {
     pub fn empty() -> Self {
         Self {
             ring: ArcSwapOption::empty(),
+            revocations: AtomicBool::new(false),
         }
     }
 
@@ -264,7 +270,21 @@ impl RingHandle {
 
     /// Replaces the ring; readers see the new one from their next `load`.
     pub fn store(&self, ring: KeyRing) {
+        let revocations = !ring.revocations().is_empty();
+        // Raised before a ring with revocations is seen, lowered after one
+        // without is: no reader skips a list it could load.
+        if revocations {
+            self.revocations.store(true, Ordering::SeqCst);
+        }
         self.ring.store(Some(Arc::new(ring)));
+        if !revocations {
+            self.revocations.store(false, Ordering::SeqCst);
+        }
+    }
+
+    /// Whether the ring held now may carry revocations (false: it surely does not).
+    pub(crate) fn may_revoke(&self) -> bool {
+        self.revocations.load(Ordering::Relaxed)
     }
 
     /// Removes the ring: from now on nothing seals and every echo is rejected.

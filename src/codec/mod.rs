@@ -286,10 +286,12 @@ impl StateCodec for AesGcmCodec {
 
     fn revoked(&self, iat: f64, principal: Option<&[u8]>) -> bool {
         // The ring loaded now, not the one that unsealed: a newer list only knows more.
-        self.ring
-            .load()
-            .as_ref()
-            .is_some_and(|ring| ring.revocations().covers(iat, principal))
+        self.ring.may_revoke()
+            && self
+                .ring
+                .load()
+                .as_ref()
+                .is_some_and(|ring| ring.revocations().covers(iat, principal))
     }
 }
 

@@ -56,7 +56,9 @@ impl fmt::Debug for RevocationSelector {
 pub struct Revocation {
     /// Whose states.
     pub selector: RevocationSelector,
-    /// Unix seconds: states with an `iat` before this are refused.
+    /// Unix seconds: states with an `iat` at or before this are refused
+    /// (at: a coarse clock gives a state minted in the same tick as the
+    /// revocation an `iat` equal to it).
     pub before: f64,
 }
 
@@ -182,24 +184,24 @@ impl RevocationList {
     /// presents it: for a verifier that cannot see the principal (a codec
     /// under an SDK's own boundary), which then refuses it.
     pub fn may_cover(&self, iat: f64) -> bool {
-        !iat.is_nan() && iat < self.latest
+        !iat.is_nan() && iat <= self.latest
     }
 
     /// Whether a verified state issued at `iat`, presented by `principal`
     /// (its bytes, as [`Principal::as_bytes`] gives them), is revoked.
     pub fn covers(&self, iat: f64, principal: Option<&[u8]>) -> bool {
         // A NaN `iat` is covered by nothing (the claims check refused it already).
-        if iat.is_nan() || iat >= self.latest {
+        if iat.is_nan() || iat > self.latest {
             return false;
         }
-        if iat < self.all_before {
+        if iat <= self.all_before {
             return true;
         }
         let Some(p) = principal else {
             return false;
         };
         if let Some(id) = client_id_of(p)
-            && self.clients.get(id).is_some_and(|&b| iat < b)
+            && self.clients.get(id).is_some_and(|&b| iat <= b)
         {
             return true;
         }
@@ -207,7 +209,7 @@ impl RevocationList {
             && self
                 .principals
                 .get(&principal_digest(p))
-                .is_some_and(|&b| iat < b)
+                .is_some_and(|&b| iat <= b)
     }
 }
 
@@ -243,16 +245,16 @@ mod tests {
             Revocation::client_id("app-\"2\"", 50.0),
         ]);
         let covers = |iat, p: &Principal| list.covers(iat, Some(p.as_bytes()));
-        assert!(covers(99.9, &alice) && !covers(100.0, &alice));
+        assert!(covers(99.9, &alice) && covers(100.0, &alice) && !covers(100.001, &alice));
         assert!(!covers(10.0, &bob), "another principal of the same client");
-        assert!(covers(49.0, &carol) && !covers(50.0, &carol));
+        assert!(covers(49.0, &carol) && covers(50.0, &carol) && !covers(50.001, &carol));
         assert!(!list.covers(10.0, None) && !list.covers(f64::NAN, Some(alice.as_bytes())));
         assert!(
             !covers(10.0, &Principal::new("app-1")),
             "not the components form"
         );
         let all = RevocationList::new(&[Revocation::all_before(10.0)]);
-        assert!(all.covers(9.0, None) && !all.covers(10.0, None));
+        assert!(all.covers(9.0, None) && all.covers(10.0, None) && !all.covers(10.001, None));
         assert!(RevocationList::default().is_empty());
         assert!(!RevocationList::new(&[]).covers(0.0, None));
         assert_eq!(

@@ -248,7 +248,7 @@ async fn a_write_on_a_restored_backup_keeps_the_live_revocations() {
 }
 
 #[tokio::test]
-async fn before_covers_a_state_minted_in_the_same_millisecond_just_before() {
+async fn before_covers_states_minted_in_its_millisecond_and_tick() {
     let (dir, store, registry, m) = setup("revoke-same-ms").await;
     let a = alice();
     // Minted 0.1 ms past a millisecond, revoked 0.3 ms later: rounded to the
@@ -264,10 +264,23 @@ async fn before_covers_a_state_minted_in_the_same_millisecond_just_before() {
     )
     .await
     .expect("revoke");
+    // A coarse clock: minted in the same tick the revocation reads as now.
+    let same_tick = mint(&m, Some(&a), T0 + 10.5);
+    revoke(
+        &*store,
+        &registry,
+        &trust(),
+        Revocation::principal(&a, T0 + 10.5),
+        T0 + 11.0,
+    )
+    .await
+    .expect("revoke");
     m.sched.refresh_at(T0 + 12.0).await.expect("refresh");
-    assert_eq!(
-        refusal(&m, &token, Some(&a), T0 + 12.0),
-        Some(RejectReason::Revoked)
-    );
+    for t in [&token, &same_tick] {
+        assert_eq!(
+            refusal(&m, t, Some(&a), T0 + 12.0),
+            Some(RejectReason::Revoked)
+        );
+    }
     let _ = std::fs::remove_dir_all(dir);
 }

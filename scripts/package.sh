@@ -45,6 +45,11 @@ twine check --strict "$dist"/python/* >&2
 # pip through its own build backend (the target directory is only a cache).
 sdist_dir="$(mktemp -d)"
 tar -xzf "$dist/python/stateseal-$version.tar.gz" -C "$sdist_dir"
+# The archive's files carry fixed old times (a reproducible sdist), and the
+# workspace's crates get the same artifact names wherever they are built: in
+# the shared target directory cargo would take an older build of them for
+# fresh. Newer files make it compile the sdist's own sources.
+find "$sdist_dir" -type f -exec touch {} +
 # A dev build: it proves the sdist is complete; the wheel users get is the one above.
 MATURIN_PEP517_ARGS="--profile dev" "$tools/python" -m pip wheel --quiet --disable-pip-version-check --no-deps \
   --wheel-dir "$sdist_dir/wheel" "$sdist_dir/stateseal-$version" >&2

@@ -81,6 +81,12 @@ node_s=$((SECONDS - started - python_s))
 log "Rust: every published crate packaged and built from its .crate, in dependency order"
 # --allow-dirty: CI packages a clean clone; on a work tree this checks what is there.
 unpublished=(--exclude stateseal-testkit --exclude stateseal-binding --exclude stateseal-python --exclude stateseal-node)
+# cargo unpacks a registry's crate once per name and version and never again,
+# and the dry run's local registry serves every run's crates under the same
+# ones: drop what an earlier run left unpacked, or a crate is verified against
+# the last run's sources of its dependencies.
+rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/stateseal-"$version" \
+  "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/stateseal-*-"$version"
 cargo publish --dry-run --allow-dirty --workspace "${unpublished[@]}" >&2
 # The same .crate files, kept (the dry run verified and discarded them).
 cargo package --quiet --no-verify --allow-dirty --workspace "${unpublished[@]}" >&2

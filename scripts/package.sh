@@ -87,6 +87,11 @@ unpublished=(--exclude stateseal-testkit --exclude stateseal-binding --exclude s
 # the last run's sources of its dependencies.
 rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/stateseal-"$version" \
   "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/stateseal-*-"$version"
+# Nor does cargo look at a registry crate's sources again once built (a
+# published version never changes): drop our crates' builds, whichever source
+# they came from, so each is built from this run's .crate.
+rm -rf "$CARGO_TARGET_DIR"/debug/.fingerprint/stateseal-* "$CARGO_TARGET_DIR"/debug/.fingerprint/stateseal_* \
+  "$CARGO_TARGET_DIR"/debug/deps/libstateseal*
 cargo publish --dry-run --allow-dirty --workspace "${unpublished[@]}" >&2
 # The same .crate files, kept (the dry run verified and discarded them).
 cargo package --quiet --no-verify --allow-dirty --workspace "${unpublished[@]}" >&2

@@ -260,17 +260,13 @@ impl Boundary {
         let verdict = match principal {
             Err(PrincipalError) => Err(RejectReason::PrincipalBindingError),
             Ok(p) => match self.envelope.open(round, token, p.as_ref()) {
-                Ok((text, once)) => match once {
-                    None => Ok(text),
-                    Some(once) => self.single_use.record(&once).await.map(|()| text),
+                Ok((text, Some(once))) => match self.single_use.record(&once).await {
+                    Ok(()) => plaintext(Ok(text)),
+                    Err(reason) => Err(reason),
                 },
-                Err(e) => Err(e.reject_reason().unwrap_or(RejectReason::CodecError)),
+                other => plaintext(other.map(|(text, _)| text)),
             },
         };
-        let verdict = verdict.and_then(|text| {
-            text.into_string()
-                .map_err(|_| RejectReason::UnrepresentableState)
-        });
         self.decide(round.method(), verdict)
     }
 
@@ -290,13 +286,7 @@ impl Boundary {
         let Some(token) = echoed else { return Ok(None) };
         let verdict = match principal {
             Err(PrincipalError) => Err(RejectReason::PrincipalBindingError),
-            Ok(p) => match self.envelope.verify(round, token, p.as_ref()) {
-                // Python can mint a lone surrogate; a Rust handler cannot receive one.
-                Ok(text) => text
-                    .into_string()
-                    .map_err(|_| RejectReason::UnrepresentableState),
-                Err(e) => Err(e.reject_reason().unwrap_or(RejectReason::CodecError)),
-            },
+            Ok(p) => plaintext(self.envelope.verify(round, token, p.as_ref())),
         };
         self.decide(round.method(), verdict)
     }
@@ -353,5 +343,16 @@ impl Boundary {
             tracing::error!(method = round.method(), error = %e, "refusing to seal requestState");
             WireError::internal()
         })
+    }
+}
+
+/// The plaintext a handler receives from a verified state, or why it is refused.
+fn plaintext(verified: Result<crate::json::Text, Error>) -> Result<String, RejectReason> {
+    match verified {
+        // Python can mint a lone surrogate; a Rust handler cannot receive one.
+        Ok(text) => text
+            .into_string()
+            .map_err(|_| RejectReason::UnrepresentableState),
+        Err(e) => Err(e.reject_reason().unwrap_or(RejectReason::CodecError)),
     }
 }

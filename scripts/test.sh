@@ -39,6 +39,10 @@ if cargo tree -p stateseal-object-store --no-default-features --features gcs -e 
 fi
 echo "== cargo test"
 cargo test --workspace
+echo "== the Python SDK's vectors and the live interop under each AES-256-GCM backend (same bytes whichever seals)"
+for aead in aws-lc ring; do
+  STATESEAL_AEAD=$aead cargo test --quiet -p stateseal --test core -- vectors interop
+done
 echo "== fleet simulation: 10,000 instances for a simulated week, in deploy/'s topology and with writing servers (release build; sim/tests/fleet.rs)"
 cargo test --release -p stateseal-sim --test fleet ten_thousand -- --nocapture
 # The live Cloud KMS and Cloud Storage tests skip without credentials; show that they said so.

@@ -5,12 +5,12 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use aws_lc_rs::aead::{AES_256_GCM, Aad, LessSafeKey, Nonce, UnboundKey};
 use hkdf::Hkdf;
 use sha2::{Digest, Sha256};
 use zeroize::Zeroizing;
 
 use crate::codec::TAG_LEN;
+use crate::codec::aead::{AeadBackend, GcmKey};
 use crate::codec::xaes::{NONCE_LEN as XAES_NONCE_LEN, XaesKey};
 use crate::error::Error;
 use crate::random::RandomSource;
@@ -187,7 +187,7 @@ fn kid_of(key: &[u8; 32], label: &[u8]) -> KeyId {
 /// A prepared key's cipher: one per format, never both for one key (GCM's
 /// hash key AES_K(0) is XAES's L, so one raw key under both would void both).
 enum Cipher {
-    Gcm(LessSafeKey),
+    Gcm(GcmKey),
     Xaes(Box<XaesKey>),
 }
 
@@ -195,9 +195,10 @@ enum Cipher {
 /// and the seal budget the process may not pass (`v1.` keyset keys; see
 /// `rotation::reservations`).
 ///
-/// `v1.` keys use aws-lc's AES-256-GCM, `v2.` keys XAES-256-GCM built on it.
-/// Our copies of the secret and the derived key are wiped; aws-lc cleanses
-/// its key schedules when they are dropped.
+/// `v1.` keys use AES-256-GCM, `v2.` keys XAES-256-GCM built on it, from the
+/// process's [`AeadBackend`] (aws-lc or ring; same bytes either way). Our
+/// copies of the secret and the derived key are wiped; aws-lc cleanses its
+/// key schedules when they are dropped, ring's hold no heap copies.
 pub struct RingKey {
     kid: KeyId,
     format: TokenFormat,
@@ -222,15 +223,29 @@ impl RingKey {
     /// # Ok::<(), stateseal::Error>(())
     /// ```
     pub fn with_format(secret: &Secret, format: TokenFormat) -> Self {
+        Self::with_backend(secret, format, AeadBackend::selected())
+    }
+
+    /// A key of `format` whose AES-256-GCM runs on `backend` rather than the
+    /// process's choice (to compare backends; tokens are the same bytes).
+    ///
+    /// ```
+    /// use stateseal::{AeadBackend, RingKey, Secret, TokenFormat};
+    /// let secret = Secret::new(vec![7; 32])?;
+    /// let key = RingKey::with_backend(&secret, TokenFormat::V1, AeadBackend::Ring);
+    /// assert_eq!(key.backend(), AeadBackend::Ring);
+    /// # Ok::<(), stateseal::Error>(())
+    /// ```
+    pub fn with_backend(secret: &Secret, format: TokenFormat, backend: AeadBackend) -> Self {
         let (kdf, label) = format.labels();
         let key = derive(secret, kdf);
         let kid = kid_of(&key, label);
         let cipher = match format {
-            TokenFormat::V1 => match UnboundKey::new(&AES_256_GCM, key.as_ref()) {
-                Ok(k) => Cipher::Gcm(LessSafeKey::new(k)),
+            TokenFormat::V1 => match GcmKey::new(backend, &key) {
+                Ok(k) => Cipher::Gcm(k),
                 Err(_) => unreachable!("a 32-byte key is always a valid AES-256 key"),
             },
-            TokenFormat::V2 => match XaesKey::new(&key) {
+            TokenFormat::V2 => match XaesKey::new(&key, backend) {
                 Ok(k) => Cipher::Xaes(Box::new(k)),
                 Err(_) => unreachable!("a 32-byte key is always a valid XAES-256-GCM key"),
             },
@@ -241,6 +256,14 @@ impl RingKey {
             cipher,
             seals: AtomicU64::new(0),
             seal_limit: AtomicU64::new(u64::MAX),
+        }
+    }
+
+    /// The AES-256-GCM implementation this key seals and opens with.
+    pub fn backend(&self) -> AeadBackend {
+        match &self.cipher {
+            Cipher::Gcm(k) => k.backend(),
+            Cipher::Xaes(k) => k.backend(),
         }
     }
 
@@ -300,15 +323,9 @@ impl RingKey {
     ) -> Result<[u8; TAG_LEN], Error> {
         match &self.cipher {
             Cipher::Gcm(k) => {
-                random.fill(nonce)?;
-                let n = Nonce::try_assume_unique_for_key(nonce)
-                    .map_err(|_| Error::Seal("nonce length"))?;
-                let tag = k
-                    .seal_in_place_separate_tag(n, Aad::from(aad), in_out)
-                    .map_err(|_| Error::Seal("payload too large"))?;
-                let mut out = [0u8; TAG_LEN];
-                out.copy_from_slice(tag.as_ref());
-                Ok(out)
+                let n: &mut [u8; 12] = nonce.try_into().map_err(|_| Error::Seal("nonce length"))?;
+                random.fill(n)?;
+                k.seal(*n, aad, in_out)
             }
             Cipher::Xaes(k) => {
                 let n: &mut [u8; XAES_NONCE_LEN] =
@@ -327,12 +344,7 @@ impl RingKey {
         in_out: &mut [u8],
     ) -> Option<usize> {
         match &self.cipher {
-            Cipher::Gcm(k) => {
-                let n = Nonce::try_assume_unique_for_key(nonce).ok()?;
-                k.open_in_place(n, Aad::from(aad), in_out)
-                    .ok()
-                    .map(|p| p.len())
-            }
+            Cipher::Gcm(k) => k.open(nonce.try_into().ok()?, aad, in_out),
             Cipher::Xaes(k) => k.open(nonce.try_into().ok()?, aad, in_out).ok(),
         }
     }
@@ -343,6 +355,7 @@ impl fmt::Debug for RingKey {
         f.debug_struct("RingKey")
             .field("kid", &self.kid)
             .field("format", &self.format)
+            .field("backend", &self.backend())
             .field("cipher", &"<redacted>")
             .field("seals", &self.seal_count())
             .field("seal_limit", &self.seal_limit())

@@ -87,6 +87,10 @@ fn main() {
         .with_writer(std::io::stderr)
         .with_max_level(level)
         .init();
+    // One AES-256-GCM implementation per process: a bad STATESEAL_AEAD is refused before any key exists.
+    if let Err(e) = stateseal::AeadBackend::select_from_env() {
+        fail(&CliError::Usage(e.to_string()), json);
+    }
     let mut stdout = std::io::stdout().lock();
     // The simulation runs its own virtual-time runtime, outside any other.
     if let Command::Simulate(args) = &cli.command {

@@ -15,6 +15,7 @@
 //! Replay within the TTL is not the codec's job: the claims envelope binds a
 //! token to its request, audience, principal and expiry.
 
+pub(crate) mod aead;
 mod base64url;
 mod scratch;
 pub(crate) mod xaes;

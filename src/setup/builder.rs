@@ -1,7 +1,7 @@
 //! [`ConfigBuilder`]: the server configuration built in code, validated as the
 //! TOML and environment forms are.
 
-use super::config::{Config, FailureModeName};
+use super::config::{AeadName, Config, FailureModeName};
 use crate::error::Error;
 
 /// Builds a validated [`Config`]; start with [`Config::builder`].
@@ -74,6 +74,8 @@ impl ConfigBuilder {
         single_use_prompts: Vec<String>,
         /// Resources (by URI) whose states are single-use.
         single_use_resources: Vec<String>,
+        /// The AES-256-GCM implementation (`Auto`: the faster one for this CPU).
+        aead: AeadName,
     }
 
     /// The configuration, once every field is valid.

@@ -3,6 +3,7 @@
 use serde::Deserialize;
 
 use crate::boundary::FailureMode;
+use crate::codec::aead::AeadBackend;
 use crate::error::Error;
 use crate::keyset::KeysetPins;
 use crate::rotation::{SchedulerConfig, Timing, TrustPolicy};
@@ -112,6 +113,34 @@ pub struct Config {
     /// See `single_use_tools`.
     #[serde(default)]
     pub single_use_resources: Vec<String>,
+    /// The AES-256-GCM implementation: `auto` (the faster one for this CPU,
+    /// the default), `aws-lc` or `ring`. Tokens are the same bytes either way.
+    #[serde(default)]
+    pub aead: AeadName,
+}
+
+/// The AEAD backend as written in configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AeadName {
+    /// The faster backend for this CPU ([`AeadBackend::for_this_cpu`]).
+    #[default]
+    Auto,
+    /// aws-lc.
+    AwsLc,
+    /// ring.
+    Ring,
+}
+
+impl AeadName {
+    /// The backend this names (`None`: the CPU's choice).
+    pub fn backend(self) -> Option<AeadBackend> {
+        match self {
+            Self::Auto => None,
+            Self::AwsLc => Some(AeadBackend::AwsLc),
+            Self::Ring => Some(AeadBackend::Ring),
+        }
+    }
 }
 
 /// The failure mode as written in configuration.
@@ -173,7 +202,7 @@ mod defaults {
 }
 
 /// `STATESEAL_<FIELD>` for every field, upper-cased.
-const FIELDS: [&str; 26] = [
+const FIELDS: [&str; 27] = [
     "store",
     "audience",
     "kek",
@@ -199,6 +228,7 @@ const FIELDS: [&str; 26] = [
     "single_use_tools",
     "single_use_prompts",
     "single_use_resources",
+    "aead",
     "config",
 ];
 
@@ -246,6 +276,7 @@ impl Config {
             single_use_tools: Vec::new(),
             single_use_prompts: Vec::new(),
             single_use_resources: Vec::new(),
+            aead: AeadName::default(),
         })
     }
 
@@ -301,9 +332,8 @@ impl Config {
                         Error::Config(format!("{name}: expected a whole number, got {raw:?}"))
                     })?
                 }
-                "store" | "audience" | "kek" | "failure_mode" | "keyset_id" | "replay_store" => {
-                    toml::Value::String(raw)
-                }
+                "store" | "audience" | "kek" | "failure_mode" | "keyset_id" | "replay_store"
+                | "aead" => toml::Value::String(raw),
                 "keyset_keks"
                 | "single_use_tools"
                 | "single_use_prompts"

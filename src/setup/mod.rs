@@ -19,11 +19,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use builder::ConfigBuilder;
-pub use config::{Config, FailureModeName};
+pub use config::{AeadName, Config, FailureModeName};
 
 use crate::boundary::Boundary;
 use crate::clock::SystemClock;
 use crate::codec::AesGcmCodec;
+use crate::codec::aead::AeadBackend;
 use crate::envelope::Envelope;
 use crate::error::Error;
 use crate::keyset::Keyset;
@@ -100,6 +101,10 @@ pub async fn start_with_clock(
     clock: Arc<dyn crate::clock::Clock>,
 ) -> Result<Protection, Error> {
     config.validate()?;
+    // Before the first key is prepared: the process seals with one backend.
+    let aead = AeadBackend::select(config.aead.backend())
+        .map_err(|e| Error::Config(format!("field `aead`: {e}")))?;
+    metrics::gauge!("stateseal_aead_backend", "backend" => aead.name()).set(1.0);
     // Before the registry moves into the scheduler. Keys per keyset: fleets
     // on other keysets sharing the server never meet.
     let replay_store = match &config.replay_store {

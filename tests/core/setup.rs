@@ -41,6 +41,38 @@ fn invalid_configuration_names_the_field() {
 }
 
 #[test]
+fn the_aead_backend_is_a_field_with_three_values() {
+    use stateseal::setup::AeadName;
+    let base = "store = 'file:///tmp/k.json'\naudience = 'svc'\n";
+    assert_eq!(
+        Config::from_toml_str(base).expect("valid").aead,
+        AeadName::Auto
+    );
+    for (value, name) in [
+        ("auto", AeadName::Auto),
+        ("aws-lc", AeadName::AwsLc),
+        ("ring", AeadName::Ring),
+    ] {
+        let c = Config::from_toml_str(&format!("{base}aead = '{value}'")).expect("valid");
+        assert_eq!(c.aead, name);
+    }
+    let bad = err(&format!("{base}aead = 'openssl'"));
+    assert!(
+        bad.contains("auto") && bad.contains("aws-lc") && bad.contains("ring"),
+        "{bad}"
+    );
+    let vars: HashMap<&str, String> = [
+        ("STATESEAL_STORE", "file:///tmp/k.json".to_owned()),
+        ("STATESEAL_AUDIENCE", "svc".to_owned()),
+        ("STATESEAL_AEAD", "ring".to_owned()),
+    ]
+    .into_iter()
+    .collect();
+    let c = Config::from_vars(|k| vars.get(k).cloned()).expect("config");
+    assert_eq!(c.aead.backend(), Some(stateseal::AeadBackend::Ring));
+}
+
+#[test]
 fn environment_overrides_the_file() {
     let dir = temp_dir("setup-env");
     let file = dir.join("stateseal.toml");

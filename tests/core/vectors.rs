@@ -56,6 +56,31 @@ pub(crate) fn text(json: &str) -> Text {
     }
 }
 
+/// The vectors run under each backend (`STATESEAL_AEAD`, scripts/test.sh):
+/// this checks that the setting took.
+#[test]
+fn the_aead_backend_is_the_one_set() {
+    let key = stateseal::RingKey::new(&Secret::new(vec![1; 32]).expect("secret"));
+    match std::env::var("STATESEAL_AEAD") {
+        Ok(v) => {
+            let set = stateseal::AeadBackend::parse(&v).expect("a valid setting");
+            let want = set.unwrap_or(stateseal::AeadBackend::for_this_cpu().0);
+            assert_eq!(stateseal::AeadBackend::selected(), want);
+            assert_eq!(key.backend(), want);
+        }
+        Err(_) => {
+            assert_eq!(
+                stateseal::AeadBackend::selected(),
+                stateseal::AeadBackend::for_this_cpu().0
+            );
+            assert_eq!(
+                stateseal::AeadBackend::selected_by(),
+                stateseal::AeadChoice::Cpu
+            );
+        }
+    }
+}
+
 #[test]
 fn keys_derive_and_fingerprint_like_python() {
     let v = vectors();

@@ -1,6 +1,7 @@
 //! One test binary for the `stateseal` command and the provider crates it
 //! links (linking the cloud SDKs once, not once per file).
 
+mod aead;
 mod aws;
 mod aws_endpoints;
 mod commands;

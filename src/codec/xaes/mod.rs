@@ -25,13 +25,13 @@
 //! and the half, so reuse changes no result, and only a token whose tag
 //! verified leaves its half behind.
 
-use aws_lc_rs::aead::{AES_256_GCM, Aad, LessSafeKey, Nonce, UnboundKey};
 use aws_lc_rs::cipher::{AES_256, EncryptingKey, EncryptionContext, UnboundCipherKey};
 use std::cell::RefCell;
 
 use thread_local::ThreadLocal;
 use zeroize::Zeroizing;
 
+use crate::codec::aead::{AeadBackend, GcmKey};
 use crate::error::Error;
 use crate::random::RandomSource;
 
@@ -53,7 +53,7 @@ pub(crate) const BATCH: u32 = 1 << 8;
 /// and how many more seals it may make.
 struct Batch {
     prefix: [u8; PREFIX_LEN],
-    gcm: LessSafeKey,
+    gcm: GcmKey,
     left: u32,
 }
 
@@ -64,6 +64,7 @@ struct Batch {
 pub(crate) struct XaesKey {
     block: EncryptingKey,
     k1: Zeroizing<[u8; BLOCK]>,
+    backend: AeadBackend,
     sealing: ThreadLocal<RefCell<Option<Batch>>>,
     opening: ThreadLocal<RefCell<Opened>>,
 }
@@ -79,11 +80,13 @@ fn unspecified(_: aws_lc_rs::error::Unspecified) -> Error {
 }
 
 impl XaesKey {
-    /// A key from 32 bytes.
+    /// A key from 32 bytes whose derived keys' AES-256-GCM runs on
+    /// `backend` (the KDF's block steps are aws-lc's: ring has no block
+    /// function in its API).
     ///
     /// # Errors
     /// [`Error::Seal`] if aws-lc refuses the key (never for 32 bytes).
-    pub(crate) fn new(key: &[u8; 32]) -> Result<Self, Error> {
+    pub(crate) fn new(key: &[u8; 32], backend: AeadBackend) -> Result<Self, Error> {
         let block = EncryptingKey::ecb(UnboundCipherKey::new(&AES_256, key).map_err(unspecified)?)
             .map_err(unspecified)?;
         let mut l = Zeroizing::new([0u8; BLOCK]);
@@ -101,9 +104,15 @@ impl XaesKey {
         Ok(Self {
             block,
             k1,
+            backend,
             sealing: ThreadLocal::new(),
             opening: ThreadLocal::new(),
         })
+    }
+
+    /// The backend of the derived keys' AES-256-GCM.
+    pub(crate) fn backend(&self) -> AeadBackend {
+        self.backend
     }
 
     /// The derived AES-256-GCM key for `nonce` (steps 3 to 5).
@@ -121,6 +130,11 @@ impl XaesKey {
             .less_safe_encrypt(&mut kx[..], EncryptionContext::None)
             .map_err(unspecified)?;
         Ok(kx)
+    }
+
+    /// The derived key for `nonce`, prepared by this key's backend.
+    fn gcm_key(&self, nonce: &[u8; NONCE_LEN]) -> Result<GcmKey, Error> {
+        GcmKey::new(self.backend, &*self.derive_key(nonce)?)
     }
 
     /// Draws a nonce into `nonce` (a fresh first half once per batch, a fresh
@@ -147,7 +161,7 @@ impl XaesKey {
                 random.fill(nonce)?;
                 let mut prefix = [0u8; PREFIX_LEN];
                 prefix.copy_from_slice(&nonce[..PREFIX_LEN]);
-                let gcm = gcm_key(&*self.derive_key(nonce)?)?;
+                let gcm = self.gcm_key(nonce)?;
                 stale.insert(Batch {
                     prefix,
                     gcm,
@@ -168,7 +182,7 @@ impl XaesKey {
         aad: &[u8],
         in_out: &mut [u8],
     ) -> Result<[u8; TAG_LEN], Error> {
-        seal_with(&gcm_key(&*self.derive_key(nonce)?)?, nonce, aad, in_out)
+        seal_with(&self.gcm_key(nonce)?, nonce, aad, in_out)
     }
 
     /// Decrypts `in_out` (ciphertext and tag) in place; the plaintext's
@@ -194,7 +208,7 @@ impl XaesKey {
         if let Some(gcm) = opened.find(prefix) {
             return open_with(gcm, nonce, aad, in_out);
         }
-        let gcm = gcm_key(&*self.derive_key(nonce)?)?;
+        let gcm = self.gcm_key(nonce)?;
         let len = open_with(&gcm, nonce, aad, in_out)?;
         // Only a key that opened an authentic token is kept: forged first
         // halves cannot evict the genuine ones.
@@ -208,7 +222,7 @@ impl XaesKey {
 /// as deriving again), replaced oldest first.
 #[derive(Default)]
 struct Opened {
-    keys: [Option<([u8; PREFIX_LEN], LessSafeKey)>; OPENED],
+    keys: [Option<([u8; PREFIX_LEN], GcmKey)>; OPENED],
     next: usize,
 }
 
@@ -216,7 +230,7 @@ struct Opened {
 const OPENED: usize = 4;
 
 impl Opened {
-    fn find(&self, prefix: &[u8]) -> Option<&LessSafeKey> {
+    fn find(&self, prefix: &[u8]) -> Option<&GcmKey> {
         self.keys
             .iter()
             .flatten()
@@ -224,7 +238,7 @@ impl Opened {
             .map(|(_, gcm)| gcm)
     }
 
-    fn keep(&mut self, prefix: &[u8], gcm: LessSafeKey) {
+    fn keep(&mut self, prefix: &[u8], gcm: GcmKey) {
         let mut p = [0u8; PREFIX_LEN];
         p.copy_from_slice(prefix);
         self.keys[self.next] = Some((p, gcm));
@@ -233,41 +247,29 @@ impl Opened {
 }
 
 fn open_with(
-    gcm: &LessSafeKey,
+    gcm: &GcmKey,
     nonce: &[u8; NONCE_LEN],
     aad: &[u8],
     in_out: &mut [u8],
 ) -> Result<usize, Error> {
-    gcm.open_in_place(gcm_nonce(nonce), Aad::from(aad), in_out)
-        .map(|p| p.len())
-        .map_err(unspecified)
+    gcm.open(gcm_nonce(nonce), aad, in_out)
+        .ok_or(Error::Seal("XAES-256-GCM failed"))
 }
 
 fn seal_with(
-    gcm: &LessSafeKey,
+    gcm: &GcmKey,
     nonce: &[u8; NONCE_LEN],
     aad: &[u8],
     in_out: &mut [u8],
 ) -> Result<[u8; TAG_LEN], Error> {
-    let tag = gcm
-        .seal_in_place_separate_tag(gcm_nonce(nonce), Aad::from(aad), in_out)
-        .map_err(unspecified)?;
-    let mut out = [0u8; TAG_LEN];
-    out.copy_from_slice(tag.as_ref());
-    Ok(out)
-}
-
-fn gcm_key(kx: &[u8; 2 * BLOCK]) -> Result<LessSafeKey, Error> {
-    UnboundKey::new(&AES_256_GCM, kx)
-        .map(LessSafeKey::new)
-        .map_err(unspecified)
+    gcm.seal(gcm_nonce(nonce), aad, in_out)
 }
 
 /// The AES-256-GCM nonce: the second half of the XAES nonce.
-fn gcm_nonce(nonce: &[u8; NONCE_LEN]) -> Nonce {
+fn gcm_nonce(nonce: &[u8; NONCE_LEN]) -> [u8; 12] {
     let mut n = [0u8; 12];
     n.copy_from_slice(&nonce[PREFIX_LEN..]);
-    Nonce::assume_unique_for_key(n)
+    n
 }
 
 #[cfg(test)]

@@ -3,6 +3,8 @@
 use sha3::Shake128;
 use sha3::digest::{ExtendableOutput, Update, XofReader};
 
+use aws_lc_rs::aead::{AES_256_GCM, Aad, LessSafeKey, Nonce, UnboundKey};
+
 use super::*;
 
 fn hex(s: &str) -> Vec<u8> {
@@ -16,9 +18,15 @@ fn seal_appending(x: &XaesKey, nonce: &[u8; NONCE_LEN], aad: &[u8], in_out: &mut
 }
 
 /// The specification's two vectors, intermediate values included (the
-/// second has L's top bit set, so K1 takes the reduction).
+/// second has L's top bit set, so K1 takes the reduction), under each backend.
 #[test]
 fn the_specification_vectors() {
+    for backend in AeadBackend::ALL {
+        specification_vectors(backend);
+    }
+}
+
+fn specification_vectors(backend: AeadBackend) {
     for (key, l, k1, kx, aad, ciphertext) in [
         (
             [1u8; 32],
@@ -37,7 +45,7 @@ fn the_specification_vectors() {
             "986ec1832593df5443a179437fd083bf3fdb41abd740a21f71eb769d",
         ),
     ] {
-        let x = XaesKey::new(&key).expect("key");
+        let x = XaesKey::new(&key, backend).expect("key");
         let mut zero = [0u8; BLOCK];
         x.block
             .less_safe_encrypt(&mut zero, EncryptionContext::None)
@@ -57,7 +65,7 @@ fn the_specification_vectors() {
             .expect("seal");
         let mut sealed = b"XAES-256-GCM".to_vec();
         seal_appending(&x, &nonce, aad.as_bytes(), &mut sealed);
-        assert_eq!(sealed, hex(ciphertext));
+        assert_eq!(sealed, hex(ciphertext), "{backend}");
         assert_eq!(by_kx, sealed, "Kx");
         let n = x.open(&nonce, aad.as_bytes(), &mut sealed).expect("open");
         assert_eq!(&sealed[..n], b"XAES-256-GCM");
@@ -65,9 +73,16 @@ fn the_specification_vectors() {
 }
 
 /// The specification's accumulated randomized test: inputs from one
-/// SHAKE-128 stream, every ciphertext into another, 10 000 iterations.
+/// SHAKE-128 stream, every ciphertext into another, 10 000 iterations,
+/// under each backend.
 #[test]
 fn the_accumulated_vector() {
+    for backend in AeadBackend::ALL {
+        accumulated_vector(backend);
+    }
+}
+
+fn accumulated_vector(backend: AeadBackend) {
     let mut source = Shake128::default().finalize_xof();
     let mut first = [0u8; 16];
     source.read(&mut first);
@@ -86,7 +101,7 @@ fn the_accumulated_vector() {
         source.read(&mut len);
         let mut aad = vec![0u8; usize::from(len[0])];
         source.read(&mut aad);
-        let x = XaesKey::new(&key).expect("key");
+        let x = XaesKey::new(&key, backend).expect("key");
         let mut sealed = plaintext.clone();
         seal_appending(&x, &nonce, &aad, &mut sealed);
         sink.update(&sealed);
@@ -97,7 +112,8 @@ fn the_accumulated_vector() {
     sink.finalize_xof().read(&mut got);
     assert_eq!(
         got.to_vec(),
-        hex("e6b9edf2df6cec60c8cbd864e2211b597fb69a529160cd040d56c0c210081939")
+        hex("e6b9edf2df6cec60c8cbd864e2211b597fb69a529160cd040d56c0c210081939"),
+        "{backend}"
     );
 }
 
@@ -106,7 +122,7 @@ fn the_accumulated_vector() {
 /// gets its own batch; every token opens as a plain XAES-256-GCM message.
 #[test]
 fn a_batch_shares_the_first_half_and_nothing_else() {
-    let x = XaesKey::new(&[5u8; 32]).expect("key");
+    let x = XaesKey::new(&[5u8; 32], AeadBackend::selected()).expect("key");
     let seal = |x: &XaesKey| {
         let mut nonce = [0u8; NONCE_LEN];
         let mut sealed = b"state".to_vec();
@@ -132,7 +148,7 @@ fn a_batch_shares_the_first_half_and_nothing_else() {
     assert_eq!(second.len(), nonces.len(), "a second half repeated");
     let other_thread = std::thread::scope(|s| s.spawn(|| seal(&x)).join().expect("thread"));
     assert_ne!(other_thread[..PREFIX_LEN], nonces[2 * batch][..PREFIX_LEN]);
-    let other_key = XaesKey::new(&[5u8; 32]).expect("key");
+    let other_key = XaesKey::new(&[5u8; 32], AeadBackend::selected()).expect("key");
     assert_ne!(
         seal(&other_key)[..PREFIX_LEN],
         nonces[2 * batch][..PREFIX_LEN]
@@ -144,7 +160,7 @@ fn a_batch_shares_the_first_half_and_nothing_else() {
 /// any tampering.
 #[test]
 fn opened_halves_are_kept_only_for_authentic_tokens() {
-    let x = XaesKey::new(&[6u8; 32]).expect("key");
+    let x = XaesKey::new(&[6u8; 32], AeadBackend::selected()).expect("key");
     let kept = |x: &XaesKey, nonce: &[u8; NONCE_LEN]| {
         x.opening
             .get()
@@ -183,7 +199,7 @@ fn opened_halves_are_kept_only_for_authentic_tokens() {
 
 #[test]
 fn a_changed_byte_anywhere_is_refused() {
-    let x = XaesKey::new(&[7u8; 32]).expect("key");
+    let x = XaesKey::new(&[7u8; 32], AeadBackend::selected()).expect("key");
     let nonce = [9u8; NONCE_LEN];
     let mut sealed = b"state".to_vec();
     seal_appending(&x, &nonce, b"aad", &mut sealed);

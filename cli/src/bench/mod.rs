@@ -36,6 +36,8 @@ use stateseal::{
 
 use crate::error::CliError;
 
+mod compare;
+
 /// Foreign states a cold verify cycles through: more than the derived keys a
 /// thread keeps for opening (4).
 const COLD_STATES: usize = 8;
@@ -45,7 +47,7 @@ const STATES_PER_HALF: usize = 256;
 /// Options of `stateseal bench`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  stateseal bench\n  stateseal bench --json --sizes 64,1024,16384 > bench.jsonl"
+    after_help = "Examples:\n  stateseal bench\n  stateseal bench --json --sizes 64,1024,16384 > bench.jsonl\n  stateseal bench --compare\n  STATESEAL_AEAD=ring stateseal bench"
 )]
 pub(crate) struct BenchArgs {
     /// One JSON object per line instead of a table.
@@ -57,6 +59,10 @@ pub(crate) struct BenchArgs {
     /// Measuring time per operation and size, in milliseconds.
     #[arg(long, default_value_t = 400)]
     millis: u64,
+    /// Every AES-256-GCM backend on this CPU side by side (the AEAD alone
+    /// and the round with each), and the one this process chose.
+    #[arg(long)]
+    compare: bool,
 }
 
 /// The benchmark request's params: a `tools/call` with five arguments.
@@ -71,7 +77,7 @@ pub(crate) fn params() -> serde_json::Value {
 /// batch of each op in turn, so a slow patch of the machine hits all of them
 /// alike and per-round ratios between ops stay meaningful. Returns one
 /// `Vec` of samples per op (one sample per round).
-fn interleaved_ns(budget: Duration, ops: &mut [&mut dyn FnMut()]) -> Vec<Vec<f64>> {
+pub(super) fn interleaved_ns(budget: Duration, ops: &mut [&mut dyn FnMut()]) -> Vec<Vec<f64>> {
     // Calibrate each op's batch to about 1/100 of the budget.
     let batches: Vec<u64> = ops
         .iter_mut()
@@ -104,13 +110,21 @@ fn interleaved_ns(budget: Duration, ops: &mut [&mut dyn FnMut()]) -> Vec<Vec<f64
 }
 
 /// The median over rounds of `f(round)`.
-fn median_of_rounds(samples: &[Vec<f64>], f: impl Fn(usize) -> f64) -> f64 {
+pub(super) fn median_of_rounds(samples: &[Vec<f64>], f: impl Fn(usize) -> f64) -> f64 {
     let mut v: Vec<f64> = (0..samples[0].len()).map(f).collect();
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
 
 pub(crate) fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    if args.compare {
+        return compare::run(
+            &args.sizes,
+            Duration::from_millis(args.millis),
+            args.json,
+            out,
+        );
+    }
     let fail = |e: stateseal::Error| CliError::Failed(format!("bench setup: {e}"));
     let secret = Secret::generate().map_err(fail)?;
     let envelope_of = |format| {
@@ -138,7 +152,13 @@ pub(crate) fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError>
     }
     let budget = Duration::from_millis(args.millis);
     let io = |e: std::io::Error| CliError::Failed(format!("writing output: {e}"));
+    let aead = stateseal::AeadBackend::selected();
     if !args.json {
+        writeln!(
+            out,
+            "AES-256-GCM backend: {aead} (stateseal bench --compare shows every backend)"
+        )
+        .map_err(io)?;
         writeln!(
             out,
             "{:>8} {:>12} {:>12} {:>12} {:>12} {:>12} {:>9} {:>9} {:>12} {:>9} {:>9}",
@@ -298,6 +318,7 @@ pub(crate) fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError>
                 "state_bytes": size,
                 // What a boundary does per request: identity once, verify the echo, mint the next.
                 "ns_per_op": round(median_of_rounds(&s, round_v1)),
+                "aead": aead.name(),
             }));
             lines.push(serde_json::json!({
                 "op": "round_v2",

@@ -270,38 +270,59 @@ function createStatesealCodec(options = {}) {
     throw configError('ttlSeconds: expected a positive number of seconds');
   }
   const envelope = codec._envelope(audience ?? null, ttl);
-  // Per HTTP request: its body, and its requests parsed once (on first use).
+  // Per HTTP request: its body, the handle of its parse (once per request), and its latest
+  // round's handle (the round's identity worked out once, for its verify and its mint).
   const requests = new AsyncLocalStorage();
 
-  function round(ctx) {
+  /** The handle of the round `ctx` is: named to the native envelope on first use. */
+  function round(ctx, again = false) {
     const store = requests.getStore();
     const req = ctx && ctx.mcpReq;
     if (store === undefined || !req) {
       throw configError('the request is not at hand: serve the MCP handler through statesealCodec.handler(handler)');
     }
-    store.parsed ??= native.NativeRequest.parse(store.body ?? '');
+    const id = JSON.stringify(req.id);
+    if (!again && store.ctx === ctx && store.method === req.method && store.id === id) return store.round;
     const principal = bind(ctx) ?? null;
-    if (principal !== null && typeof principal !== 'string' && typeof principal.clientId !== 'string') {
-      throw configError('bind: expected a principal ({ clientId, issuer?, subject? } or a string) or undefined');
+    let text, clientId, issuer, subject;
+    if (typeof principal === 'string') {
+      text = principal;
+    } else if (principal !== null) {
+      if (typeof principal.clientId !== 'string') {
+        throw configError('bind: expected a principal ({ clientId, issuer?, subject? } or a string) or undefined');
+      }
+      ({ clientId, issuer, subject } = principal);
     }
-    return [store.parsed, req.method, JSON.stringify(req.id), principal, clock()];
+    // Parsed again only if a later request's parse took its slot (ERR_STATESEAL_ROUND).
+    if (again || store.parsed === undefined) store.parsed = native.envelopeParse(envelope, store.body ?? '');
+    const handle = native.envelopeRound(envelope, store.parsed, req.method, id, text, clientId, issuer ?? undefined, subject ?? undefined);
+    Object.assign(store, { ctx, method: req.method, id, round: handle });
+    return handle;
+  }
+
+  /** `f(handle)` for the round `ctx` is, naming the round again if its slot was taken meanwhile. */
+  function inRound(ctx, f) {
+    try {
+      return f(round(ctx));
+    } catch (e) {
+      if (!e || e.code !== 'ERR_STATESEAL_ROUND') throw e;
+      return f(round(ctx, true));
+    }
   }
 
   return {
     async mint(payload, ctx) {
       const state = encode(payload);
       if (state === undefined) throw configError(format === 'json' ? 'payload: expected a JSON value' : 'payload: expected a string');
-      const [request, method, id, principal, now] = round(ctx);
-      return call(() => envelope.mint(request, method, id, state, principal, now));
+      return call(() => inRound(ctx, (r) => native.envelopeMint(envelope, r, state, clock())));
     },
     async verify(state, ctx) {
       if (typeof state !== 'string') throw new InvalidRequestStateError('malformed', { sdk: true });
-      const [request, method, id, principal, now] = round(ctx);
       let text;
       try {
         // A multi-use state's text, synchronously and without the network; a single-use
         // state's pending record, which alone releases its text.
-        text = envelope.open(request, method, id, state, principal, now);
+        text = inRound(ctx, (r) => native.envelopeOpen(envelope, r, state, clock()));
       } catch (e) {
         const err = ours(e);
         throw err instanceof InvalidRequestStateError ? new InvalidRequestStateError(err.reason, { sdk: true }) : err;

@@ -1,34 +1,27 @@
-//! The Rust envelope's claims from JavaScript: the round's identity from the
-//! request as it arrived (a [`NativeRequest`]: the HTTP body parsed here, so
-//! arguments are bound exactly as the Rust and Python servers bind them), the
-//! principal from its parts.
+//! The Rust envelope's claims from JavaScript: each round's identity from the
+//! request as it arrived (the HTTP body parsed here, so arguments are bound
+//! exactly as the Rust and Python servers bind them; once per round, see
+//! `request.rs`), the principal from its parts. The per-call functions take
+//! the envelope as an `External` and everything else as positional
+//! arguments: napi-rs checks every borrow of a class instance against a
+//! process-wide table, and converting an object reads its properties one by
+//! one, each of which cost more than the work here.
 
 use std::sync::Arc;
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use stateseal::{Envelope, Principal, RequestIdentity, StateCodec};
+use stateseal::{Envelope, StateCodec};
 
-use crate::request::NativeRequest;
+use crate::request::{PrincipalKey, Requests, Round, RoundKey};
 use crate::single_use::NativeSingleUse;
 use crate::{Code, Shared, fail, open, thrown};
 
-/// The caller a state is bound to, by its parts (as the Rust servers' `AuthenticatedPrincipal`).
-#[napi(object)]
-pub struct PrincipalParts {
-    pub client_id: String,
-    pub issuer: Option<String>,
-    pub subject: Option<String>,
-}
-
-/// A principal as the caller gave it: its parts, or a text of its own (as the Python SDK binds).
-type PrincipalArg = Option<Either<String, PrincipalParts>>;
-
 /// Seals and verifies states for one audience and lifetime.
-#[napi]
-pub struct NativeEnvelope {
+pub struct EnvelopeCore {
     shared: Shared,
     envelope: Envelope,
+    requests: Requests,
 }
 
 /// Seals through whatever engine the codec has open, refusing once it is closed.
@@ -53,6 +46,13 @@ impl StateCodec for Through {
         self.engine()?.codec.unseal(token)
     }
 
+    fn unseal_in_place(
+        &self,
+        token: &str,
+    ) -> std::result::Result<(Vec<u8>, std::ops::Range<usize>), stateseal::Error> {
+        self.engine()?.codec.unseal_in_place(token)
+    }
+
     /// The engine's ring's revocations (a closed codec revokes everything).
     fn revoked(&self, iat: f64, principal: Option<&[u8]>) -> bool {
         self.engine()
@@ -68,16 +68,7 @@ impl Through {
     }
 }
 
-fn principal(p: PrincipalArg) -> Option<Principal> {
-    p.map(|p| match p {
-        Either::A(text) => Principal::new(text),
-        Either::B(p) => {
-            Principal::from_components(&p.client_id, p.issuer.as_deref(), p.subject.as_deref())
-        }
-    })
-}
-
-impl NativeEnvelope {
+impl EnvelopeCore {
     pub(crate) fn new(
         shared: Shared,
         audience: Option<String>,
@@ -99,100 +90,148 @@ impl NativeEnvelope {
                 .ttl(ttl)
                 .build()
                 .map_err(|e| fail(Code::Config, e.to_string()))?;
-        Ok(Self { shared, envelope })
-    }
-
-    /// The round's identity in `request`, and the engine once the codec is known to be open.
-    fn round(
-        &self,
-        request: &NativeRequest,
-        method: &str,
-        id_json: &str,
-    ) -> std::result::Result<(RequestIdentity, Arc<crate::Engine>), Error<Code>> {
-        let engine = open(&self.shared)?;
-        let id = request
-            .batch
-            .identity(method, id_json.as_bytes())
-            .map_err(|e| thrown(&e))?;
-        Ok((id, engine))
+        Ok(Self {
+            shared,
+            envelope,
+            requests: Requests::default(),
+        })
     }
 }
 
+fn identity(round: &Round) -> std::result::Result<&stateseal::RequestIdentity, Error<Code>> {
+    round.identity.as_ref().map_err(thrown)
+}
+
+/// The round of `handle`, or `ERR_STATESEAL_ROUND` when a later round took
+/// its slot (JavaScript then names the round again).
+fn round_of(envelope: &EnvelopeCore, handle: i64) -> std::result::Result<Arc<Round>, Error<Code>> {
+    u64::try_from(handle)
+        .ok()
+        .and_then(|h| envelope.requests.round(h))
+        .ok_or_else(|| fail(Code::Round, "the round is gone"))
+}
+
+/// Parses an HTTP `body` (one JSON-RPC message or a batch) once for all its
+/// rounds; the handle names it to `envelopeRound`. Never throws: a body that
+/// is not JSON-RPC makes every round of it malformed.
 #[napi]
-impl NativeEnvelope {
-    /// Seals `state` for the round (`method`, its JSON-RPC `id` as JSON, in `request`), bound to `principal`, at `now` (seconds).
-    #[napi]
-    pub fn mint(
-        &self,
-        request: &NativeRequest,
-        method: String,
-        id_json: String,
-        state: String,
-        principal_parts: PrincipalArg,
-        now: f64,
-    ) -> std::result::Result<String, Error<Code>> {
-        let (id, engine) = self.round(request, &method, &id_json)?;
-        let p = principal(principal_parts);
-        let single_use = engine
-            .running
-            .as_ref()
-            .is_some_and(|r| r.is_single_use(&id));
-        if single_use {
-            self.envelope
-                .mint_single_use_at(&id, state.as_bytes(), p.as_ref(), now)
-        } else {
-            self.envelope
-                .mint_at(&id, state.as_bytes(), p.as_ref(), now)
-        }
-        .map_err(|e| thrown(&e))
-    }
+pub fn envelope_parse(
+    #[napi(ts_arg_type = "ExternalObject<'Envelope'>")] envelope: &External<EnvelopeCore>,
+    body: String,
+) -> i64 {
+    handle_number(envelope.requests.parse(&body))
+}
 
-    /// The state `token` carries, if it was minted for this request, caller and audience and has not expired at `now`.
-    /// Refuses single-use states (`replay store unavailable`): `open` accepts them once recorded.
-    #[napi]
-    pub fn verify(
-        &self,
-        request: &NativeRequest,
-        method: String,
-        id_json: String,
-        token: String,
-        principal_parts: PrincipalArg,
-        now: f64,
-    ) -> std::result::Result<String, Error<Code>> {
-        let (id, _) = self.round(request, &method, &id_json)?;
-        let text = self
-            .envelope
-            .verify_at(&id, &token, principal(principal_parts).as_ref(), now)
-            .map_err(|e| thrown(&e))?;
-        text.into_string()
-            .map_err(|_| fail(Code::Rejected, "malformed"))
-    }
+/// Names a round of the parsed body `body` (a handle from `envelopeParse`):
+/// the round's `method` and JSON-RPC id (as JSON), the principal (a text of
+/// its own, or client id, issuer and subject, or none). Its identity is
+/// worked out now, once for the round's verify and mint; the handle names it
+/// to them. Throws `ERR_STATESEAL_ROUND` if the body is gone (parse it
+/// again), never for a malformed request: its verify and mint do.
+#[napi]
+#[allow(clippy::too_many_arguments)] // positional: cheaper to convert than an object
+pub fn envelope_round(
+    #[napi(ts_arg_type = "ExternalObject<'Envelope'>")] envelope: &External<EnvelopeCore>,
+    body: i64,
+    method: String,
+    id_json: String,
+    principal_text: Option<String>,
+    client_id: Option<String>,
+    issuer: Option<String>,
+    subject: Option<String>,
+) -> std::result::Result<i64, Error<Code>> {
+    let batch = u64::try_from(body)
+        .ok()
+        .and_then(|h| envelope.requests.body(h))
+        .ok_or_else(|| fail(Code::Round, "the request is gone"))?;
+    let principal = match (principal_text, client_id) {
+        (Some(text), _) => PrincipalKey::Text(text),
+        (None, Some(client)) => PrincipalKey::Parts(client, issuer, subject),
+        (None, None) => PrincipalKey::None,
+    };
+    Ok(handle_number(envelope.requests.name(&RoundKey {
+        batch,
+        method,
+        id_json,
+        principal,
+    })))
+}
 
-    /// As `verify`, and single-use states too: a multi-use state's text comes
-    /// back at once (no store call, no thread hop); a single-use state comes
-    /// back as a [`NativeSingleUse`], whose `record()` gives the text only once
-    /// the replay store has recorded it.
-    #[napi(ts_return_type = "string | NativeSingleUse")]
-    pub fn open(
-        &self,
-        request: &NativeRequest,
-        method: String,
-        id_json: String,
-        token: String,
-        principal_parts: PrincipalArg,
-        now: f64,
-    ) -> std::result::Result<Either<String, NativeSingleUse>, Error<Code>> {
-        let (id, _) = self.round(request, &method, &id_json)?;
-        let (text, once) = self
+/// A handle as a JavaScript number (handles stay below 2^53: exact).
+fn handle_number(handle: u64) -> i64 {
+    i64::try_from(handle).unwrap_or(i64::MAX)
+}
+
+/// Seals `state` for the round `round` names, at `now` (seconds).
+#[napi]
+pub fn envelope_mint(
+    #[napi(ts_arg_type = "ExternalObject<'Envelope'>")] envelope: &External<EnvelopeCore>,
+    round: i64,
+    state: String,
+    now: f64,
+) -> std::result::Result<String, Error<Code>> {
+    let engine = open(&envelope.shared)?;
+    let round = round_of(envelope, round)?;
+    let id = identity(&round)?;
+    let p = round.principal.as_ref();
+    let single_use = engine.running.as_ref().is_some_and(|r| r.is_single_use(id));
+    if single_use {
+        envelope
             .envelope
-            .open_at(&id, &token, principal(principal_parts).as_ref(), now)
-            .map_err(|e| thrown(&e))?;
-        let text = text
-            .into_string()
-            .map_err(|_| fail(Code::Rejected, "malformed"))?;
-        Ok(match once {
-            None => Either::A(text),
-            Some(once) => Either::B(NativeSingleUse::new(Arc::clone(&self.shared), once, text)),
-        })
+            .mint_single_use_at(id, state.as_bytes(), p, now)
+    } else {
+        envelope.envelope.mint_at(id, state.as_bytes(), p, now)
     }
+    .map_err(|e| thrown(&e))
+}
+
+/// The state `token` carries, if it was minted for the round `round` names
+/// (request, caller, audience) and has not expired at `now`. Refuses
+/// single-use states (`replay store unavailable`): `envelopeOpen` accepts
+/// them once recorded.
+#[napi]
+pub fn envelope_verify(
+    #[napi(ts_arg_type = "ExternalObject<'Envelope'>")] envelope: &External<EnvelopeCore>,
+    round: i64,
+    token: String,
+    now: f64,
+) -> std::result::Result<String, Error<Code>> {
+    open(&envelope.shared)?;
+    let round = round_of(envelope, round)?;
+    let text = envelope
+        .envelope
+        .verify_at(identity(&round)?, &token, round.principal.as_ref(), now)
+        .map_err(|e| thrown(&e))?;
+    text.into_string()
+        .map_err(|_| fail(Code::Rejected, "malformed"))
+}
+
+/// As `envelopeVerify`, and single-use states too: a multi-use state's text
+/// comes back at once (no store call, no thread hop); a single-use state
+/// comes back as a [`NativeSingleUse`], whose `record()` gives the text only
+/// once the replay store has recorded it.
+#[napi(ts_return_type = "string | NativeSingleUse")]
+pub fn envelope_open(
+    #[napi(ts_arg_type = "ExternalObject<'Envelope'>")] envelope: &External<EnvelopeCore>,
+    round: i64,
+    token: String,
+    now: f64,
+) -> std::result::Result<Either<String, NativeSingleUse>, Error<Code>> {
+    open(&envelope.shared)?;
+    let round = round_of(envelope, round)?;
+    let (text, once) = envelope
+        .envelope
+        .open_at(identity(&round)?, &token, round.principal.as_ref(), now)
+        .map_err(|e| thrown(&e))?;
+    let text = text
+        .into_string()
+        .map_err(|_| fail(Code::Rejected, "malformed"))?;
+    Ok(match once {
+        None => Either::A(text),
+        Some(once) => Either::B(NativeSingleUse::new(
+            Arc::clone(&envelope.shared),
+            once,
+            text,
+        )),
+    })
 }

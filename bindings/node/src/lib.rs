@@ -27,8 +27,8 @@ use napi_derive::napi;
 use stateseal::{AesGcmCodec, KeyRing, RingHandle, StateCodec};
 use stateseal_binding::{Running, reason};
 
-pub use envelope::NativeEnvelope;
-pub use request::NativeRequest;
+use envelope::EnvelopeCore;
+pub use envelope::{envelope_mint, envelope_open, envelope_parse, envelope_round, envelope_verify};
 pub use single_use::{NativeSingleUse, Recorded};
 
 /// What a failure is, as JavaScript's `err.code`.
@@ -42,6 +42,9 @@ pub enum Code {
     Closed,
     /// A setting or argument that cannot work.
     Config,
+    /// A round handle whose slot a later round took (internal: the JavaScript
+    /// half names the round again).
+    Round,
 }
 
 impl AsRef<str> for Code {
@@ -51,6 +54,7 @@ impl AsRef<str> for Code {
             Code::Unavailable => "ERR_STATESEAL_UNAVAILABLE",
             Code::Closed => "ERR_STATESEAL_CLOSED",
             Code::Config => "ERR_STATESEAL_CONFIG",
+            Code::Round => "ERR_STATESEAL_ROUND",
         }
     }
 }
@@ -227,13 +231,13 @@ impl NativeCodec {
     }
 
     /// An envelope over this codec: the Rust envelope's claims for `audience`, states living `ttl` seconds.
-    #[napi]
+    #[napi(ts_return_type = "ExternalObject<'Envelope'>")]
     pub fn envelope(
         &self,
         audience: Option<String>,
         ttl: f64,
-    ) -> std::result::Result<NativeEnvelope, Error<Code>> {
-        NativeEnvelope::new(Arc::clone(&self.shared), audience, ttl)
+    ) -> std::result::Result<External<EnvelopeCore>, Error<Code>> {
+        EnvelopeCore::new(Arc::clone(&self.shared), audience, ttl).map(External::new)
     }
 
     /// Stops the background refresh; later calls throw `ERR_STATESEAL_CLOSED`.

@@ -1,23 +1,223 @@
-//! One HTTP request's JSON-RPC messages for the envelope: parsed once per
-//! request however many rounds it carries (`stateseal::RequestBatch`).
+//! Each request's body, parsed once per request, and each round's identity
+//! and principal, worked out once per round for both its verify and its mint.
+//!
+//! JavaScript hands the envelope a request's body once and gets back a
+//! number, the body's handle; it names each round by that handle, the
+//! round's method and JSON-RPC id and the principal's parts, and gets back
+//! the round's handle; the round's verify and mint then pass that handle
+//! alone. The envelope keeps the latest bodies and rounds in tables of
+//! slots; a handle whose slot a later entry took is gone, and JavaScript
+//! hands the body (or names the round) again. Nothing per request is a
+//! native object on the JavaScript side: creating one (an `External` or a
+//! class instance, with its finalizer and napi-rs's registries) cost more
+//! than sealing a small state, and so did converting the body on every call.
 
-use napi_derive::napi;
-use stateseal::RequestBatch;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
-/// The requests of one HTTP body (see the JavaScript `handler()`).
-#[napi]
-pub struct NativeRequest {
-    pub(crate) batch: RequestBatch,
+use stateseal::{Principal, RequestBatch, RequestIdentity};
+
+/// Entries a table keeps at once: requests in flight on one event loop.
+const SLOTS: usize = 256;
+
+/// A handle is a number unique in the process (so it can never name another
+/// table's entry) times [`SLOTS`], plus its slot; each table fills its slots in
+/// turn, so an entry lasts [`SLOTS`] later entries of its own table. Handles
+/// stay far below 2^53 (exact as JavaScript numbers).
+static NEXT_HANDLE: AtomicU64 = AtomicU64::new(1);
+
+/// A round as JavaScript names it: the request's parsed body, method, id and caller.
+pub(crate) struct RoundKey {
+    /// The HTTP body (one JSON-RPC message or a batch), parsed.
+    pub(crate) batch: Arc<RequestBatch>,
+    /// The round's method.
+    pub(crate) method: String,
+    /// The round's JSON-RPC id, as JSON.
+    pub(crate) id_json: String,
+    /// The principal: a text of its own (as the Python SDK binds), or its parts.
+    pub(crate) principal: PrincipalKey,
 }
 
-#[napi]
-impl NativeRequest {
-    /// Parses an HTTP body (one JSON-RPC message or a batch); never throws:
-    /// a body that is not JSON-RPC makes every round of it malformed.
-    #[napi(factory)]
-    pub fn parse(body: String) -> Self {
-        Self {
-            batch: RequestBatch::parse(body.as_bytes()),
+/// A principal as the caller gave it.
+pub(crate) enum PrincipalKey {
+    /// Not bound to a caller.
+    None,
+    /// A text of its own.
+    Text(String),
+    /// Client id, issuer, subject (as the Rust servers' `AuthenticatedPrincipal`).
+    Parts(String, Option<String>, Option<String>),
+}
+
+impl PrincipalKey {
+    fn principal(&self) -> Option<Principal> {
+        match self {
+            Self::None => None,
+            Self::Text(t) => Some(Principal::new(t.clone())),
+            Self::Parts(client, issuer, subject) => Some(Principal::from_components(
+                client,
+                issuer.as_deref(),
+                subject.as_deref(),
+            )),
+        }
+    }
+}
+
+/// One worked-out round: its identity (or why it has none, reported when the
+/// round verifies or mints) and the principal its states bind to.
+pub(crate) struct Round {
+    pub(crate) identity: Result<RequestIdentity, stateseal::Error>,
+    pub(crate) principal: Option<Principal>,
+}
+
+impl RoundKey {
+    fn work_out(&self) -> Round {
+        Round {
+            identity: self.batch.identity(&self.method, self.id_json.as_bytes()),
+            principal: self.principal.principal(),
+        }
+    }
+}
+
+/// Entries by handle: the latest [`SLOTS`] kept.
+pub(crate) struct Slots<T>(Mutex<Table<T>>);
+
+struct Table<T> {
+    slots: Vec<Slot<T>>,
+    next: usize,
+}
+
+/// A slot of a table: the handle of the entry in it, and the entry.
+type Slot<T> = Option<(u64, Arc<T>)>;
+
+impl<T> Default for Slots<T> {
+    fn default() -> Self {
+        Self(Mutex::new(Table {
+            slots: (0..SLOTS).map(|_| None).collect(),
+            next: 0,
+        }))
+    }
+}
+
+impl<T> Slots<T> {
+    /// Keeps `entry` and returns its handle.
+    pub(crate) fn keep(&self, entry: T) -> u64 {
+        let mut table = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let slot = table.next;
+        table.next = (slot + 1) % SLOTS;
+        let handle = NEXT_HANDLE.fetch_add(1, Ordering::Relaxed) * SLOTS as u64 + slot as u64;
+        table.slots[slot] = Some((handle, Arc::new(entry)));
+        handle
+    }
+
+    /// The entry of `handle`, unless a later entry took its slot.
+    pub(crate) fn get(&self, handle: u64) -> Option<Arc<T>> {
+        let table = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match &table.slots[slot_of(handle)] {
+            Some((h, entry)) if *h == handle => Some(Arc::clone(entry)),
+            _ => None,
+        }
+    }
+}
+
+fn slot_of(handle: u64) -> usize {
+    (handle % SLOTS as u64) as usize
+}
+
+/// An envelope's parsed bodies and worked-out rounds.
+#[derive(Default)]
+pub(crate) struct Requests {
+    bodies: Slots<RequestBatch>,
+    rounds: Slots<Round>,
+}
+
+impl Requests {
+    /// Parses `body` and returns its handle.
+    pub(crate) fn parse(&self, body: &str) -> u64 {
+        self.bodies.keep(RequestBatch::parse(body.as_bytes()))
+    }
+
+    /// The parsed body of `handle`, unless it is gone.
+    pub(crate) fn body(&self, handle: u64) -> Option<Arc<RequestBatch>> {
+        self.bodies.get(handle)
+    }
+
+    /// Works out the round `key` names and returns its handle.
+    pub(crate) fn name(&self, key: &RoundKey) -> u64 {
+        self.rounds.keep(key.work_out())
+    }
+
+    /// The round of `handle`, unless it is gone.
+    pub(crate) fn round(&self, handle: u64) -> Option<Arc<Round>> {
+        self.rounds.get(handle)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BODY: &str = r#"[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{}}},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"b","arguments":{}}}]"#;
+
+    fn key(requests: &Requests, body: &str, id: &str, principal: PrincipalKey) -> RoundKey {
+        RoundKey {
+            batch: requests.body(requests.parse(body)).unwrap(),
+            method: "tools/call".to_owned(),
+            id_json: id.to_owned(),
+            principal,
+        }
+    }
+
+    #[test]
+    fn a_handle_names_its_entry_until_a_later_entry_takes_its_slot() {
+        let requests = Requests::default();
+        let first = requests.name(&key(&requests, BODY, "1", PrincipalKey::None));
+        let alice = PrincipalKey::Parts("c".into(), None, Some("alice".into()));
+        let second = requests.name(&key(&requests, BODY, "2", alice));
+        let (a, b) = (
+            requests.round(first).unwrap(),
+            requests.round(second).unwrap(),
+        );
+        // Each as the batch works it out on its own.
+        let fresh = RequestBatch::parse(BODY.as_bytes()).identity("tools/call", b"2");
+        assert_eq!(b.identity.as_ref().ok(), fresh.as_ref().ok());
+        assert_ne!(a.identity.as_ref().ok(), b.identity.as_ref().ok());
+        assert!(b.principal.is_some() && a.principal.is_none());
+        // Another envelope's tables know none of these handles, and a round's
+        // handle is not a body's.
+        assert!(Requests::default().round(first).is_none());
+        assert!(requests.body(first).is_none() && requests.body(second).is_none());
+        // A body lasts SLOTS later bodies however many rounds are named meanwhile,
+        // and a round SLOTS later rounds.
+        let body = requests.parse(BODY);
+        let batch = requests.body(body).unwrap();
+        for _ in 0..SLOTS - 1 {
+            requests.name(&RoundKey {
+                batch: Arc::clone(&batch),
+                method: "tools/call".to_owned(),
+                id_json: "1".to_owned(),
+                principal: PrincipalKey::None,
+            });
+            requests.parse(BODY);
+        }
+        assert!(requests.body(body).is_some());
+        assert!(requests.round(first).is_none() && requests.round(second).is_some());
+        requests.parse(BODY);
+        assert!(requests.body(body).is_none());
+        assert!(requests.round(0).is_none() && requests.round(u64::MAX).is_none());
+    }
+
+    #[test]
+    fn a_malformed_round_stays_malformed() {
+        let requests = Requests::default();
+        for (body, id) in [("{", "1"), (BODY, "3"), (BODY, "\"1\"")] {
+            let h = requests.name(&key(&requests, body, id, PrincipalKey::None));
+            assert!(requests.round(h).unwrap().identity.is_err(), "{body} {id}");
         }
     }
 }

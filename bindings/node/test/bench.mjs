@@ -1,8 +1,12 @@
-// mint + verify per round: stateseal's codec (AES-256-GCM / XAES-256-GCM in Rust,
-// claims of the Rust envelope, bound to method, target, arguments and caller) against
-// the SDK's own `createRequestStateCodec` (HMAC-SHA256 over readable JSON, bound to
-// what `bind` returns), same process, same payloads. Medians of batches; reported,
-// not gated.
+// A boundary round in Node: the round's identity once, verify the echoed state, mint the
+// next (a fresh request context per round, so nothing is reused that a real round could
+// not reuse), through stateseal's codec (the Rust envelope's claims, AES-GCM or
+// XAES-256-GCM in Rust) against the SDK's own `createRequestStateCodec` (HMAC-SHA256 over
+// readable JSON) in the same process. With STATESEAL_BENCH_CLI (a release `stateseal`
+// binary), the Rust round of `stateseal bench` is measured in the same run, alternating
+// with the Node rounds, and the Node/Rust ratio printed. Medians; reported, not gated.
+import { execFileSync } from 'node:child_process';
+
 import { createRequestStateCodec } from '@modelcontextprotocol/server';
 import { KeysetCodec, createStatesealCodec } from 'stateseal';
 
@@ -11,35 +15,68 @@ import { TIMING, localKeyset } from './harness.mjs';
 const SIZES = [64, 1024, 16384];
 const BATCH = 200;
 const BATCHES = Number(process.env.STATESEAL_BENCH_BATCHES ?? 15);
+const RUNS = Number(process.env.STATESEAL_BENCH_RUNS ?? 1);
+const CLI = process.env.STATESEAL_BENCH_CLI;
 
 const k = localKeyset();
 const codec = await KeysetCodec.start(k.store, { allowLocalKek: true, ...TIMING, keysetId: k.keysetId, keysetKeks: k.keysetKeks });
-const ours = createStatesealCodec({ codec, audience: 'bench' });
+// The workload of `stateseal bench`: a text state, not bound to a caller (as the Rust round there).
+const ours = createStatesealCodec({ codec, audience: 'bench', format: 'text', bind: () => undefined });
 const sdk = createRequestStateCodec({ key: 'k'.repeat(32), ttlSeconds: 600, bind: (ctx) => `${ctx.mcpReq.method}\0${ctx.http?.authInfo?.clientId ?? ''}` });
-const ctx = { mcpReq: { id: 1, method: 'tools/call' }, http: { authInfo: { token: 't', clientId: 'c', scopes: [], extra: { sub: 'alice' } } } };
-const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'deploy', arguments: { env: 'prod' } } });
+const mcpReq = { id: 1, method: 'tools/call' };
+const http = { authInfo: { token: 't', clientId: 'c', scopes: [], extra: { sub: 'alice' } } };
+// The workload of `stateseal bench` and scripts/bench-python.py: a tools/call with five arguments.
+const body = JSON.stringify({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'tools/call',
+  params: { name: 'deploy', arguments: { env: 'prod', region: 'eu-west-1', replicas: 3, dry_run: false, ratio: 0.25 } },
+});
 
+/** Median µs per round: each round a new context (as each request has), verify the echo, mint the next. */
 async function median(c, payload) {
+  let token = await c.mint(payload, { mcpReq, http });
   const times = [];
   for (let b = 0; b < BATCHES; b++) {
     const t0 = process.hrtime.bigint();
-    for (let i = 0; i < BATCH; i++) await c.verify(await c.mint(payload, ctx), ctx);
+    for (let i = 0; i < BATCH; i++) {
+      const ctx = { mcpReq, http };
+      await c.verify(token, ctx);
+      token = await c.mint(payload, ctx);
+    }
     times.push(Number(process.hrtime.bigint() - t0) / BATCH / 1000);
   }
   times.sort((a, b) => a - b);
   return times[times.length >> 1];
 }
 
+/** The Rust round of `stateseal bench` with a v2 key, as a keyset seals (µs per size); nothing without a CLI. */
+function rustRounds() {
+  if (!CLI) return {};
+  const out = execFileSync(CLI, ['bench', '--json', '--sizes', SIZES.join(','), '--millis', '200'], { encoding: 'utf8' });
+  const rounds = {};
+  for (const line of out.split('\n').filter(Boolean)) {
+    const r = JSON.parse(line);
+    if (r.op === 'round_v2') rounds[r.state_bytes] = r.ns_per_op / 1000;
+  }
+  return rounds;
+}
+
 // Our codec binds the round's request: run inside the handler that keeps it.
 const run = (f) => ours.handler({ fetch: f }).fetch(new Request('http://127.0.0.1/mcp', { method: 'POST', body }));
 await run(async () => {
-  console.log('mint+verify per round (µs, median of batches)   stateseal   SDK HMAC   ratio');
-  for (const size of SIZES) {
-    const payload = { step: 'confirm', data: 'x'.repeat(size - 30) };
-    await median(ours, payload); // warm-up
-    await median(sdk, payload);
-    const [a, b] = [await median(ours, payload), await median(sdk, payload)];
-    console.log(`  ${String(size).padStart(5)} B ${a.toFixed(1).padStart(34)} ${b.toFixed(1).padStart(10)} ${(a / b).toFixed(2).padStart(7)}`);
+  console.log('round: verify + mint (µs, median of batches)   stateseal   SDK HMAC   ours/SDK   Rust round   Node/Rust');
+  for (let r = 0; r < RUNS; r++) {
+    const rust = rustRounds();
+    for (const size of SIZES) {
+      const payload = 'x'.repeat(size);
+      await median(ours, payload); // warm-up
+      await median(sdk, payload);
+      const [a, b] = [await median(ours, payload), await median(sdk, payload)];
+      const cols = [a.toFixed(2).padStart(34), b.toFixed(1).padStart(10), (a / b).toFixed(2).padStart(10)];
+      if (rust[size]) cols.push(rust[size].toFixed(2).padStart(12), (a / rust[size]).toFixed(2).padStart(11));
+      console.log(`  ${String(size).padStart(5)} B ${cols.join(' ')}`);
+    }
   }
 });
 codec.close();

@@ -161,3 +161,33 @@ test('bad options are refused by name', async () => {
     await assert.rejects(KeysetCodec.start('file:///nonexistent.invalid/keyset.json', options), { code: 'ERR_STATESEAL_CONFIG', message });
   }
 });
+
+test('a request outlived by hundreds of others still verifies and mints for its own round', async () => {
+  // The native envelope keeps the latest 256 parsed bodies and rounds; a request whose
+  // entries were taken meanwhile is parsed and named again, and binds exactly as before.
+  const states = createStatesealCodec({ codec, audience: 'svc' });
+  const token = await serve(states, JSON.stringify(call(7, 'prod')), (s) => s.mint({ env: 'prod' }, ctx(7)));
+  let release;
+  const held = new Promise((r) => {
+    release = r;
+  });
+  const slow = serve(states, JSON.stringify(call(7, 'prod')), async (s) => {
+    const c = ctx(7);
+    const first = await s.verify(token, c);
+    await held; // 300 other requests run their rounds meanwhile
+    const next = await s.mint({ env: 'prod', step: 2 }, c);
+    return [first, next, await s.verify(next, c)];
+  });
+  const others = [];
+  for (let i = 0; i < 300; i++) {
+    others.push(serve(states, JSON.stringify(call(i, `env-${i}`)), (s) => s.mint({ i }, ctx(i))));
+  }
+  const minted = await Promise.all(others);
+  release();
+  const [first, next, again] = await slow;
+  assert.deepEqual(first, { env: 'prod' });
+  assert.deepEqual(again, { env: 'prod', step: 2 });
+  // The state minted after the others is bound to its own request, not to one of theirs.
+  await assert.rejects(serve(states, JSON.stringify(call(7, 'staging')), (s) => s.verify(next, ctx(7))), refusal('request binding', 'bind'));
+  assert.deepEqual(await serve(states, JSON.stringify(call(5, 'env-5')), (s) => s.verify(minted[5], ctx(5))), { i: 5 });
+});

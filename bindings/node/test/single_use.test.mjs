@@ -114,9 +114,9 @@ test('the paths that record nothing refuse single-use states: the envelope, and 
   const transfer = call(5, 'transfer', { to: 'dan' });
   const token = await serve(states, transfer, (s) => s.mint(STATE, ctx(5)));
   const envelope = a._envelope('bank', TIMING.ttl);
-  const request = native.NativeRequest.parse(JSON.stringify(transfer));
+  const round = native.envelopeRound(envelope, native.envelopeParse(envelope, JSON.stringify(transfer)), 'tools/call', '5');
   assert.throws(
-    () => envelope.verify(request, 'tools/call', '5', token, null, Date.now() / 1000),
+    () => native.envelopeVerify(envelope, round, token, Date.now() / 1000),
     (e) => e.code === 'ERR_STATESEAL_REJECTED' && e.message === 'replay store unavailable',
   );
   assert.throws(() => a.unseal(token), (e) => e instanceof InvalidRequestStateError && e.reason === 'replay store unavailable');

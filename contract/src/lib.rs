@@ -91,3 +91,17 @@ pub mod member;
 pub mod provider;
 pub mod replay;
 pub mod store;
+
+#[cfg(test)]
+mod tests {
+    /// Every public type may cross threads: suites run on multi-threaded
+    /// runtimes, and a harness may share them between tasks.
+    #[test]
+    fn public_types_are_send_and_sync() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<crate::integrity::CountingLocal>();
+        send_sync::<crate::integrity::PlaintextWrap>();
+        send_sync::<crate::member::Member>();
+        send_sync::<crate::replay::States>();
+    }
+}

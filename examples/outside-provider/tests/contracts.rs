@@ -77,27 +77,24 @@ async fn the_toy_provider_meets_the_provider_contract() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-/// Runs the provider suite on its own task; the panic message it failed with.
-async fn failure_of(kms: ToyKms, dir: PathBuf) -> String {
-    let outcome = tokio::spawn(async move { provider::run(&kms, &dir).await }).await;
+/// Runs the provider suite on `provider` (on its own task, in a scratch
+/// directory `name`) and asserts that it fails on `case`.
+async fn fails_on(name: &str, provider: fn(Arc<Hsm>) -> Arc<dyn KeyProvider>, case: &str) {
+    let dir = scratch(name);
+    let (kms, scratch_dir) = (ToyKms::new(provider), dir.clone());
+    let outcome = tokio::spawn(async move { provider::run(&kms, &scratch_dir).await }).await;
+    let _ = std::fs::remove_dir_all(dir);
     let panic = outcome
         .expect_err("the provider contract passed a provider that does not bind its wraps")
         .into_panic();
-    panic
-        .downcast_ref::<String>()
-        .cloned()
-        .expect("a panic message")
+    let message = panic.downcast_ref::<String>().expect("a panic message");
+    let want = format!("provider contract toy-hsm://fleet: binding: {case}:");
+    assert!(message.contains(&want), "expected {want:?}, got {message}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_provider_that_ignores_the_context_fails_on_the_forged_mac_key() {
-    let dir = scratch("unbound");
-    let message = failure_of(ToyKms::new(unbound), dir.clone()).await;
-    assert!(
-        message.contains("provider contract toy-hsm://fleet: binding: forged MAC key:"),
-        "{message}"
-    );
-    let _ = std::fs::remove_dir_all(dir);
+    fails_on("unbound", unbound, "forged MAC key").await;
 }
 
 /// Binds the two ids run together, with no separator: ("ks_ab", "k_c") and
@@ -143,13 +140,7 @@ impl KeyProvider for RunTogether {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_provider_that_runs_the_ids_together_fails_on_the_separator() {
-    let dir = scratch("run-together");
-    let message = failure_of(ToyKms::new(run_together), dir.clone()).await;
-    assert!(
-        message.contains("provider contract toy-hsm://fleet: binding: separator:"),
-        "{message}"
-    );
-    let _ = std::fs::remove_dir_all(dir);
+    fails_on("run-together", run_together, "separator").await;
 }
 
 /// The toy bucket, one object of it under test.

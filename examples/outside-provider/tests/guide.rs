@@ -11,14 +11,14 @@ fn lines(text: &str) -> Vec<&str> {
         .collect()
 }
 
-/// The `rust,ignore` blocks of the guide's worked example (section 9).
+/// The `rs` blocks (excerpts, not compiled on their own) of the guide's worked example (section 9).
 fn excerpts(guide: &str) -> Vec<String> {
     let example = guide
         .split_once("## 9. The worked example")
         .expect("the guide has its worked example")
         .1;
     example
-        .split("```rust,ignore\n")
+        .split("```rs\n")
         .skip(1)
         .map(|block| {
             block

@@ -26,9 +26,10 @@
 //! would); they serve your own tests as well.
 //!
 //! The suites are tests: like `assert!`, they panic on the first rule broken,
-//! and the message names the suite and the case (`provider contract
-//! local:///…: binding: …`), so a failing suite fails your `#[test]` with the
-//! reason. A case your service cannot take part in (a local KEK has no
+//! with a message that says which rule (the provider suite's name the case:
+//! `provider contract <kek>: binding: separator: …`), so a failing suite fails
+//! your `#[test]` with the reason. No error type is needed, and none is
+//! offered: a suite either returns or fails the test. A case your service cannot take part in (a local KEK has no
 //! network to cut) is skipped when your harness says why, and the run prints
 //! the reason. They need a Tokio runtime (a `#[tokio::test(flavor =
 //! "multi_thread")]`), and nothing else: no server, no test kit.

@@ -90,7 +90,7 @@ fn not_run(kek: &str, case: &str, why: &str) {
 }
 
 /// Runs the whole contract, keeping file keysets in `dir` (an existing
-/// directory of the caller's).
+/// directory of the caller's, holding no `keyset.json` yet).
 ///
 /// # Panics
 /// On the first rule the provider breaks, naming the case (`provider contract

@@ -12,7 +12,7 @@
 
 use std::path::Path;
 
-use stateseal::keyset::{KeysetPins, MAC_PURPOSE, MacKey, MacKeyRef};
+use stateseal::keyset::{KeysetPins, MAC_PURPOSE, MacKey, MacKeyRef, NEWEST_COPY_SUFFIX};
 use stateseal::provider::WrapContext;
 use stateseal::rotation::{KeysetTrust, Timing, TrustPolicy, init_keyset};
 use stateseal::{Error, ErrorClass, FileStore, KeyProvider, KeysetStore, ProviderRegistry};
@@ -117,8 +117,13 @@ async fn forged_mac_key(
     kek: &str,
     dir: &Path,
 ) {
-    let store = FileStore::new(dir.join("binding-probe.json"));
-    let _ = std::fs::remove_file(store.path());
+    let path = dir.join("binding-probe.json");
+    let clean = || {
+        let _ = std::fs::remove_file(&path);
+        let _ = std::fs::remove_file(dir.join(format!("binding-probe.json{NEWEST_COPY_SUFFIX}")));
+    };
+    clean();
+    let store = FileStore::new(&path);
     let doc = init_keyset(&store, registry, kek, Timing::default(), T0)
         .await
         .unwrap_or_else(|e| panic!("provider contract {kek}: init: {e}"));
@@ -144,9 +149,14 @@ async fn forged_mac_key(
     let verdict = trust
         .open_ignoring_expiry(registry, store.uri(), &stored)
         .await;
-    assert!(
-        verdict.is_err(),
-        "provider contract {kek}: binding: forged MAC key: a document tagged with a leaked data key, its wrap put where the MAC key's goes, was adopted by a pinned fleet"
-    );
-    let _ = std::fs::remove_file(store.path());
+    clean();
+    match verdict {
+        Err(Error::KeysetRefused { reason: "mac", .. }) => {}
+        Ok(_) => panic!(
+            "provider contract {kek}: binding: forged MAC key: a document tagged with a leaked data key, its wrap put where the MAC key's goes, was adopted by a pinned fleet"
+        ),
+        Err(e) => panic!(
+            "provider contract {kek}: binding: forged MAC key: the document must be refused as `mac` (a data key's wrap unwrapped as the MAC key must be an Invalid error), got {e}"
+        ),
+    }
 }

@@ -80,7 +80,7 @@ done
 node_s=$((SECONDS - started - python_s))
 log "Rust: every published crate packaged and built from its .crate, in dependency order"
 # --allow-dirty: CI packages a clean clone; on a work tree this checks what is there.
-unpublished=(--exclude stateseal-testkit --exclude stateseal-binding --exclude stateseal-python --exclude stateseal-node)
+unpublished=(--exclude stateseal-testkit --exclude stateseal-binding --exclude stateseal-python --exclude stateseal-node --exclude outside-provider)
 # cargo unpacks a registry's crate once per name and version and never again,
 # and the dry run's local registry serves every run's crates under the same
 # ones: drop what an earlier run left unpacked, or a crate is verified against
@@ -95,8 +95,8 @@ rm -rf "$CARGO_TARGET_DIR"/debug/.fingerprint/stateseal-* "$CARGO_TARGET_DIR"/de
 cargo publish --dry-run --allow-dirty --workspace "${unpublished[@]}" >&2
 # The same .crate files, kept (the dry run verified and discarded them).
 cargo package --quiet --no-verify --allow-dirty --workspace "${unpublished[@]}" >&2
-for crate in stateseal stateseal-vault stateseal-aws-kms stateseal-gcp-kms stateseal-object-store \
-  stateseal-providers stateseal-oauth stateseal-sim stateseal-cli; do
+for crate in stateseal stateseal-contract stateseal-vault stateseal-aws-kms stateseal-gcp-kms stateseal-object-store \
+  stateseal-redis stateseal-providers stateseal-oauth stateseal-sim stateseal-cli; do
   cp "$CARGO_TARGET_DIR/package/$crate-$version.crate" "$dist/crates/"
 done
 

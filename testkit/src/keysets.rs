@@ -1,48 +1,13 @@
-//! Keyset documents as tests need them: verified content, the pins a server
-//! would be configured with, and edits written the way a KEK holder writes
-//! them (tagged under the document's own MAC key).
+//! Keyset documents as tests need them: the fixtures the contract suites
+//! share (`stateseal_contract::keysets`: verified content, pins, KEK-holder
+//! edits), and a few more for the project's own tests.
 
-use stateseal::keyset::KeysetPins;
-use stateseal::rotation::{KeysetTrust, TrustPolicy, VerifiedKeyset};
-use stateseal::{Keyset, KeysetStore, ProviderRegistry, StoredKeyset};
-
-/// An `expires_at` no test reaches (9999-12-31).
-pub const FAR_FUTURE: f64 = 253_402_214_400.0;
-
-/// The stored document (panics when there is none).
-pub async fn stored(store: &dyn KeysetStore) -> StoredKeyset {
-    store
-        .load()
-        .await
-        .expect("load")
-        .expect("the store holds a keyset")
-}
-
-/// The store's document, verified (tag and MAC key; nothing pinned, freshness not checked).
-pub async fn verified(store: &dyn KeysetStore, registry: &ProviderRegistry) -> VerifiedKeyset {
-    KeysetTrust::new(TrustPolicy::default())
-        .open_ignoring_expiry(registry, store.uri(), &stored(store).await)
-        .await
-        .expect("the stored keyset verifies")
-}
+use stateseal::{Keyset, KeysetStore, ProviderRegistry};
+pub use stateseal_contract::keysets::{FAR_FUTURE, pins_of, resealed, stored, verified};
 
 /// The store's verified content.
 pub async fn content(store: &dyn KeysetStore, registry: &ProviderRegistry) -> Keyset {
     verified(store, registry).await.doc
-}
-
-/// What `stateseal init` tells operators to pin for the store's keyset: its
-/// id and every KEK it uses (the MAC key's included).
-pub async fn pins_of(store: &dyn KeysetStore, registry: &ProviderRegistry) -> TrustPolicy {
-    let v = verified(store, registry).await;
-    let mut keks: Vec<String> = v.doc.keys.iter().map(|e| e.kek.clone()).collect();
-    keks.extend(v.mac_kek().map(str::to_owned));
-    keks.sort();
-    keks.dedup();
-    TrustPolicy {
-        pins: Some(KeysetPins::new(&v.doc.id, keks).expect("pins")),
-        ..TrustPolicy::default()
-    }
 }
 
 /// The `STATESEAL_KEYSET_ID` and `STATESEAL_KEYSET_KEKS` a CLI or server
@@ -60,26 +25,6 @@ pub async fn pin_vars(
         ("STATESEAL_KEYSET_ID", v.doc.id.clone()),
         ("STATESEAL_KEYSET_KEKS", keks.join(",")),
     ]
-}
-
-/// Writes the next generation with `edit` applied, as a KEK holder would
-/// (an operator's tool, a restore procedure), fresh until [`FAR_FUTURE`].
-/// Returns what was written.
-pub async fn resealed(
-    store: &dyn KeysetStore,
-    registry: &ProviderRegistry,
-    edit: impl FnOnce(&mut Keyset),
-) -> Keyset {
-    let v = verified(store, registry).await;
-    let mut next = v.doc.clone();
-    edit(&mut next);
-    next.generation = v.doc.generation + 1;
-    let sealed = v.seal_next(&next, FAR_FUTURE).expect("seal");
-    store
-        .compare_and_swap(Some(v.doc.generation), &sealed)
-        .await
-        .expect("write");
-    next
 }
 
 /// Raw JSON of the stored envelope, for edits a writer without the KEK makes.

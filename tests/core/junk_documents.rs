@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use stateseal::rotation::{SchedulerConfig, Timing};
-use stateseal_testkit::integrity_contract::CountingLocal;
+use stateseal_contract::integrity::CountingLocal;
 
 use crate::fleet::{local_keyset, local_registry};
 

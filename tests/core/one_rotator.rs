@@ -9,7 +9,7 @@ use std::sync::Arc;
 use stateseal::keyset::RotationClaim;
 use stateseal::rotation::{CLAIM_TTL, SchedulerConfig, Timing};
 use stateseal::{KeysetStore, ManualClock, ProviderRegistry, RingHandle, RotationScheduler};
-use stateseal_testkit::integrity_contract::CountingLocal;
+use stateseal_contract::integrity::CountingLocal;
 use stateseal_testkit::keysets;
 use tokio::task::JoinSet;
 

@@ -1,7 +1,7 @@
-//! The local provider under the shared provider contract (`stateseal-testkit`).
+//! The local provider under the published provider contract (`stateseal-contract`).
 
 use stateseal::{LocalProvider, ProviderRegistry};
-use stateseal_testkit::provider_contract::{self, ProviderUnderTest};
+use stateseal_contract::provider::{self as provider_contract, ProviderUnderTest};
 
 use crate::fleet::{local_registry, temp_dir};
 

@@ -268,5 +268,5 @@ async fn records_expire_after_the_state_and_the_skew() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_memory_store_keeps_the_replay_contract() {
-    stateseal_testkit::replay_contract::replay_contract(Arc::new(MemoryReplayStore::new())).await;
+    stateseal_contract::replay::run(Arc::new(MemoryReplayStore::new())).await;
 }

@@ -1,10 +1,10 @@
-//! The file store under the shared store contract (`stateseal-testkit`).
+//! The file store under the published store contract (`stateseal-contract`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use stateseal::{FileStore, KeysetStore};
-use stateseal_testkit::store_contract::{self, StoreUnderTest};
+use stateseal_contract::store::{self as store_contract, StoreUnderTest};
 
 use crate::fleet::temp_dir;
 
@@ -42,6 +42,6 @@ async fn file_store_meets_the_store_contract() {
         path: dir.join("keyset.json"),
     };
     store_contract::run(&file).await;
-    stateseal_testkit::integrity_contract::run(&file, &dir).await;
+    stateseal_contract::integrity::run(&file, &dir).await;
     let _ = std::fs::remove_dir_all(dir);
 }

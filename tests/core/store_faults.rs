@@ -14,7 +14,7 @@ use stateseal::{
     Error, FileStore, KeyEntry, KeyRing, Keyset, KeysetStore, ManualClock, ProviderRegistry,
     RingHandle, RotationScheduler, StoredKeyset,
 };
-use stateseal_testkit::integrity_contract::PlaintextWrap;
+use stateseal_contract::integrity::PlaintextWrap;
 use stateseal_testkit::keysets;
 
 use crate::fleet::{local_keyset, local_registry, temp_dir};

@@ -329,13 +329,13 @@ async fn live_gcs_when_configured() {
         store.load().await.expect("load").is_none(),
         "{uri} must not exist yet"
     );
-    let doc = stateseal_testkit::store_contract::document(1, "live-1");
+    let doc = stateseal_contract::store::document(1, "live-1");
     store.compare_and_swap(None, &doc).await.expect("create");
     assert!(matches!(
         store.compare_and_swap(None, &doc).await,
         Err(Error::Conflict { .. })
     ));
-    let next = stateseal_testkit::store_contract::document(2, "live-2");
+    let next = stateseal_contract::store::document(2, "live-2");
     let other = reg.open_store(&uri).expect("store");
     let (a, b) = tokio::join!(
         store.compare_and_swap(Some(1), &next),

@@ -1,4 +1,4 @@
-//! The AWS KMS provider under the test kit's shared provider contract,
+//! The AWS KMS provider under the shared (`stateseal-contract`) provider contract,
 //! against a real AWS-API server (moto, with key states enforced) through a
 //! relay the test can cut.
 
@@ -11,8 +11,8 @@ use aws_credential_types::provider::error::CredentialsError;
 use aws_credential_types::provider::{ProvideCredentials, future};
 use stateseal::ProviderRegistry;
 use stateseal_aws_kms::AwsConfig;
+use stateseal_contract::provider::{self as provider_contract, ProviderUnderTest};
 use stateseal_testkit::moto::{Moto, REGION};
-use stateseal_testkit::provider_contract::{self, ProviderUnderTest};
 use stateseal_testkit::relay::Relay;
 
 /// Test credentials, or (switched) the chain timing out as an instance

@@ -5,9 +5,9 @@
 use std::sync::atomic::Ordering;
 
 use stateseal::ProviderRegistry;
+use stateseal_contract::provider::{self as provider_contract, ProviderUnderTest};
 use stateseal_gcp_kms::GcpKmsConfig;
 use stateseal_testkit::gcp_kms_contract::GcpKmsContract;
-use stateseal_testkit::provider_contract::{self, ProviderUnderTest};
 
 struct CloudKms {
     kms: GcpKmsContract,

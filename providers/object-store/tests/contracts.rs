@@ -1,4 +1,4 @@
-//! Both stores under the test kit's shared store contract: S3 against moto
+//! Both stores under the shared (`stateseal-contract`) store contract: S3 against moto
 //! (IAM enforced), Cloud Storage against fake-gcs-server through the
 //! precondition front (one test binary, so the crate links once).
 
@@ -7,12 +7,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use aws_credential_types::Credentials;
 use stateseal::KeysetStore;
+use stateseal_contract::integrity as integrity_contract;
+use stateseal_contract::store::{self as store_contract, StoreUnderTest};
 use stateseal_object_store::{GcsConfig, GcsStore, S3Config, S3Store};
 use stateseal_testkit::fake_gcs::FakeGcs;
 use stateseal_testkit::gcs_front::GcsPreconditionFront;
-use stateseal_testkit::integrity_contract;
 use stateseal_testkit::moto::{Moto, REGION};
-use stateseal_testkit::store_contract::{self, StoreUnderTest};
 
 const BUCKET: &str = "stateseal-contract";
 const OBJECT: &str = "fleet/keyset.json";

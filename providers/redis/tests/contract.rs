@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 
 use stateseal::Error;
 use stateseal::replay::ReplayStore;
+use stateseal_contract::replay::{self, States};
 use stateseal_redis::RedisReplayStore;
 use stateseal_testkit::redis::Redis;
-use stateseal_testkit::replay_contract::{States, replay_contract};
 
 fn dir(name: &str) -> std::path::PathBuf {
     std::env::temp_dir().join(format!("stateseal-redis-{name}-{}", std::process::id()))
@@ -22,7 +22,7 @@ async fn redis_keeps_the_replay_contract() {
         .key_prefix("stateseal:contract:")
         .build()
         .expect("store");
-    replay_contract(Arc::new(store)).await;
+    replay::run(Arc::new(store)).await;
     // Records expire by themselves: only the live ones are held.
     assert!(redis.keys() >= 23, "{} keys", redis.keys());
 }
@@ -106,7 +106,7 @@ async fn rediss_keeps_the_contract_over_tls_and_refuses_an_untrusted_server() {
         .ca_certificate_pem(ca)
         .build()
         .expect("store");
-    replay_contract(Arc::new(store)).await;
+    replay::run(Arc::new(store)).await;
     // The same server without its CA: the Web PKI roots do not vouch for it.
     let untrusted = RedisReplayStore::builder(&url).build().expect("store");
     let err = untrusted

@@ -1,14 +1,14 @@
-//! The Vault KV v2 store and the Vault transit provider under the test kit's
-//! shared contracts, against a real OpenBao (one test binary, so the crate
+//! The Vault KV v2 store and the Vault transit provider under the shared
+//! contracts (`stateseal-contract`), against a real OpenBao (one test binary, so the crate
 //! links once).
 
 use std::sync::{Arc, Mutex};
 
 use stateseal::{KeysetStore, ProviderRegistry};
-use stateseal_testkit::integrity_contract;
+use stateseal_contract::integrity as integrity_contract;
+use stateseal_contract::provider::{self as provider_contract, ProviderUnderTest};
+use stateseal_contract::store::{self as store_contract, StoreUnderTest};
 use stateseal_testkit::openbao::{FLEET_POLICY, OpenBao, OpenBaoOptions};
-use stateseal_testkit::provider_contract::{self, ProviderUnderTest};
-use stateseal_testkit::store_contract::{self, StoreUnderTest};
 use stateseal_vault::{SecretString, VaultAuth, VaultConfig};
 
 const STORE: &str = "vault-kv://secret/stateseal/contract";

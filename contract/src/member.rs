@@ -1,5 +1,32 @@
-//! One fleet member for the tests: a rotation scheduler on a manual clock,
-//! the ring it keeps, and the envelope that seals with it.
+//! One fleet member, as the suites drive it: a rotation scheduler on a manual
+//! clock, the ring it keeps, and the envelope that seals with it. Time passes
+//! only when a test says so (`sched.refresh_at(now)`, `works(now)`).
+//!
+//! ```
+//! # let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+//! # rt.block_on(async {
+//! use std::sync::Arc;
+//! use stateseal::rotation::{Timing, init_keyset};
+//! use stateseal::{FileStore, KeysetStore, LocalProvider, ProviderRegistry};
+//! use stateseal_contract::member::Member;
+//!
+//! let dir = std::env::temp_dir().join(format!("member-doc-{}", std::process::id()));
+//! # let _ = std::fs::remove_dir_all(&dir);
+//! std::fs::create_dir_all(&dir).unwrap();
+//! LocalProvider::create_kek(&dir.join("kek.bin")).unwrap();
+//! let kek = format!("local://{}", dir.join("kek.bin").display());
+//! let mut registry = ProviderRegistry::with_defaults();
+//! registry.allow_local_kek();
+//! let store: Arc<dyn KeysetStore> = Arc::new(FileStore::new(dir.join("keyset.json")));
+//! let t0 = 1_782_345_600.0;
+//! init_keyset(store.as_ref(), &registry, &kek, Timing::default(), t0).await.unwrap();
+//!
+//! let member = Member::pinned(&registry, store, t0).await;
+//! member.sched.refresh_at(t0).await.unwrap();
+//! assert!(member.works(t0));
+//! # let _ = std::fs::remove_dir_all(&dir);
+//! # });
+//! ```
 
 use std::sync::Arc;
 
@@ -19,6 +46,9 @@ pub struct Member {
 }
 
 /// A scheduler on `store` at `t` (a manual clock) with a fresh, empty ring.
+///
+/// # Panics
+/// When `config` is refused.
 pub fn instance(
     config: SchedulerConfig,
     store: Arc<dyn KeysetStore>,
@@ -36,6 +66,9 @@ pub fn instance(
 }
 
 /// The request the member's rounds are for.
+///
+/// # Panics
+/// Never: the request is a constant.
 pub fn round() -> RequestIdentity {
     RequestIdentity::from_json("tools/call", br#"{"name":"t","arguments":{}}"#).expect("identity")
 }
@@ -47,18 +80,27 @@ impl Member {
     /// default: these members test outages, not partitions), no automatic
     /// rotation, no seal reservations and no renewals (so a test can count
     /// the keyset's generations).
+    ///
+    /// # Panics
+    /// When the scheduler cannot be built.
     pub fn new(registry: &ProviderRegistry, store: Arc<dyn KeysetStore>, t0: f64) -> Self {
         Self::with_trust(registry, store, t0, TrustPolicy::default())
     }
 
     /// [`Member::new`] pinned to the keyset the store holds now, as its
     /// operator would configure it (any store).
+    ///
+    /// # Panics
+    /// When the store holds no keyset that verifies.
     pub async fn pinned(registry: &ProviderRegistry, store: Arc<dyn KeysetStore>, t0: f64) -> Self {
         let trust = crate::keysets::pins_of(store.as_ref(), registry).await;
         Self::with_trust(registry, store, t0, trust)
     }
 
     /// [`Member::new`] believing what `trust` says.
+    ///
+    /// # Panics
+    /// When the scheduler cannot be built.
     pub fn with_trust(
         registry: &ProviderRegistry,
         store: Arc<dyn KeysetStore>,

@@ -54,6 +54,9 @@ const WRITERS: usize = 8;
 
 /// A valid document of `generation` whose single entry is named `entry`,
 /// tagged under a fixed MAC key (stores never verify; `KeysetTrust` does).
+///
+/// # Panics
+/// Never for the generations and entry names a test uses.
 pub fn document(generation: u64, entry: &str) -> StoredKeyset {
     let mac = MacKey::from_secret(&Secret::new(vec![0x5a; 32]).expect("secret")).expect("mac key");
     let r = MacKeyRef {
@@ -159,7 +162,11 @@ async fn conditional_reads(s: &impl StoreUnderTest, store: &dyn KeysetStore) {
     }
 }
 
-/// Runs the whole contract; panics with the case that failed.
+/// Runs the whole contract against the location `s` opens, which must start
+/// empty. Run [`crate::integrity::run`] after it.
+///
+/// # Panics
+/// On the first rule the store breaks, saying which.
 pub async fn run(s: &impl StoreUnderTest) {
     let store = s.open();
     assert_eq!(store.load().await.expect("empty store loads"), None);

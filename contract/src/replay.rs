@@ -1,6 +1,16 @@
-//! What every `ReplayStore` must do, run by each store's own tests: record
+//! What every [`ReplayStore`] must do, run by each store's own tests: record
 //! a state once and refuse it after, atomically under racing presentations,
 //! keep apart states and services, and keep a record no longer than asked.
+//!
+//! ```
+//! # let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+//! # rt.block_on(async {
+//! use std::sync::Arc;
+//! use stateseal::replay::MemoryReplayStore;
+//!
+//! stateseal_contract::replay::run(Arc::new(MemoryReplayStore::new())).await;
+//! # });
+//! ```
 
 use std::sync::Arc;
 
@@ -65,7 +75,7 @@ impl States {
 ///
 /// # Panics
 /// On the first rule the store breaks, saying which.
-pub async fn replay_contract(store: Arc<dyn ReplayStore>) {
+pub async fn run(store: Arc<dyn ReplayStore>) {
     let bank = States::new("bank");
     // Once, then refused.
     let once = bank.record();

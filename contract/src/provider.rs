@@ -1,8 +1,15 @@
-//! The behaviour every [`stateseal::KeyProvider`] must show, run by each provider's own
-//! tests against a real (or contract-double) KMS:
+//! The behaviour every [`KeyProvider`](stateseal::KeyProvider) must show, run
+//! by each provider's own tests against a real (or contract-double) KMS:
 //!
-//! - a generated key unwraps to itself, and only under the keyset id and entry
-//!   id it was wrapped for (anything else is `Invalid`);
+//! - generate gives a 32-byte key whose wrapped form does not carry it in the
+//!   clear, and the key unwraps to itself;
+//! - binding: a wrapped key unwraps only under the keyset id, entry id and
+//!   purpose it was wrapped for; anything else is `Invalid`. The probe moves
+//!   keys across keysets, entries, the `keyset-mac` purpose and the boundary
+//!   between the two ids, and then forges a keyset document whose MAC key is
+//!   a leaked data key: a provider that ignores the
+//!   [`WrapContext`](stateseal::provider::WrapContext) fails here, because
+//!   with it anyone who can write the store could re-key the keyset;
 //! - in steady state, refreshes within `max_key_age` make no KMS call;
 //! - a KMS outage is `Transient`: cached keys keep serving past `max_key_age`,
 //!   and the unwrap is renewed once the KMS is back;
@@ -13,15 +20,52 @@
 //!   comes back.
 //!
 //! A case a provider cannot take part in (a local KEK has no network and no
-//! access control) is not run, and the run prints why.
+//! access control) is not run, and the run prints why. The binding cases
+//! always run.
+//!
+//! ```no_run
+//! use stateseal::{LocalProvider, ProviderRegistry};
+//! use stateseal_contract::provider::{self, ProviderUnderTest};
+//!
+//! struct Local(String);
+//!
+//! impl ProviderUnderTest for Local {
+//!     fn registry(&self) -> ProviderRegistry {
+//!         let mut registry = ProviderRegistry::with_defaults();
+//!         registry.allow_local_kek();
+//!         registry
+//!     }
+//!     fn kek(&self) -> String {
+//!         self.0.clone()
+//!     }
+//!     fn outage(&self, _: bool) -> Result<(), &'static str> {
+//!         Err("a local KEK needs no network")
+//!     }
+//!     fn credentials_failing(&self, _: bool) -> Result<(), &'static str> {
+//!         Err("a local KEK has no credentials")
+//!     }
+//!     fn revoked(&self, _: bool) -> Result<(), &'static str> {
+//!         Err("a local KEK file has no access control beyond its mode")
+//!     }
+//! }
+//!
+//! // In your tests: #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+//! async fn local_provider_meets_the_contract() {
+//!     let dir = std::env::temp_dir().join("local-provider-contract");
+//!     std::fs::create_dir_all(&dir).unwrap();
+//!     LocalProvider::create_kek(&dir.join("kek.bin")).unwrap();
+//!     let kek = format!("local://{}", dir.join("kek.bin").display());
+//!     provider::run(&Local(kek), &dir).await;
+//! }
+//! ```
 
 use std::path::Path;
 use std::sync::Arc;
 
-use stateseal::provider::WrapContext;
 use stateseal::rotation::{Timing, init_keyset};
 use stateseal::{Error, ErrorClass, FileStore, KeysetStore, ProviderRegistry};
 
+use crate::binding::{class, ctx};
 use crate::member::Member;
 
 /// A provider under test, with the KMS-side powers the contract needs.
@@ -41,45 +85,27 @@ pub trait ProviderUnderTest: Send + Sync {
 const T0: f64 = 1_782_345_600.0;
 const MAX_KEY_AGE: f64 = 3600.0;
 
-fn ctx<'a>(keyset_id: &'a str, entry_id: &'a str) -> WrapContext<'a> {
-    WrapContext {
-        keyset_id,
-        entry_id,
-    }
-}
-
-fn class(r: Result<stateseal::Secret, Error>) -> Option<ErrorClass> {
-    r.err().and_then(|e| e.kms_class())
-}
-
 fn not_run(kek: &str, case: &str, why: &str) {
     println!("provider contract {kek}: {case} case not run: {why}");
 }
 
-/// Runs the whole contract, keeping a file keyset in `dir`; panics with the case that failed.
+/// Runs the whole contract, keeping file keysets in `dir` (an existing
+/// directory of the caller's, holding no `keyset.json` yet).
+///
+/// # Panics
+/// On the first rule the provider breaks, naming the case (`provider contract
+/// <kek>: binding: keyset: …`).
 pub async fn run(p: &impl ProviderUnderTest, dir: &Path) {
     let registry = p.registry();
     let kek = p.kek();
     let provider = registry.provider_for(&kek).expect("provider");
 
-    // Wrapping binds the keyset and the entry.
+    // Wrapping binds the keyset, the entry and the purpose.
+    crate::binding::probe(&registry, &kek, dir).await;
     let dk = provider
         .generate(&kek, ctx("ks_contract", "k_a"))
         .await
         .expect("generate");
-    let back = provider
-        .unwrap(&kek, &dk.wrapped, ctx("ks_contract", "k_a"))
-        .await
-        .expect("unwrap");
-    assert_eq!(back.expose(), dk.plaintext.expose(), "unwraps to itself");
-    for (keyset, entry) in [("ks_other", "k_a"), ("ks_contract", "k_b")] {
-        let moved = provider.unwrap(&kek, &dk.wrapped, ctx(keyset, entry)).await;
-        assert_eq!(
-            class(moved),
-            Some(ErrorClass::Invalid),
-            "a wrapped key moved to {keyset}/{entry} must be Invalid"
-        );
-    }
 
     // A fleet member on a file keyset under this KEK.
     let store: Arc<dyn KeysetStore> = Arc::new(FileStore::new(dir.join("keyset.json")));

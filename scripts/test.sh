@@ -15,78 +15,78 @@ export STATESEAL_FAKE_GCS="$SVC_BIN/fake-gcs-server"
 # Debian's Redis server, unpacked into target/ (the replay store's tests start their own).
 STATESEAL_REDIS_SERVER="$(scripts/redis-env.sh)"
 export STATESEAL_REDIS_SERVER
-echo "== cargo fmt --check"
+echo "== [${SECONDS}s] cargo fmt --check"
 cargo fmt --all -- --check
-echo "== cargo clippy"
+echo "== [${SECONDS}s] cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
 # The library as users build it: with its default features, and the data plane alone
 # (the workspace build above also has the test-only `internals` feature on).
 cargo clippy -p stateseal --lib -- -D warnings
 cargo clippy -p stateseal --lib --no-default-features -- -D warnings
-echo "== the data plane builds without the key plane's dependencies"
+echo "== [${SECONDS}s] the data plane builds without the key plane's dependencies"
 for dep in tokio moka toml time; do
   if cargo tree -p stateseal --no-default-features -e normal -i "$dep" 2>/dev/null | grep -q .; then
     echo "stateseal --no-default-features depends on $dep" >&2
     exit 1
   fi
 done
-echo "== each object store builds alone (a GCP-only build links no AWS SDK)"
+echo "== [${SECONDS}s] each object store builds alone (a GCP-only build links no AWS SDK)"
 cargo clippy -p stateseal-object-store --no-default-features --features gcs -- -D warnings
 cargo clippy -p stateseal-object-store --no-default-features --features s3 -- -D warnings
 if cargo tree -p stateseal-object-store --no-default-features --features gcs -e normal -i aws-config 2>/dev/null | grep -q .; then
   echo "stateseal-object-store --features gcs depends on aws-config" >&2
   exit 1
 fi
-echo "== cargo test"
+echo "== [${SECONDS}s] cargo test"
 cargo test --workspace
-echo "== the Python SDK's vectors and the live interop under each AES-256-GCM backend (same bytes whichever seals)"
-for aead in aws-lc ring; do
+echo "== [${SECONDS}s] the Python SDK's vectors and the live interop under each AES-256-GCM backend (same bytes whichever seals)"
+for aead in aws-lc ring split; do
   STATESEAL_AEAD=$aead cargo test --quiet -p stateseal --test core -- vectors interop
 done
-echo "== fleet simulation: 10,000 instances for a simulated week, in deploy/'s topology and with writing servers (release build; sim/tests/fleet.rs)"
+echo "== [${SECONDS}s] fleet simulation: 10,000 instances for a simulated week, in deploy/'s topology and with writing servers (release build; sim/tests/fleet.rs)"
 cargo test --release -p stateseal-sim --test fleet ten_thousand -- --nocapture
 # The live Cloud KMS and Cloud Storage tests skip without credentials; show that they said so.
 cargo test --quiet -p stateseal-cli --test cli live_ -- --nocapture
-echo "== examples against real services"
+echo "== [${SECONDS}s] examples against real services"
 cargo run --quiet --example vault -- --dev
 cargo run --quiet --example aws_kms -- --dev
 cargo run --quiet --example gcp_kms -- --dev
-echo "== the Node package (bindings/node installed beside the TypeScript MCP SDK from npm: node --test, tsc, benchmark)"
+echo "== [${SECONDS}s] the Node package (bindings/node installed beside the TypeScript MCP SDK from npm: node --test, tsc, benchmark)"
 scripts/node-package.sh
-echo "== the Python package (pip install ./bindings/python; pytest: codec contract, fork, OpenBao faults, three-language fleet)"
+echo "== [${SECONDS}s] the Python package (pip install ./bindings/python; pytest: codec contract, fork, OpenBao faults, three-language fleet)"
 pypkg_python="$(scripts/py-package.sh | tail -1)"
-echo "== packages: scripts/package.sh (the wheel, the sdist built from itself, the npm tarballs, every .crate built from itself, into dist/), and the release workflow (scripts/workflow-check.sh)"
+echo "== [${SECONDS}s] packages: scripts/package.sh (the wheel, the sdist built from itself, the npm tarballs, every .crate built from itself, into dist/), and the release workflow (scripts/workflow-check.sh)"
 python3 scripts/test_versions.py
 scripts/package.sh
 scripts/workflow-check.sh
-echo "== the packages as users install them, with no cargo or rustc on PATH (scripts/install-check.sh)"
+echo "== [${SECONDS}s] the packages as users install them, with no cargo or rustc on PATH (scripts/install-check.sh)"
 scripts/install-check.sh
-echo "== glibc 2.41 for the nonce check: scripts/glibc-env.sh refuses an unsigned release, a tampered index, a tampered package"
+echo "== [${SECONDS}s] glibc 2.41 for the nonce check: scripts/glibc-env.sh refuses an unsigned release, a tampered index, a tampered package"
 scripts/glibc-env-check.sh
-echo "== nonce path (strace): a system call per seal on the host C library, the vDSO on glibc 2.41, fork test on it"
+echo "== [${SECONDS}s] nonce path (strace): a system call per seal on the host C library, the vDSO on glibc 2.41, fork test on it"
 scripts/nonce-path-check.sh "$pypkg_python"
-echo "== fleet soak, short form (OpenBao + 3 server processes: rotations, kill, outage, store faults, secret id rotation)"
+echo "== [${SECONDS}s] fleet soak, short form (OpenBao + 3 server processes: rotations, kill, outage, store faults, secret id rotation)"
 scripts/soak.sh --duration 60
-echo "== the fleet simulation against a real fleet on moto's S3 and KMS, then the same scenario simulated: quiet (24 servers) and, alongside, traffic with rolling restarts (12 servers)"
+echo "== [${SECONDS}s] the fleet simulation against a real fleet on moto's S3 and KMS, then the same scenario simulated: quiet (24 servers) and, alongside, traffic with rolling restarts (12 servers)"
 cargo build --quiet -p stateseal-sim --example calibrate
 scripts/calibrate-sim.sh --scenario traffic >target/calibrate-traffic.log 2>&1 &
 calibrate_traffic=$!
 scripts/calibrate-sim.sh
 wait "$calibrate_traffic" || { cat target/calibrate-traffic.log; exit 1; }
 cat target/calibrate-traffic.log
-echo "== Terraform modules (python-hcl2 + stateseal's rules, checkov offline)"
+echo "== [${SECONDS}s] Terraform modules (python-hcl2 + stateseal's rules, checkov offline)"
 scripts/terraform-check.sh
-echo "== Prometheus alert rules and the Grafana dashboard (promtool: check, unit tests, every query)"
+echo "== [${SECONDS}s] Prometheus alert rules and the Grafana dashboard (promtool: check, unit tests, every query)"
 python3 scripts/observability_check.py "$(scripts/prometheus-env.sh)/promtool"
-echo "== Kubernetes overlays and the Dockerfile (kubectl kustomize, kubernetes-validate --strict, hadolint)"
+echo "== [${SECONDS}s] Kubernetes overlays and the Dockerfile (kubectl kustomize, kubernetes-validate --strict, hadolint)"
 "$SVC_BIN/../../svcenv-deploy/bin/python" scripts/deploy_check.py "$SVC_BIN/../../svcenv-deploy/bin"
-echo "== MCP conformance suite (input-required-result-*)"
+echo "== [${SECONDS}s] MCP conformance suite (input-required-result-*)"
 scripts/conformance.sh
-echo "== the fuzz targets build (fuzz/ is outside the workspace; running them: docs/testing.md#fuzzing)"
+echo "== [${SECONDS}s] the fuzz targets build (fuzz/ is outside the workspace; running them: docs/testing.md#fuzzing)"
 cargo check --quiet --manifest-path fuzz/Cargo.toml --bins --target-dir target/fuzz-check
-echo "== cargo doc"
+echo "== [${SECONDS}s] cargo doc"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
-echo "== public API unchanged (api/*.txt; scripts/public-api.py rewrites them)"
+echo "== [${SECONDS}s] public API unchanged (api/*.txt; scripts/public-api.py rewrites them)"
 python3 scripts/public-api.py --check
-echo "== target/ holds $(du -sh target | cut -f1) ($(df -h --output=avail . | tail -1 | tr -d " ") left on the disk)"
-echo "== all checks passed"
+echo "== [${SECONDS}s] target/ holds $(du -sh target | cut -f1) ($(df -h --output=avail . | tail -1 | tr -d " ") left on the disk)"
+echo "== [${SECONDS}s] all checks passed"

@@ -59,7 +59,7 @@ mod secret;
 pub mod setup;
 
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use codec::aead::{AEAD_SETTING, AeadBackend, AeadChoice};
+pub use codec::aead::{AEAD_SETTING, AEAD_SPLIT_AT, AeadBackend, AeadChoice};
 pub use codec::{
     AesGcmCodec, NONCE_LEN, SEAL_HEADROOM, StateCodec, TAG_LEN, TOKEN_PREFIX, token_key_id,
 };

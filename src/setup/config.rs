@@ -114,7 +114,8 @@ pub struct Config {
     #[serde(default)]
     pub single_use_resources: Vec<String>,
     /// The AES-256-GCM implementation: `auto` (the faster one for this CPU,
-    /// the default), `aws-lc` or `ring`. Tokens are the same bytes either way.
+    /// the default), `aws-lc`, `ring` or `split` (ring below 4 KiB, aws-lc
+    /// from there). Tokens are the same bytes whichever.
     #[serde(default)]
     pub aead: AeadName,
 }
@@ -130,6 +131,8 @@ pub enum AeadName {
     AwsLc,
     /// ring.
     Ring,
+    /// ring below 4 KiB, aws-lc from there.
+    Split,
 }
 
 impl AeadName {
@@ -139,6 +142,7 @@ impl AeadName {
             Self::Auto => None,
             Self::AwsLc => Some(AeadBackend::AwsLc),
             Self::Ring => Some(AeadBackend::Ring),
+            Self::Split => Some(AeadBackend::Split),
         }
     }
 }

@@ -41,7 +41,7 @@ fn invalid_configuration_names_the_field() {
 }
 
 #[test]
-fn the_aead_backend_is_a_field_with_three_values() {
+fn the_aead_backend_is_a_field_with_four_values() {
     use stateseal::setup::AeadName;
     let base = "store = 'file:///tmp/k.json'\naudience = 'svc'\n";
     assert_eq!(
@@ -52,13 +52,14 @@ fn the_aead_backend_is_a_field_with_three_values() {
         ("auto", AeadName::Auto),
         ("aws-lc", AeadName::AwsLc),
         ("ring", AeadName::Ring),
+        ("split", AeadName::Split),
     ] {
         let c = Config::from_toml_str(&format!("{base}aead = '{value}'")).expect("valid");
         assert_eq!(c.aead, name);
     }
     let bad = err(&format!("{base}aead = 'openssl'"));
     assert!(
-        bad.contains("auto") && bad.contains("aws-lc") && bad.contains("ring"),
+        bad.contains("auto") && bad.contains("aws-lc") && bad.contains("split"),
         "{bad}"
     );
     let vars: HashMap<&str, String> = [

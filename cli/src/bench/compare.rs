@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use stateseal::{
-    AeadBackend, AeadChoice, AesGcmCodec, Envelope, KeyRing, RequestIdentity, RingHandle, RingKey,
-    Secret, TokenFormat,
+    AEAD_SPLIT_AT, AeadBackend, AeadChoice, AesGcmCodec, Envelope, KeyRing, RequestIdentity,
+    RingHandle, RingKey, Secret, TokenFormat,
 };
 
 use super::{interleaved_ns, median_of_rounds, params};
@@ -27,14 +27,20 @@ enum RawGcm {
 }
 
 impl RawGcm {
-    fn new(backend: AeadBackend) -> Result<Self, CliError> {
+    /// The library `backend` seals `len` bytes with (`split` hands
+    /// messages from ring to aws-lc at [`AEAD_SPLIT_AT`] bytes).
+    fn new(backend: AeadBackend, len: usize) -> Result<Self, CliError> {
         let refused = || CliError::Failed("bench setup: AEAD key refused".into());
-        Ok(match backend {
-            AeadBackend::Ring => Self::Ring(Box::new(ring::aead::LessSafeKey::new(
+        let ring = match backend {
+            AeadBackend::Split => len < AEAD_SPLIT_AT,
+            b => b == AeadBackend::Ring,
+        };
+        Ok(match ring {
+            true => Self::Ring(Box::new(ring::aead::LessSafeKey::new(
                 ring::aead::UnboundKey::new(&ring::aead::AES_256_GCM, &[7; 32])
                     .map_err(|_| refused())?,
             ))),
-            _ => Self::AwsLc(aws_lc_rs::aead::LessSafeKey::new(
+            false => Self::AwsLc(aws_lc_rs::aead::LessSafeKey::new(
                 aws_lc_rs::aead::UnboundKey::new(&aws_lc_rs::aead::AES_256_GCM, &[7; 32])
                     .map_err(|_| refused())?,
             )),
@@ -144,7 +150,7 @@ pub(super) fn run(
             let v2 = envelope_of(TokenFormat::V2, backend).map_err(fail)?;
             let token_v1 = v1.mint(&id, &state, None).map_err(fail)?;
             let token_v2 = v2.mint(&id, &state, None).map_err(fail)?;
-            let raw = RawGcm::new(backend)?;
+            let raw = RawGcm::new(backend, size)?;
             let mut tagged = vec![b'x'; size];
             let tag = raw.seal(&mut tagged);
             tagged.extend_from_slice(&tag.unwrap_or_default());

@@ -22,18 +22,18 @@ fn bench_compare_measures_every_backend_and_marks_the_chosen_one() {
         "--millis",
         "5",
     ];
-    for (setting, chosen) in [("aws-lc", "aws-lc"), ("ring", "ring")] {
+    for (setting, chosen) in [("aws-lc", "aws-lc"), ("ring", "ring"), ("split", "split")] {
         let out = stateseal_with(&args, &[("STATESEAL_AEAD", setting)], None);
         assert!(out.status.success(), "{}", text(&out.stderr));
         let lines = json_lines(&out.stdout);
-        assert_eq!(lines.len(), 4, "two sizes x two backends");
+        assert_eq!(lines.len(), 6, "two sizes x three backends");
         for size in [64, 1024] {
             let rows: Vec<_> = lines.iter().filter(|l| l["state_bytes"] == size).collect();
             let names: Vec<_> = rows
                 .iter()
                 .map(|l| l["backend"].as_str().unwrap())
                 .collect();
-            assert_eq!(names, ["aws-lc", "ring"]);
+            assert_eq!(names, ["aws-lc", "ring", "split"]);
             let marked: Vec<_> = rows.iter().filter(|l| l["chosen"] == true).collect();
             assert_eq!(marked.len(), 1);
             assert_eq!(marked[0]["backend"], chosen);
@@ -99,7 +99,10 @@ fn a_bad_aead_setting_stops_the_command_and_changes_nothing() {
             text(&out.stderr)
         };
         assert!(said.contains("STATESEAL_AEAD"), "{said}");
-        assert!(said.contains("expected auto, aws-lc or ring"), "{said}");
+        assert!(
+            said.contains("expected auto, aws-lc, ring or split"),
+            "{said}"
+        );
         if json {
             let e: serde_json::Value = serde_json::from_str(said.trim()).expect("json error");
             assert_eq!(e["exit_code"], 2);

@@ -137,6 +137,12 @@ impl XaesKey {
         GcmKey::new(self.backend, &*self.derive_key(nonce)?)
     }
 
+    /// As `gcm_key`, prepared for messages of about `len` bytes only (a
+    /// `split` backend sets up the one library that length goes to).
+    fn gcm_key_for(&self, nonce: &[u8; NONCE_LEN], len: usize) -> Result<GcmKey, Error> {
+        GcmKey::sized(self.backend, &*self.derive_key(nonce)?, len)
+    }
+
     /// Draws a nonce into `nonce` (a fresh first half once per batch, a fresh
     /// second half every time), encrypts `in_out` in place under it; the tag.
     ///
@@ -208,7 +214,7 @@ impl XaesKey {
         if let Some(gcm) = opened.find(prefix) {
             return open_with(gcm, nonce, aad, in_out);
         }
-        let gcm = self.gcm_key(nonce)?;
+        let gcm = self.gcm_key_for(nonce, in_out.len())?;
         let len = open_with(&gcm, nonce, aad, in_out)?;
         // Only a key that opened an authentic token is kept: forged first
         // halves cannot evict the genuine ones.

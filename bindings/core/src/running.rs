@@ -95,6 +95,8 @@ impl Running {
     /// # Errors
     /// A configuration the keyset refuses, or no ring within `ready_timeout`.
     pub fn start(recipe: &Recipe) -> Result<Self, Error> {
+        // One AES-256-GCM implementation per process: a bad STATESEAL_AEAD is refused here.
+        stateseal::AeadBackend::select_from_env()?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("stateseal-keyset")

@@ -152,6 +152,7 @@ impl NativeCodec {
     /// for byte the Python SDK's codec: `v1.` tokens, no keyset, no rotation.
     #[napi(factory)]
     pub fn from_keys(keys: Vec<Buffer>) -> std::result::Result<Self, Error<Code>> {
+        stateseal::AeadBackend::select_from_env().map_err(|e| fail(Code::Config, e.to_string()))?;
         let ring = KeyRing::from_bytes(keys.iter().map(|k| k.to_vec()).collect())
             .map_err(|e| fail(Code::Config, e.to_string()))?;
         let engine = Engine {

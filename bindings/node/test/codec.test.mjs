@@ -141,3 +141,14 @@ test('a process exits while a codec is open (its threads never hold the event lo
   assert.equal(run.stdout.trim(), 'x');
   assert.ok(Date.now() - started < 15_000, `took ${Date.now() - started} ms`);
 });
+
+test('a bad STATESEAL_AEAD is refused when the first codec is made, and a good one is used', () => {
+  const made = (aead) =>
+    spawnSync(
+      process.execPath,
+      ['-e', "const { KeysetCodec } = require('stateseal'); try { const c = KeysetCodec.fromKeys(['k'.repeat(32)]); console.log('made', c.unseal(c.seal('x')).toString()); } catch (e) { console.log(e.code, e.message); }"],
+      { cwd: new URL('.', import.meta.url).pathname, env: { ...process.env, STATESEAL_AEAD: aead }, encoding: 'utf8' },
+    ).stdout.trim();
+  assert.equal(made('openssl'), 'ERR_STATESEAL_CONFIG invalid configuration: STATESEAL_AEAD: unknown AEAD backend (expected auto, aws-lc, ring or split)');
+  for (const aead of ['auto', 'aws-lc', 'ring', 'split']) assert.equal(made(aead), 'made x', aead);
+});

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import os
 from types import SimpleNamespace
 
 import pytest
@@ -187,3 +188,23 @@ def test_bad_settings_say_what_to_fix(local_keyset: Keyset) -> None:
     assert "kek.bin" not in str(e.value) or "local://" in str(e.value)
     with pytest.raises(RuntimeError, match="no keyset|gave no usable key"):
         KeysetCodec.start(f"file://{local_keyset.dir / 'missing.json'}", ready_timeout=0.5)
+
+
+def test_a_bad_aead_setting_is_refused_before_the_keyset_is_read(tmp_path):
+    """STATESEAL_AEAD picks the AES-256-GCM implementation once per process; another
+    value than auto, aws-lc, ring or split stops KeysetCodec.start before any store read."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import stateseal\n"
+        "try:\n"
+        f"    stateseal.KeysetCodec.start('file://{tmp_path}/missing.json', allow_local_kek=True)\n"
+        "except Exception as e:\n"
+        "    print(type(e).__name__, e)\n"
+    )
+    env = {**os.environ, "STATESEAL_AEAD": "openssl"}
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    assert "STATESEAL_AEAD: unknown AEAD backend (expected auto, aws-lc, ring or split)" in out.stdout
+    assert "missing.json" not in out.stdout
+    assert list(tmp_path.iterdir()) == []

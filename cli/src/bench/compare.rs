@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use stateseal::{
-    AEAD_SPLIT_AT, AeadBackend, AeadChoice, AesGcmCodec, Envelope, KeyRing, RequestIdentity,
-    RingHandle, RingKey, Secret, TokenFormat,
+    AeadBackend, AeadChoice, AesGcmCodec, Envelope, KeyRing, RequestIdentity, RingHandle, RingKey,
+    Secret, TokenFormat,
 };
 
 use super::{interleaved_ns, median_of_rounds, params};
@@ -27,23 +27,19 @@ enum RawGcm {
 }
 
 impl RawGcm {
-    /// The library `backend` seals `len` bytes with (`split` hands
-    /// messages from ring to aws-lc at [`AEAD_SPLIT_AT`] bytes).
+    /// The library `backend` seals `len` bytes with.
     fn new(backend: AeadBackend, len: usize) -> Result<Self, CliError> {
         let refused = || CliError::Failed("bench setup: AEAD key refused".into());
-        let ring = match backend {
-            AeadBackend::Split => len < AEAD_SPLIT_AT,
-            b => b == AeadBackend::Ring,
-        };
-        Ok(match ring {
-            true => Self::Ring(Box::new(ring::aead::LessSafeKey::new(
+        Ok(if backend.library_for(len) == AeadBackend::Ring {
+            Self::Ring(Box::new(ring::aead::LessSafeKey::new(
                 ring::aead::UnboundKey::new(&ring::aead::AES_256_GCM, &[7; 32])
                     .map_err(|_| refused())?,
-            ))),
-            false => Self::AwsLc(aws_lc_rs::aead::LessSafeKey::new(
+            )))
+        } else {
+            Self::AwsLc(aws_lc_rs::aead::LessSafeKey::new(
                 aws_lc_rs::aead::UnboundKey::new(&aws_lc_rs::aead::AES_256_GCM, &[7; 32])
                     .map_err(|_| refused())?,
-            )),
+            ))
         })
     }
 

@@ -2,12 +2,12 @@
 
 use zeroize::Zeroize;
 
-use super::{AEAD_SPLIT_AT, AeadBackend};
+use super::AeadBackend;
 use crate::codec::TAG_LEN;
 use crate::error::Error;
 
 /// An AES-256-GCM key prepared by one backend, or by both (`Split`: ring
-/// seals and opens messages below [`AEAD_SPLIT_AT`] bytes, aws-lc the others).
+/// seals and opens messages below `AEAD_SPLIT_AT` bytes, aws-lc the others).
 pub(crate) enum GcmKey {
     AwsLc(AwsLcGcm),
     Ring(RingGcm),
@@ -47,11 +47,7 @@ impl GcmKey {
     /// to open one token need not pay for two key schedules). Any length
     /// still works with the key: both libraries give the same bytes.
     pub(crate) fn sized(backend: AeadBackend, key: &[u8; 32], len: usize) -> Result<Self, Error> {
-        match backend {
-            AeadBackend::Split if len < AEAD_SPLIT_AT => Ok(Self::Ring(ring_key(key)?)),
-            AeadBackend::Split => Ok(Self::AwsLc(aws_lc(key)?)),
-            other => Self::new(other, key),
-        }
+        Self::new(backend.library_for(len), key)
     }
 
     /// Which backend prepared the key.
@@ -68,8 +64,10 @@ impl GcmKey {
         match self {
             Self::AwsLc(k) => Lib::AwsLc(k),
             Self::Ring(RingGcm(k)) => Lib::Ring(k),
-            Self::Split(RingGcm(small), _) if len < AEAD_SPLIT_AT => Lib::Ring(small),
-            Self::Split(_, large) => Lib::AwsLc(large),
+            Self::Split(RingGcm(small), large) => match AeadBackend::Split.library_for(len) {
+                AeadBackend::Ring => Lib::Ring(small),
+                _ => Lib::AwsLc(large),
+            },
         }
     }
 

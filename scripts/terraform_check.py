@@ -8,6 +8,7 @@ Prints one line per check; exits 1 if any fails. checkov runs separately.
 """
 
 import pathlib
+import re
 import sys
 
 import hcl2
@@ -223,7 +224,129 @@ def check_gcp(doc):
         check("custom_role" in str(g.get("role")), f"gcp: bucket grant {name} uses a stateseal custom role")
 
 
-RULES = {"vault": check_vault, "aws-kms": check_aws, "gcp-kms": check_gcp}
+def local_values(doc):
+    return {k: value(v) for block in doc.get("locals", []) for k, v in block.items() if not k.startswith("__")}
+
+
+def resolve(text, locals_):
+    """Expands ${local.NAME} references (the conditions are built from locals)."""
+    text = value(text)
+    for _ in range(10):
+        expanded = text
+        for k, v in locals_.items():
+            if isinstance(v, str):
+                expanded = expanded.replace("${local." + k + "}", v)
+        if expanded == text:
+            break
+        text = expanded
+    return text
+
+
+def branches(expr):
+    """`${c ? a : b}` -> [a, b] as `${a}`, `${b}`; anything else -> [itself]."""
+    expr = value(expr)
+    m = re.fullmatch(r"\$\{[^?]+\?\s*(\S+)\s*:\s*(\S+)\s*\}", expr)
+    return ["${" + b + "}" for b in m.groups()] if m else [expr]
+
+
+def role_name(ref):
+    m = re.search(r"azurerm_role_definition\.(\w+)\.", ref)
+    return m.group(1) if m else None
+
+
+def check_azure(doc):
+    hsm = "Microsoft.KeyVault/managedHsm/keys/"
+    blob = "Microsoft.Storage/storageAccounts/blobServices/containers/blobs/"
+    locals_ = local_values(doc)
+    keys = resources(doc, "azurerm_key_vault_managed_hardware_security_module_key")
+    check(len(keys) == 1, "azure: one Managed HSM key")
+    for name, k in keys.items():
+        check(value(k.get("key_type")) == "oct-HSM" and value(k.get("key_size")) == 256,
+              f"azure: key {name} is an HSM AES-256 key (oct-HSM, 256)")
+        opts = sorted(value(o) for o in k.get("key_opts", []))
+        check(opts == ["decrypt", "encrypt"], f"azure: key {name} only encrypts and decrypts ({opts})")
+        check(prevent_destroy(k), f"azure: key {name} has prevent_destroy")
+    policies = resources(doc, "azurerm_key_vault_managed_hardware_security_module_key_rotation_policy")
+    check(len(policies) == 1 and all("time_after_creation" in p for p in policies.values()),
+          "azure: the key has a rotation policy that rotates by age")
+
+    # HSM roles: custom, data actions only, decrypt for the servers; on the key alone.
+    definitions = {n: sorted(value(a) for p in d.get("permission", []) for a in p.get("data_actions", []))
+                   for n, d in resources(doc, "azurerm_key_vault_managed_hardware_security_module_role_definition").items()}
+    wrap = [hsm + "decrypt/action", hsm + "encrypt/action", hsm + "read/action"]
+    check(sorted(definitions.values()) == [[hsm + "decrypt/action"], wrap],
+          f"azure: HSM roles are exactly decrypt, and decrypt + encrypt + read of the key ({definitions})")
+    check(all(not p.get("actions") for d in resources(doc, "azurerm_key_vault_managed_hardware_security_module_role_definition").values()
+              for p in d.get("permission", [])), "azure: HSM roles grant no control-plane actions")
+    assignments = resources(doc, "azurerm_key_vault_managed_hardware_security_module_role_assignment")
+    granted = {}
+    for name, a in assignments.items():
+        ref = value(a.get("role_definition_id", ""))
+        granted[name] = next((definitions[d] for d in definitions
+                              if f"azurerm_key_vault_managed_hardware_security_module_role_definition.{d}." in ref), None)
+        scope = resolve(a.get("scope", ""), locals_)
+        check(scope.startswith("/keys/") and len(scope) > len("/keys/") and "*" not in scope,
+              f"azure: HSM grant {name} is scoped to the one key, never \"/\" or \"/keys\" ({scope})")
+    check(set(assignments) == {"servers", "servers_wrap", "rotator"},
+          f"azure: HSM grants are the servers', the writing servers' and the rotator's ({sorted(assignments)})")
+    check(granted.get("servers") == [hsm + "decrypt/action"], f"azure: the servers only decrypt ({granted.get('servers')})")
+    check("servers_write_keyset" in str(assignments.get("servers_wrap", {}).get("count", "")),
+          "azure: the servers wrap only with servers_write_keyset")
+    check(granted.get("rotator") == wrap and granted.get("servers_wrap") == wrap, "azure: the rotator, and servers that write, wrap and unwrap")
+
+    accounts = resources(doc, "azurerm_storage_account")
+    check(len(accounts) == 1, "azure: one keyset storage account")
+    for name, a in accounts.items():
+        check(value(a.get("shared_access_key_enabled")) is False, f"azure: account {name} has shared key access disabled")
+        check(value(a.get("allow_nested_items_to_be_public")) is False, f"azure: account {name} allows no public blob access")
+        check(value(a.get("min_tls_version")) == "TLS1_2", f"azure: account {name} requires TLS 1.2")
+        check(value(a.get("https_traffic_only_enabled", True)) is True, f"azure: account {name} is HTTPS only")
+        check(value(a.get("infrastructure_encryption_enabled")) is True, f"azure: account {name} has infrastructure encryption")
+        props = (a.get("blob_properties") or [{}])[0]
+        check(value(props.get("versioning_enabled")) is True, f"azure: account {name} versions blobs")
+        check(bool(props.get("delete_retention_policy")) and bool(props.get("container_delete_retention_policy")),
+              f"azure: account {name} soft-deletes blobs and containers")
+        rules = (a.get("network_rules") or [{}])[0]
+        check(value(rules.get("default_action")) == "Deny", f"azure: account {name}'s firewall denies by default")
+        check(prevent_destroy(a), f"azure: account {name} has prevent_destroy")
+    containers = resources(doc, "azurerm_storage_container")
+    check(len(containers) == 1 and all(value(c.get("container_access_type")) == "private" for c in containers.values()),
+          "azure: one private keyset container")
+
+    # Storage roles: custom, blob data actions only, no delete; granted on the
+    # container under a condition naming the keyset blob and its newest copy.
+    roles = {n: sorted(value(a) for p in r.get("permissions", []) for a in p.get("data_actions", []))
+             for n, r in resources(doc, "azurerm_role_definition").items()}
+    check(sorted(roles.values()) == [[blob + "add/action", blob + "read", blob + "write"], [blob + "read"]],
+          f"azure: custom storage roles are exactly read, and read + create + replace, of blobs ({roles})")
+    check(all(not p.get("actions") for r in resources(doc, "azurerm_role_definition").values() for p in r.get("permissions", [])),
+          "azure: custom storage roles grant no control-plane actions")
+    grants = resources(doc, "azurerm_role_assignment")
+    check({"servers", "rotator", "operators"} <= set(grants), "azure: the servers, the rotator and the operators have container grants")
+    for name, g in grants.items():
+        scope = value(g.get("scope", ""))
+        check(scope.startswith("${azurerm_storage_container.") and scope.endswith(".id}"),
+              f"azure: grant {name} is scoped to the container, not the account, group or subscription ({scope})")
+        check("role_definition_name" not in g and "azurerm_role_definition." in str(g.get("role_definition_id")),
+              f"azure: grant {name} uses a stateseal custom role")
+        # Each role it may hold, with the condition it then carries (`x ? a : b` pairs branch by branch).
+        pairs = list(zip(branches(g.get("role_definition_id", "")), branches(g.get("condition", ""))))
+        check(bool(pairs) and all(
+            resolve(c, locals_).count("blobs:path] StringEquals") == 2 and ".newest'" in resolve(c, locals_)
+            and all(f"ActionMatches{{'{a}'}}" in resolve(c, locals_) for a in roles.get(role_name(r), [None]))
+            for r, c in pairs),
+            f"azure: every blob action of grant {name} is conditioned on the keyset blob and its newest copy")
+    servers_role = str(grants.get("servers", {}).get("role_definition_id"))
+    check(servers_role.startswith("${var.servers_write_keyset ?") and servers_role.rstrip("}").endswith("keyset_reader.role_definition_resource_id"),
+          "azure: the servers read the keyset unless servers_write_keyset")
+    credentials = resources(doc, "azurerm_federated_identity_credential")
+    check(len(credentials) == 2 and all(
+        value(c.get("subject", "")).startswith("system:serviceaccount:")
+        and [value(a) for a in c.get("audience", [])] == ["api://AzureADTokenExchange"] for c in credentials.values()),
+        "azure: the identities federate only to the servers' and the rotator's Kubernetes service accounts")
+
+
+RULES = {"vault": check_vault, "aws-kms": check_aws, "gcp-kms": check_gcp, "azure-kv": check_azure}
 
 modules = sorted(p.name for p in ROOT.iterdir() if p.is_dir())
 check(bool(modules), "terraform/ has modules")
@@ -233,7 +356,7 @@ for module in modules:
     outputs = {k for block in doc.get("output", []) for k in block}
     names = {o.strip('"') for o in outputs}
     check("kek_uri" in names, f"{module}: outputs kek_uri")
-    if module in ("vault", "aws-kms", "gcp-kms"):
+    if module in ("vault", "aws-kms", "gcp-kms", "azure-kv"):
         check("store_uri" in names, f"{module}: outputs store_uri")
     if module in RULES:
         RULES[module](doc)

@@ -15,6 +15,9 @@ export STATESEAL_FAKE_GCS="$SVC_BIN/fake-gcs-server"
 # Debian's Redis server, unpacked into target/ (the replay store's tests start their own).
 STATESEAL_REDIS_SERVER="$(scripts/redis-env.sh)"
 export STATESEAL_REDIS_SERVER
+# Azurite (npm), the Azure Storage emulator, unpacked into target/ (the az-blob store's tests start their own).
+STATESEAL_AZURITE="$(scripts/azurite-env.sh)"
+export STATESEAL_AZURITE
 echo "== [${SECONDS}s] cargo fmt --check"
 cargo fmt --all -- --check
 echo "== [${SECONDS}s] cargo clippy"
@@ -33,10 +36,13 @@ done
 echo "== [${SECONDS}s] each object store builds alone (a GCP-only build links no AWS SDK)"
 cargo clippy -p stateseal-object-store --no-default-features --features gcs -- -D warnings
 cargo clippy -p stateseal-object-store --no-default-features --features s3 -- -D warnings
-if cargo tree -p stateseal-object-store --no-default-features --features gcs -e normal -i aws-config 2>/dev/null | grep -q .; then
-  echo "stateseal-object-store --features gcs depends on aws-config" >&2
-  exit 1
-fi
+cargo clippy -p stateseal-object-store --no-default-features --features azure -- -D warnings
+for only in gcs azure; do
+  if cargo tree -p stateseal-object-store --no-default-features --features $only -e normal -i aws-config 2>/dev/null | grep -q .; then
+    echo "stateseal-object-store --features $only depends on aws-config" >&2
+    exit 1
+  fi
+done
 echo "== [${SECONDS}s] cargo test"
 cargo test --workspace
 echo "== [${SECONDS}s] the Python SDK's vectors and the live interop under each AES-256-GCM backend (same bytes whichever seals)"

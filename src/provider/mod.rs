@@ -87,6 +87,19 @@ pub trait KeyProvider: Send + Sync + fmt::Debug {
         wrapped: &'a [u8],
         ctx: WrapContext<'a>,
     ) -> BoxFuture<'a, Result<Secret, Error>>;
+
+    /// Refuses, from its text alone (no I/O), a KEK URI or a pinned prefix
+    /// naming keys this provider cannot hold a keyset under, with the reason.
+    /// Called where KEKs are configured (`init`, a server's `kek` and
+    /// `keyset_keks`, the CLI's `--kek-pin`), so a wrong choice fails there
+    /// rather than at the first wrap. The default accepts everything.
+    ///
+    /// # Errors
+    /// [`Error::InvalidUri`] or [`Error::Config`] saying why and what to use instead.
+    fn check_kek(&self, kek: &str) -> Result<(), Error> {
+        let _ = kek;
+        Ok(())
+    }
 }
 
 /// Builds an [`Error::Kms`].

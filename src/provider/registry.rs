@@ -190,6 +190,27 @@ impl ProviderRegistry {
         })
     }
 
+    /// Checks configured KEKs and pins (full URIs or prefixes ending in `/`)
+    /// with their providers' [`KeyProvider::check_kek`]. A scheme no
+    /// provider serves is left to the call that needs it.
+    ///
+    /// ```
+    /// use stateseal::ProviderRegistry;
+    /// let registry = ProviderRegistry::with_defaults();
+    /// assert!(registry.check_keks(&["vault-kv://kv/".to_owned()]).is_ok());
+    /// ```
+    ///
+    /// # Errors
+    /// The first refusal, as the provider words it.
+    pub fn check_keks(&self, keks: &[String]) -> Result<(), Error> {
+        for kek in keks {
+            if let Some(p) = scheme_of(kek).ok().and_then(|s| self.providers.get(s)) {
+                p.check_kek(kek)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Opens the keyset store a URI names.
     ///
     /// # Errors

@@ -105,6 +105,12 @@ pub async fn start_with_clock(
     let aead = AeadBackend::select(config.aead.backend())
         .map_err(|e| Error::Config(format!("field `aead`: {e}")))?;
     metrics::gauge!("stateseal_aead_backend", "backend" => aead.name()).set(1.0);
+    registry
+        .check_keks(config.kek.as_slice())
+        .map_err(|e| Error::Config(format!("field `kek`: {e}")))?;
+    registry
+        .check_keks(&config.keyset_keks)
+        .map_err(|e| Error::Config(format!("field `keyset_keks`: {e}")))?;
     // Before the registry moves into the scheduler. Keys per keyset: fleets
     // on other keysets sharing the server never meet.
     let replay_store = match &config.replay_store {

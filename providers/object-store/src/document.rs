@@ -59,15 +59,31 @@ impl<C: Connect> ObjectDocument<C> {
         bucket_ok: fn(&str) -> bool,
         connect: impl FnOnce(&str, &str) -> C,
     ) -> Result<Self, Error> {
+        Self::open_nested(scheme, uri, "<bucket>", bucket_ok, connect)
+    }
+
+    /// As [`ObjectDocument::open`], where the bucket part has as many
+    /// segments as `shape` (Azure's `<account>/<container>`).
+    pub(crate) fn open_nested(
+        scheme: &str,
+        uri: &str,
+        shape: &str,
+        bucket_ok: fn(&str) -> bool,
+        connect: impl FnOnce(&str, &str) -> C,
+    ) -> Result<Self, Error> {
         let bad = || Error::InvalidUri {
             uri: uri.to_owned(),
-            problem: format!("expected {scheme}://<bucket>/<object key>"),
+            problem: format!("expected {scheme}://{shape}/<object key>"),
         };
         let rest = uri
             .strip_prefix(scheme)
             .and_then(|r| r.strip_prefix("://"))
             .ok_or_else(bad)?;
-        let (bucket, key) = rest.split_once('/').ok_or_else(bad)?;
+        let segments = shape.matches('/').count() + 1;
+        let split = rest.match_indices('/').nth(segments - 1).map(|(i, _)| i);
+        let (bucket, key) = split
+            .map(|i| (&rest[..i], &rest[i + 1..]))
+            .ok_or_else(bad)?;
         let key_ok = !key.is_empty()
             && key.split('/').all(|s| {
                 !s.is_empty() && s != "." && s != ".." && !s.chars().any(char::is_control)

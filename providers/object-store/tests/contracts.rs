@@ -1,6 +1,6 @@
-//! Both stores under the shared (`stateseal-contract`) store contract: S3 against moto
+//! Every store under the shared (`stateseal-contract`) store contract: S3 against moto
 //! (IAM enforced), Cloud Storage against fake-gcs-server through the
-//! precondition front (one test binary, so the crate links once).
+//! precondition front, Azure Blob Storage against Azurite (one test binary, so the crate links once).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -9,7 +9,9 @@ use aws_credential_types::Credentials;
 use stateseal::KeysetStore;
 use stateseal_contract::integrity as integrity_contract;
 use stateseal_contract::store::{self as store_contract, StoreUnderTest};
-use stateseal_object_store::{GcsConfig, GcsStore, S3Config, S3Store};
+use stateseal_object_store::{
+    AzureBlobConfig, AzureBlobStore, GcsConfig, GcsStore, S3Config, S3Store,
+};
 use stateseal_testkit::fake_gcs::FakeGcs;
 use stateseal_testkit::gcs_front::GcsPreconditionFront;
 use stateseal_testkit::moto::{Moto, REGION};
@@ -139,5 +141,71 @@ async fn gcs_store_meets_the_store_contract() {
     assert!(gcs.front.writes() > 0);
     assert!(gcs.emulator.generation(BUCKET, OBJECT).is_some());
     drop(gcs);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+struct AzureBlob {
+    azurite: stateseal_testkit::azurite::Azurite,
+    down: AtomicBool,
+    dead_endpoint: String,
+}
+
+impl AzureBlob {
+    fn handle(&self, key: &str) -> Arc<dyn KeysetStore> {
+        let endpoint = if self.down.load(Ordering::SeqCst) {
+            self.dead_endpoint.clone()
+        } else {
+            self.azurite.endpoint()
+        };
+        let config = AzureBlobConfig::builder()
+            .endpoint(endpoint)
+            .access_key(key)
+            .max_attempts(1)
+            .build()
+            .expect("config");
+        let uri = format!(
+            "az-blob://{}/{BUCKET}/{OBJECT}",
+            stateseal_testkit::azurite::ACCOUNT
+        );
+        Arc::new(AzureBlobStore::open(config, &uri).expect("store"))
+    }
+}
+
+impl StoreUnderTest for AzureBlob {
+    fn open(&self) -> Arc<dyn KeysetStore> {
+        self.handle(stateseal_testkit::azurite::ACCOUNT_KEY)
+    }
+    fn put_raw(&self, json: &serde_json::Value) {
+        self.azurite
+            .put_blob(BUCKET, OBJECT, json.to_string().as_bytes());
+    }
+    fn break_service(&self) {
+        self.down.store(true, Ordering::SeqCst);
+    }
+    fn repair_service(&self) {
+        self.down.store(false, Ordering::SeqCst);
+    }
+    fn denied(&self) -> Result<Arc<dyn KeysetStore>, &'static str> {
+        // Another account key: Azurite checks Shared Key signatures (403).
+        Ok(self.handle("b3RoZXIta2V5LW5vdC10aGUtYWNjb3VudHMtb3duLWtleS1hYmNkZWZnaGlqa2xtbm9wcXJzdHV2d3h5ejAxMjM="))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn azure_blob_store_meets_the_store_contract() {
+    let dir = scratch("azure-contract");
+    let azurite = stateseal_testkit::azurite::Azurite::start(&dir);
+    azurite.create_container(BUCKET);
+    let dead = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port");
+    let blob = AzureBlob {
+        azurite,
+        down: AtomicBool::new(false),
+        dead_endpoint: format!("http://{dead}/{}", stateseal_testkit::azurite::ACCOUNT),
+    };
+    store_contract::run(&blob).await;
+    integrity_contract::run(&blob, &dir).await;
+    drop(blob);
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -1,25 +1,24 @@
 //! The GCP-native deployment: Cloud KMS (the REST contract double) wraps the
 //! data keys, Cloud Storage (fake-gcs-server behind the test kit's
-//! precondition front) holds the keyset. The CLI's lifecycle on `gs://`,
-//! concurrent rotations, a store outage, and the live test against a real
-//! bucket (the fleet through three rotations is in `gcs_fleet.rs`).
-
-use std::sync::Arc;
+//! precondition front) holds the keyset. The CLI's lifecycle on `gs://`, a
+//! three-instance fleet through three rotations (both from `cloud_flow.rs`),
+//! concurrent rotations, a store outage, and the live test against a real bucket.
 
 use stateseal::rotation::{
     DEFAULT_MAX_LIVE_KEYS, KeysetTrust, RotateMode, Timing, init_keyset, rotate_keyset,
 };
-use stateseal::{Error, KeysetStore, ProviderRegistry};
+use stateseal::{Error, ProviderRegistry};
 use stateseal_gcp_kms::GcpKmsConfig;
 use stateseal_object_store::GcsConfig;
 use stateseal_testkit::fake_gcs::FakeGcs;
 use stateseal_testkit::gcs_front::GcsPreconditionFront;
 use stateseal_testkit::keysets;
 
+use crate::cloud_flow::{Cloud, args};
 use crate::gcp::run_cli;
 use crate::gcp_kms_contract::GcpKmsContract;
 use crate::member::{Instance, T0, instance};
-use crate::{json_of, text};
+use crate::text;
 
 const BUCKET: &str = "stateseal-fleet";
 const URI: &str = "gs://stateseal-fleet/prod/keyset.json";
@@ -28,7 +27,8 @@ const URI: &str = "gs://stateseal-fleet/prod/keyset.json";
 pub(crate) struct Gcp {
     kms: GcpKmsContract,
     pub(crate) kek: String,
-    emulator: FakeGcs,
+    /// Kept running for the test's length.
+    _emulator: FakeGcs,
     pub(crate) front: GcsPreconditionFront,
 }
 
@@ -42,12 +42,22 @@ impl Gcp {
         Self {
             kms,
             kek,
-            emulator,
+            _emulator: emulator,
             front,
         }
     }
+}
 
-    /// What the CLI and servers read: both endpoints, anonymous (loopback only).
+impl Cloud for Gcp {
+    fn kek(&self) -> &str {
+        &self.kek
+    }
+
+    fn uri(&self) -> &str {
+        URI
+    }
+
+    /// Both endpoints, anonymous (loopback only).
     fn env(&self) -> Vec<(&'static str, String)> {
         vec![
             ("STATESEAL_GCP_KMS_ENDPOINT", self.kms.endpoint.clone()),
@@ -56,7 +66,7 @@ impl Gcp {
         ]
     }
 
-    pub(crate) fn registry(&self) -> ProviderRegistry {
+    fn registry(&self) -> ProviderRegistry {
         let mut r = ProviderRegistry::with_defaults();
         let kms = GcpKmsConfig::builder()
             .endpoint(&self.kms.endpoint)
@@ -71,90 +81,12 @@ impl Gcp {
         stateseal_object_store::register_gcs(&mut r, gcs);
         r
     }
-
-    pub(crate) fn store(&self) -> Arc<dyn KeysetStore> {
-        self.registry().open_store(URI).expect("store")
-    }
-}
-
-fn args(v: &[&str]) -> Vec<String> {
-    v.iter().map(|s| (*s).to_owned()).collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cli_init_rotate_status_and_tokens_on_cloud_kms_and_gcs() {
     let gcp = Gcp::start("gcs-cli").await;
-    let now = |dt: f64| (T0 + dt).to_string();
-    let init = args(&[
-        "init",
-        "--kek",
-        &gcp.kek,
-        "--store",
-        URI,
-        "--now",
-        &now(0.0),
-        "--allow-clock-override",
-        "--json",
-    ]);
-    let created = json_of(&run_cli(init.clone(), gcp.env()).await);
-    let first = created["kid"].as_str().expect("kid").to_owned();
-    // A second init finds the object and refuses, changing nothing.
-    let generation = gcp.emulator.generation(BUCKET, "prod/keyset.json");
-    let again = run_cli(init, gcp.env()).await;
-    // --json: the error is a JSON object on stdout.
-    assert_eq!(again.status.code(), Some(1), "{}", text(&again.stdout));
-    let refusal: serde_json::Value = serde_json::from_slice(&again.stdout).expect("json");
-    assert_eq!(refusal["exit_code"], 1);
-    assert!(
-        refusal["error"]
-            .as_str()
-            .expect("error")
-            .contains("already"),
-        "{refusal}"
-    );
-    assert_eq!(
-        gcp.emulator.generation(BUCKET, "prod/keyset.json"),
-        generation
-    );
-
-    // What init printed, pinned from here on.
-    let pinned = || {
-        gcp.env()
-            .into_iter()
-            .chain(crate::member::pin_vars(&created))
-            .collect::<Vec<_>>()
-    };
-    // The CLI reaches the Cloud KMS double on this test's runtime: run it off the runtime.
-    let envs = pinned();
-    let (token, envs) = tokio::task::spawn_blocking(move || {
-        let pairs: Vec<(&str, &str)> = envs.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let token = crate::member::keyset_mint(URI, &pairs, 10.0);
-        // Four operators rotate at once: exactly one lands, the others exit 1.
-        crate::member::rotate_concurrently(URI, &envs);
-        (token, envs)
-    })
-    .await
-    .expect("mint and rotations");
-    let st = json_of(
-        &run_cli(
-            args(&["status", "--store", URI, "--json", "--now", &now(230.0)]),
-            pinned(),
-        )
-        .await,
-    );
-    // An operator's rotation carries a generation of at least its Unix time.
-    assert_eq!(st["generation"], (T0 + 50.0) as u64, "{st}");
-    assert_eq!(st["phase"], 2, "{st}");
-    assert_eq!(st["ring"][1], first.as_str());
-    let verify = tokio::task::spawn_blocking(move || {
-        let pairs: Vec<(&str, &str)> = envs.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        crate::member::keyset_verify(URI, &pairs, &token, 230.0)
-    })
-    .await
-    .expect("verify");
-    assert_eq!(verify.status.code(), Some(0), "{}", text(&verify.stderr));
-    assert_eq!(text(&verify.stdout), "awaiting-confirm");
-
+    crate::cloud_flow::cli_lifecycle(&gcp).await;
     // Without the loopback endpoint, anonymous credentials are refused before
     // any request; so is plain HTTP to anything but loopback.
     for (var, value, says) in [
@@ -181,6 +113,16 @@ async fn cli_init_rotate_status_and_tokens_on_cloud_kms_and_gcs() {
         );
         assert!(error.contains(says), "{error}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fleet_on_cloud_kms_and_gcs_rotates_three_times_with_zero_rejections() {
+    let gcp = Gcp::start("gcs-fleet").await;
+    let rounds = crate::cloud_flow::fleet_rotates_three_times(&gcp).await;
+    println!(
+        "GCP fleet: {rounds} rounds, 3 rotations, 0 rejected, {} GCS writes",
+        gcp.front.writes()
+    );
 }
 
 /// A `--json` failure: its exit code, and the message from the JSON on stdout.

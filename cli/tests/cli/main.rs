@@ -4,10 +4,11 @@
 mod aead;
 mod aws;
 mod aws_endpoints;
+mod azure;
+mod cloud_flow;
 mod commands;
 mod gcp;
 mod gcs;
-mod gcs_fleet;
 mod integrity;
 mod member;
 mod operator;

@@ -13,8 +13,9 @@ const STANDARD_VAULT_SUFFIXES: [&str; 4] = [
     ".vault.microsoftazure.de",
 ];
 
-/// Why a standard vault's key is refused, and what to use instead.
-pub(crate) const RSA_REFUSAL: &str = "a standard Key Vault holds RSA and EC keys, and an RSA-OAEP wrap is made with the public key: anyone who can read it could wrap a MAC key of their own, and nothing binds the wrap to its keyset or entry. Use a Managed HSM AES-256 key (kty oct-HSM), which stateseal uses with A256GCM and the wrap context as associated data: azure-kv://<hsm>.managedhsm.azure.net/keys/<name>";
+/// Why an RSA key cannot hold a keyset, and what to use instead (short
+/// enough to survive a one-line summary).
+pub(crate) const RSA_REFUSAL: &str = "an RSA-OAEP wrap is made with the public key, so anyone who can read it could wrap a MAC key of their own; use a Managed HSM AES-256 key (oct-HSM)";
 
 /// Refuses a URI or prefix whose host is a standard vault's (the rest of a
 /// prefix is not checked: it may end anywhere).
@@ -27,7 +28,7 @@ pub(crate) fn refuse_standard_vault(uri: &str) -> Result<(), Error> {
     if STANDARD_VAULT_SUFFIXES.iter().any(|s| host.ends_with(s)) {
         return Err(Error::InvalidUri {
             uri: uri.to_owned(),
-            problem: RSA_REFUSAL.to_owned(),
+            problem: format!("a standard Key Vault holds RSA and EC keys: {RSA_REFUSAL}"),
         });
     }
     Ok(())
@@ -49,7 +50,7 @@ impl HsmKeyName {
     /// let k = HsmKeyName::parse("azure-kv://contoso.managedhsm.azure.net/keys/stateseal")?;
     /// assert_eq!((k.host(), k.name(), k.version()), ("contoso.managedhsm.azure.net", "stateseal", None));
     /// let rsa = HsmKeyName::parse("azure-kv://contoso.vault.azure.net/keys/k").unwrap_err();
-    /// assert!(rsa.to_string().contains("Managed HSM AES-256 key"));
+    /// assert!(rsa.to_string().contains("use a Managed HSM AES-256 key"));
     /// # Ok::<(), stateseal::Error>(())
     /// ```
     ///

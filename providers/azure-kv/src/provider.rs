@@ -261,10 +261,16 @@ impl AzureKvProvider {
         match found.key.and_then(|k| k.kty) {
             Some(KeyType::OctHsm | KeyType::Oct) => {}
             other => {
-                let kty = other.map_or_else(|| "no type".to_owned(), |t| format!("{t:?}"));
+                let kty = match other {
+                    Some(KeyType::Rsa) => "RSA",
+                    Some(KeyType::RsaHsm) => "RSA-HSM",
+                    Some(KeyType::Ec) => "EC",
+                    Some(KeyType::EcHsm) => "EC-HSM",
+                    _ => "not an AES key",
+                };
                 return Err(err(
                     ErrorClass::Config,
-                    format!("key {} is {kty}, not an AES key: {RSA_REFUSAL}", key.name()),
+                    format!("key {} is {kty}: {RSA_REFUSAL}", key.name()),
                 ));
             }
         }

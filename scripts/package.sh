@@ -95,7 +95,7 @@ rm -rf "$CARGO_TARGET_DIR"/debug/.fingerprint/stateseal-* "$CARGO_TARGET_DIR"/de
 cargo publish --dry-run --allow-dirty --workspace "${unpublished[@]}" >&2
 # The same .crate files, kept (the dry run verified and discarded them).
 cargo package --quiet --no-verify --allow-dirty --workspace "${unpublished[@]}" >&2
-for crate in stateseal stateseal-contract stateseal-vault stateseal-aws-kms stateseal-gcp-kms stateseal-object-store \
+for crate in stateseal stateseal-contract stateseal-vault stateseal-aws-kms stateseal-gcp-kms stateseal-azure-kv stateseal-object-store \
   stateseal-redis stateseal-providers stateseal-oauth stateseal-sim stateseal-cli; do
   cp "$CARGO_TARGET_DIR/package/$crate-$version.crate" "$dist/crates/"
 done

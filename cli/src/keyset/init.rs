@@ -23,7 +23,7 @@ use crate::output::{kid_json, kid_text, line, object};
   STATESEAL_KEK=hcvault://transit/stateseal STATESEAL_STORE=vault-kv://secret/stateseal stateseal init")]
 pub(crate) struct InitArgs {
     /// KEK URI: local://PATH (created with mode 0600 if absent; development only),
-    /// aws-kms://ARN, gcp-kms://projects/…/cryptoKeys/…, hcvault://transit/KEY.
+    /// aws-kms://ARN, gcp-kms://projects/…/cryptoKeys/…, azure-kv://HSM/keys/NAME, hcvault://transit/KEY.
     #[arg(
         long,
         env = "STATESEAL_KEK",

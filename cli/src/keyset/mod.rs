@@ -63,7 +63,7 @@ pub(crate) fn registry(store: &str) -> ProviderRegistry {
 /// in it (the servers' `keyset_id`, `keyset_keks`, `min_generation`).
 #[derive(Debug, Args, Clone)]
 pub(crate) struct StoreArg {
-    /// Keyset store URI: file:///PATH, vault-kv://…, s3://BUCKET/KEY, gs://BUCKET/OBJECT.
+    /// Keyset store URI: file:///PATH, vault-kv://…, s3://BUCKET/KEY, gs://BUCKET/OBJECT, az-blob://ACCOUNT/CONTAINER/BLOB.
     #[arg(
         long,
         env = "STATESEAL_STORE",

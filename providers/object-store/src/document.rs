@@ -53,6 +53,7 @@ enum Fetched {
 
 impl<C: Connect> ObjectDocument<C> {
     /// Parses `uri` (`<scheme>://<bucket>/<object>`) with the cloud's bucket rule.
+    #[cfg(any(feature = "s3", feature = "gcs"))]
     pub(crate) fn open(
         scheme: &str,
         uri: &str,

@@ -2,7 +2,6 @@
 // stateseal for Node: request states sealed with AES-GCM / XAES-256-GCM under
 // keys from a keyset that rotates without downtime (KMS-held, shared with Rust
 // and Python servers), for the TypeScript MCP SDK's `RequestStateCodec`.
-const { AsyncLocalStorage } = require('node:async_hooks');
 const native = require('./native.cjs');
 
 /** Any stateseal failure: `code` says what kind, the message never holds a secret. */
@@ -270,13 +269,17 @@ function createStatesealCodec(options = {}) {
     throw configError('ttlSeconds: expected a positive number of seconds');
   }
   const envelope = codec._envelope(audience ?? null, ttl);
-  // Per HTTP request: its body, the handle of its parse (once per request), and its latest
-  // round's handle (the round's identity worked out once, for its verify and its mint).
-  const requests = new AsyncLocalStorage();
+  // Per HTTP request (the SDK's `ctx.http.req`, the object handler() received): its body,
+  // the handle of its parse (once per request), and its latest round's handle (the round's
+  // identity worked out once, for its verify and its mint). Keyed by the request object
+  // rather than an AsyncLocalStorage, whose promise hooks, once on, slow every promise in
+  // the process on Node 20.
+  const requests = new WeakMap();
 
   /** The handle of the round `ctx` is: named to the native envelope on first use. */
   function round(ctx, again = false) {
-    const store = requests.getStore();
+    const http = ctx && ctx.http && ctx.http.req;
+    const store = http ? requests.get(http) : undefined;
     const req = ctx && ctx.mcpReq;
     if (store === undefined || !req) {
       throw configError('the request is not at hand: serve the MCP handler through statesealCodec.handler(handler)');
@@ -346,7 +349,8 @@ function createStatesealCodec(options = {}) {
           // Past the limit the body is not kept: its rounds cannot bind, so they fail closed.
           body = await bodyOf(request, maxBodyBytes);
         }
-        return requests.run({ body, parsed: undefined }, () => inner.fetch(request, fetchOptions));
+        requests.set(request, { body, parsed: undefined });
+        return inner.fetch(request, fetchOptions);
       };
       // Everything else is the handler's own, called on the handler itself (not the proxy).
       return new Proxy(inner, {

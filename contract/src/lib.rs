@@ -86,6 +86,7 @@
 #![forbid(unsafe_code)]
 
 mod binding;
+mod failure;
 pub mod integrity;
 pub mod keysets;
 pub mod member;

@@ -169,6 +169,7 @@ async fn conditional_reads(s: &impl StoreUnderTest, store: &dyn KeysetStore) {
 /// On the first rule the store breaks, saying which.
 pub async fn run(s: &impl StoreUnderTest) {
     let store = s.open();
+    let _named = crate::failure::NamedOnFailure::new("store", store.uri());
     assert_eq!(store.load().await.expect("empty store loads"), None);
 
     // Create-if-absent.

@@ -34,13 +34,13 @@ const body = JSON.stringify({
 });
 
 /** Median µs per round: each round a new context (as each request has), verify the echo, mint the next. */
-async function median(c, payload) {
-  let token = await c.mint(payload, { mcpReq, http });
+async function median(c, payload, req) {
+  let token = await c.mint(payload, { mcpReq, http: { ...http, req } });
   const times = [];
   for (let b = 0; b < BATCHES; b++) {
     const t0 = process.hrtime.bigint();
     for (let i = 0; i < BATCH; i++) {
-      const ctx = { mcpReq, http };
+      const ctx = { mcpReq, http: { ...http, req } };
       await c.verify(token, ctx);
       token = await c.mint(payload, ctx);
     }
@@ -64,15 +64,15 @@ function rustRounds() {
 
 // Our codec binds the round's request: run inside the handler that keeps it.
 const run = (f) => ours.handler({ fetch: f }).fetch(new Request('http://127.0.0.1/mcp', { method: 'POST', body }));
-await run(async () => {
+await run(async (req) => {
   console.log('round: verify + mint (µs, median of batches)   stateseal   SDK HMAC   ours/SDK   Rust round   Node/Rust');
   for (let r = 0; r < RUNS; r++) {
     const rust = rustRounds();
     for (const size of SIZES) {
       const payload = 'x'.repeat(size);
-      await median(ours, payload); // warm-up
-      await median(sdk, payload);
-      const [a, b] = [await median(ours, payload), await median(sdk, payload)];
+      await median(ours, payload, req); // warm-up
+      await median(sdk, payload, req);
+      const [a, b] = [await median(ours, payload, req), await median(sdk, payload, req)];
       const cols = [a.toFixed(2).padStart(34), b.toFixed(1).padStart(10), (a / b).toFixed(2).padStart(10)];
       if (rust[size]) cols.push(rust[size].toFixed(2).padStart(12), (a / rust[size]).toFixed(2).padStart(11));
       console.log(`  ${String(size).padStart(5)} B ${cols.join(' ')}`);

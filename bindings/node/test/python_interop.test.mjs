@@ -39,7 +39,7 @@ function tamper(token) {
 function asServer(states, method, rawParams, f) {
   const body = `{"jsonrpc":"2.0","id":"r-1","method":${JSON.stringify(method)},"params":${rawParams}}`;
   const ctx = { mcpReq: { id: 'r-1', method } };
-  return states.handler({ fetch: () => f(ctx) }).fetch(new Request('http://127.0.0.1/mcp', { method: 'POST', body }));
+  return states.handler({ fetch: (req) => f({ ...ctx, http: { req } }) }).fetch(new Request('http://127.0.0.1/mcp', { method: 'POST', body }));
 }
 
 test("Node and the Python SDK accept each other's states, and refuse each other's tampered ones", async () => {

@@ -11,12 +11,24 @@ import { InvalidRequestStateError, KeysetCodec, createStatesealCodec } from 'sta
 import { TIMING, cli, localKeyset } from './harness.mjs';
 
 const deploy = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'deploy', arguments: { env: 'prod' } } };
-const ctx = { mcpReq: { id: 1, method: 'tools/call' } };
+// The request being served, as the SDK gives it to the codec (`ctx.http.req`).
+let current;
+const ctx = {
+  mcpReq: { id: 1, method: 'tools/call' },
+  get http() {
+    return { req: current };
+  },
+};
 const ALICE = { clientId: 'app-1', issuer: 'https://as.example', subject: 'alice' };
 const BOB = { clientId: 'app-1', issuer: 'https://as.example', subject: 'bob' };
 
 function serve(states, f) {
-  return states.handler({ fetch: () => f(states) }).fetch(new Request('http://127.0.0.1/mcp', { method: 'POST', body: JSON.stringify(deploy) }));
+  return states.handler({
+    fetch: (request) => {
+      current = request;
+      return f(states);
+    },
+  }).fetch(new Request('http://127.0.0.1/mcp', { method: 'POST', body: JSON.stringify(deploy) }));
 }
 
 test('a revoked principal is refused after a refresh, and nothing else', async () => {

@@ -9,13 +9,20 @@ import { InvalidRequestStateError, KeysetCodec, StatesealError, createStatesealC
 
 const codec = KeysetCodec.fromKeys(['k'.repeat(32)]);
 const call = (id, env) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'deploy', arguments: { env } } });
-const ctx = (id, authInfo) => ({ mcpReq: { id, method: 'tools/call' }, http: authInfo && { authInfo } });
+// The request being served, as the SDK gives it to the codec (`ctx.http.req`).
+let current;
+const ctx = (id, authInfo) => ({ mcpReq: { id, method: 'tools/call' }, http: { req: current, ...(authInfo && { authInfo }) } });
 
 /** `f(states)` inside the handler, for a POST of `body` (text or a stream). */
 function serve(states, body, f) {
   const init = { method: 'POST', body };
   if (body instanceof ReadableStream) init.duplex = 'half';
-  return states.handler({ fetch: () => f(states) }).fetch(new Request('http://127.0.0.1/mcp', init));
+  return states.handler({
+    fetch: (request) => {
+      current = request;
+      return f(states);
+    },
+  }).fetch(new Request('http://127.0.0.1/mcp', init));
 }
 
 const refusal = (reason, sdkReason) => (e) => {
@@ -105,8 +112,13 @@ test('the caller: parts from authInfo, and an authInfo without a client id is an
     code: 'ERR_STATESEAL_CONFIG',
     message: 'authInfo.clientId: expected a string',
   });
-  // Outside handler(): a configuration error, never an unbound state.
-  await assert.rejects(states.mint('x', ctx(1)), { code: 'ERR_STATESEAL_CONFIG', message: /handler/ });
+  // Outside handler(): a configuration error, never an unbound state. So for a request
+  // handler() never saw, and for a context without the HTTP request.
+  const unseen = new Request('http://127.0.0.1/mcp', { method: 'POST', body: JSON.stringify(call(1, 'prod')) });
+  for (const outside of [{ mcpReq: { id: 1, method: 'tools/call' }, http: { req: unseen } }, { mcpReq: { id: 1, method: 'tools/call' } }]) {
+    await assert.rejects(states.mint('x', outside), { code: 'ERR_STATESEAL_CONFIG', message: /handler/ });
+    await assert.rejects(states.verify('v2.x', outside), { code: 'ERR_STATESEAL_CONFIG', message: /handler/ });
+  }
 });
 
 test('an authInfo without a subject is an error, unless bind binds the client alone on purpose', async () => {

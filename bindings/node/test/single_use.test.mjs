@@ -16,11 +16,18 @@ import { redis } from './redis.mjs';
 const native = createRequire(import.meta.url)(path.join(path.dirname(createRequire(import.meta.url).resolve('stateseal')), 'native.cjs'));
 
 const call = (id, name, args) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
-const ctx = (id) => ({ mcpReq: { id, method: 'tools/call' } });
+// The request being served, as the SDK gives it to the codec (`ctx.http.req`).
+let current;
+const ctx = (id) => ({ mcpReq: { id, method: 'tools/call' }, http: { req: current } });
 
 /** `f(states)` inside the handler, for a POST of `body`, as the SDK calls mint and verify. */
 function serve(states, body, f) {
-  return states.handler({ fetch: () => f(states) }).fetch(new Request('http://127.0.0.1/mcp', { method: 'POST', body: JSON.stringify(body) }));
+  return states.handler({
+    fetch: (request) => {
+      current = request;
+      return f(states);
+    },
+  }).fetch(new Request('http://127.0.0.1/mcp', { method: 'POST', body: JSON.stringify(body) }));
 }
 
 const STATE = { amount: 'secret-amount-42' };

@@ -75,7 +75,7 @@ async function verify(v) {
   // The request as it arrived: the vector's exact params bytes inside a JSON-RPC message.
   const body = `{"jsonrpc":"2.0","id":7,"method":${JSON.stringify(v.method)},"params":${v.params_json}}`;
   const ctx = { mcpReq: { id: 7, method: v.method } };
-  const inner = { fetch: async () => states.verify(JSON.parse(v.request_state_json), ctx) };
+  const inner = { fetch: async (req) => states.verify(JSON.parse(v.request_state_json), { ...ctx, http: { req } }) };
   return states.handler(inner).fetch(new Request('http://127.0.0.1/mcp', { method: 'POST', body }));
 }
 

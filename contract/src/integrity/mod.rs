@@ -34,6 +34,7 @@ const T0: f64 = 1_782_345_600.0;
 /// Naming the attack that got through (`… : adopted`) or the rule the
 /// instance broke while refusing it.
 pub async fn run(s: &impl StoreUnderTest, dir: &Path) {
+    let _named = crate::failure::NamedOnFailure::new("integrity", s.open().uri());
     let mut b = Bench::new(s, dir).await;
     tampering(&mut b, dir).await;
     rollback::rollback(&mut b).await;

@@ -104,12 +104,14 @@ async fn an_rsa_key_is_refused_with_the_reason_before_any_wrap() {
         ),
         "{e:?}"
     );
-    assert!(text.contains("RsaHsm, not an AES key"), "{text}");
     assert!(
-        text.contains("RSA-OAEP wrap is made with the public key"),
+        text.contains("key rsa is RSA-HSM: an RSA-OAEP wrap is made with the public key"),
         "{text}"
     );
-    assert!(text.contains("Managed HSM AES-256 key"), "{text}");
+    assert!(
+        text.contains("use a Managed HSM AES-256 key (oct-HSM)"),
+        "{text}"
+    );
     let _ = std::fs::remove_dir_all(dir);
 }
 

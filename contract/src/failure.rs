@@ -21,7 +21,10 @@ impl NamedOnFailure {
 impl Drop for NamedOnFailure {
     fn drop(&mut self) {
         if std::thread::panicking() {
-            eprintln!("{} contract failed for {} (the rule it broke is above)", self.suite, self.uri);
+            eprintln!(
+                "{} contract failed for {} (the rule it broke is above)",
+                self.suite, self.uri
+            );
         }
     }
 }

@@ -496,19 +496,13 @@ fn keyset_errors_say_what_to_fix() {
         text(&missing.stderr)
     );
     let scheme = stateseal(
-        &[
-            "init",
-            "--kek",
-            "azure-kv://vault/keys/x",
-            "--store",
-            &store,
-        ],
+        &["init", "--kek", "oci-kms://vault/keys/x", "--store", &store],
         None,
     );
     assert_eq!(scheme.status.code(), Some(2));
     assert!(
         text(&scheme.stderr)
-            .contains("scheme \"azure-kv\" (registered: aws-kms, file, gcp-kms, gs, hcvault, local, s3, vault-kv)"),
+            .contains("scheme \"oci-kms\" (registered: aws-kms, az-blob, azure-kv, file, gcp-kms, gs, hcvault, local, s3, vault-kv)"),
         "{}",
         text(&scheme.stderr)
     );

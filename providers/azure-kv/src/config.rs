@@ -163,6 +163,26 @@ impl AzureKvConfig {
         self.ca_file.as_deref()
     }
 
+    /// Where requests for the HSM `host` (from a KEK URI) go: the override,
+    /// else `https://<host>` when it is a Managed HSM host (or custom hosts are
+    /// allowed), since every request carries the HSM's token and a wrap
+    /// carries a plaintext data key.
+    ///
+    /// # Errors
+    /// [`Error::Config`] for any other host, naming the opt-in.
+    pub(crate) fn endpoint_for(&self, host: &str) -> Result<String, Error> {
+        if let Some(e) = &self.endpoint {
+            return Ok(e.clone());
+        }
+        if HSM_SUFFIXES.iter().any(|s| host.ends_with(s)) || self.allow_custom_endpoint {
+            return Ok(format!("https://{host}"));
+        }
+        Err(Error::Config(format!(
+            "azure-kv: {host:?} is not a Managed HSM host (*.managedhsm.azure.net), and it would receive the HSM's token and plaintext data keys; set {}=1 if you mean it",
+            stateseal::provider::ALLOW_CUSTOM_ENDPOINTS_VAR
+        )))
+    }
+
     /// Timeout of one attempt.
     pub fn attempt_timeout(&self) -> Duration {
         self.attempt_timeout
@@ -347,6 +367,36 @@ mod tests {
             .is_ok()
         );
         assert!(AzureKvConfig::builder().max_attempts(0).build().is_err());
+    }
+
+    #[test]
+    fn a_key_uri_names_a_managed_hsm_host_unless_allowed() {
+        let plain = AzureKvConfig::builder().build().unwrap();
+        assert_eq!(
+            plain.endpoint_for("contoso.managedhsm.azure.net").unwrap(),
+            "https://contoso.managedhsm.azure.net"
+        );
+        let e = plain.endpoint_for("vault").unwrap_err();
+        assert!(
+            e.to_string().contains("STATESEAL_ALLOW_CUSTOM_ENDPOINTS=1"),
+            "{e}"
+        );
+        let allowed = AzureKvConfig::builder()
+            .allow_custom_endpoint(true)
+            .build()
+            .unwrap();
+        assert_eq!(
+            allowed.endpoint_for("hsm.example.invalid").unwrap(),
+            "https://hsm.example.invalid"
+        );
+        let overridden = AzureKvConfig::builder()
+            .endpoint("https://127.0.0.1:9")
+            .build()
+            .unwrap();
+        assert_eq!(
+            overridden.endpoint_for("vault").unwrap(),
+            "https://127.0.0.1:9"
+        );
     }
 
     #[test]

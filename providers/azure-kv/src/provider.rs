@@ -170,9 +170,10 @@ impl AzureKvProvider {
 
     fn client(&self, key: &HsmKeyName) -> Result<Arc<KeyClient>, Error> {
         let config = self.config()?;
-        let endpoint = config
-            .endpoint()
-            .map_or_else(|| format!("https://{}", key.host()), str::to_owned);
+        let endpoint = config.endpoint_for(key.host()).map_err(|e| match e {
+            Error::Config(m) => err(ErrorClass::Config, m),
+            other => other,
+        })?;
         let mut clients = self
             .clients
             .lock()

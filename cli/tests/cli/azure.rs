@@ -12,8 +12,8 @@ use stateseal_testkit::azurite::{ACCOUNT, ACCOUNT_KEY, Azurite};
 
 use crate::cloud_flow::{Cloud, args};
 use crate::gcp::run_cli;
+use crate::json_error;
 use crate::member::T0;
-use crate::text;
 
 const CONTAINER: &str = "stateseal-fleet";
 
@@ -101,13 +101,6 @@ async fn fleet_on_managed_hsm_and_blob_storage_rotates_three_times_with_zero_rej
         "Azure fleet: {rounds} rounds, 3 rotations, 0 rejected, {} HSM requests",
         azure.hsm.requests()
     );
-}
-
-/// A `--json` failure: its exit code, and the message from the JSON on stdout.
-fn json_error(out: &std::process::Output, code: i32) -> String {
-    assert_eq!(out.status.code(), Some(code), "{}", text(&out.stdout));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    v["error"].as_str().expect("error").to_owned()
 }
 
 /// An RSA key in the HSM, and any key in a standard vault, cannot hold a

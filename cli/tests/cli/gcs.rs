@@ -17,8 +17,8 @@ use stateseal_testkit::keysets;
 use crate::cloud_flow::{Cloud, args};
 use crate::gcp::run_cli;
 use crate::gcp_kms_contract::GcpKmsContract;
+use crate::json_error;
 use crate::member::{Instance, T0, instance};
-use crate::text;
 
 const BUCKET: &str = "stateseal-fleet";
 const URI: &str = "gs://stateseal-fleet/prod/keyset.json";
@@ -123,14 +123,6 @@ async fn fleet_on_cloud_kms_and_gcs_rotates_three_times_with_zero_rejections() {
         "GCP fleet: {rounds} rounds, 3 rotations, 0 rejected, {} GCS writes",
         gcp.front.writes()
     );
-}
-
-/// A `--json` failure: its exit code, and the message from the JSON on stdout.
-fn json_error(out: &std::process::Output, code: i32) -> String {
-    assert_eq!(out.status.code(), Some(code), "{}", text(&out.stdout));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    assert_eq!(v["exit_code"], code);
-    v["error"].as_str().expect("error").to_owned()
 }
 
 /// Six instances write the next generation at once through their own

@@ -90,6 +90,14 @@ pub(crate) fn with_payload_edit(
     envelope
 }
 
+/// A `--json` failure: its exit code, and the message from the JSON on stdout.
+pub(crate) fn json_error(out: &Output, code: i32) -> String {
+    assert_eq!(out.status.code(), Some(code), "{}", text(&out.stdout));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["exit_code"], code);
+    v["error"].as_str().expect("error").to_owned()
+}
+
 pub(crate) fn json_of(out: &Output) -> serde_json::Value {
     assert!(out.status.success(), "{}", text(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)))

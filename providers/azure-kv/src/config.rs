@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use stateseal::Error;
-use stateseal::provider::custom_endpoints_allowed;
+use stateseal::provider::{custom_endpoints_allowed, is_loopback_http};
 
 /// Which Azure credential signs requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,17 +91,11 @@ fn authority(url: &str) -> Option<&str> {
     (!authority.is_empty() && !authority.contains('@')).then_some(authority)
 }
 
-/// Whether `url` is `https://` to a loopback IP literal (the SDK sends bearer tokens over TLS only).
+/// Whether `url` is `https://` to a loopback IP literal (the SDK sends bearer
+/// tokens over TLS only): the host rules of [`is_loopback_http`], over TLS.
 pub(crate) fn is_loopback_https(url: &str) -> bool {
-    let Some(authority) = authority(url) else {
-        return false;
-    };
-    let host = match authority.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or_default(),
-        None => authority.split(':').next().unwrap_or_default(),
-    };
-    host.parse::<std::net::IpAddr>()
-        .is_ok_and(|ip| ip.is_loopback())
+    url.strip_prefix("https://")
+        .is_some_and(|rest| is_loopback_http(&format!("http://{rest}")))
 }
 
 impl AzureKvConfig {

@@ -248,7 +248,7 @@ mod tests {
         for bad in [
             AzureBlobConfig::builder().max_attempts(0),
             AzureBlobConfig::builder().endpoint("http://localhost:10000/devstoreaccount1"),
-            AzureBlobConfig::builder().endpoint("http://10.1.2.3:10000/a"),
+            AzureBlobConfig::builder().endpoint("http://stateseal.invalid:10000/a"),
             AzureBlobConfig::builder().operation_timeout(Duration::ZERO),
         ] {
             let e = bad.build().unwrap_err();

@@ -24,8 +24,29 @@ rm -rf "$dist"
 mkdir -p "$dist/python" "$dist/node" "$dist/crates"
 
 log "Python: abi3 wheel for manylinux_2_17 x86_64 (zig links against glibc 2.17), sdist"
-maturin build --quiet --release --strip --zig --compatibility manylinux2014 \
+# maturin sets up zig (wrappers for the C compiler, archiver and linker) in the
+# environment it runs cargo in. A cargo shim records that environment once the
+# build's own cargo call has it, so the Node binary below is compiled and linked
+# by the same wrappers in the same target directory: its dependencies, the C
+# ones included, are the wheel's builds, not a second build of each.
+zig_env="$CARGO_TARGET_DIR/zig-env.sh"
+shim_dir="$(mktemp -d)"
+trap 'rm -rf "$shim_dir"' EXIT
+rm -f "$zig_env"
+cat > "$shim_dir/cargo" <<SHIM
+#!/bin/sh
+if [ -n "\${CC_x86_64_unknown_linux_gnu:-}" ]; then
+  export -p | grep -E '^export (CC_|CXX_|AR_|RANLIB_|CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER=|CMAKE_TOOLCHAIN_FILE_|BINDGEN_EXTRA_CLANG_ARGS_|ZIG_COMMAND=|CARGO_ZIGBUILD_|CARGO_TARGET_APPLIES_TO_HOST=|CARGO_UNSTABLE_TARGET_APPLIES_TO_HOST=|__CARGO_TEST_CHANNEL_OVERRIDE_DO_NOT_USE_THIS=)' > "$zig_env"
+fi
+exec "$(command -v cargo)" "\$@"
+SHIM
+chmod +x "$shim_dir/cargo"
+CARGO="$shim_dir/cargo" maturin build --quiet --release --strip --zig --compatibility manylinux2014 \
   -m bindings/python/Cargo.toml --out "$dist/python" >&2
+if ! grep -q '^export CC_x86_64_unknown_linux_gnu=' "$zig_env" 2>/dev/null; then
+  echo "package.sh: maturin ran cargo without its zig environment (CC_x86_64_unknown_linux_gnu): $zig_env was not written" >&2
+  exit 1
+fi
 maturin sdist -m bindings/python/Cargo.toml --out "$dist/python" >&2
 wheel="$(echo "$dist"/python/stateseal-"$version"-*.whl)"
 case "$wheel" in
@@ -58,11 +79,14 @@ rm -rf "$sdist_dir"
 
 python_s=$((SECONDS - started))
 log "Node: linux-x64-gnu binary (glibc 2.17), the main package and the binary package"
-# A target directory of its own: maturin's zig wrappers and cargo-zigbuild's are
-# different paths, and sharing one directory would rebuild every C dependency each time.
-cargo zigbuild --quiet --release -p stateseal-node --lib --target x86_64-unknown-linux-gnu.2.17 \
-  --target-dir "$CARGO_TARGET_DIR/zig-node" >&2
-binary="$CARGO_TARGET_DIR/zig-node/x86_64-unknown-linux-gnu/release/libstateseal_node.so"
+# In maturin's zig environment (above): any other C compiler or archiver path
+# would make cargo rebuild every C dependency and all that depends on them.
+(
+  # shellcheck source=/dev/null
+  . "$zig_env"
+  cargo build --quiet --release -p stateseal-node --lib --target x86_64-unknown-linux-gnu >&2
+)
+binary="$CARGO_TARGET_DIR/x86_64-unknown-linux-gnu/release/libstateseal_node.so"
 # The newest glibc symbol version it needs must be 2.17 at most (what the package promises).
 needs="$(objdump -T "$binary" | grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/GLIBC_//' | sort -V | tail -1)"
 if [ "$(printf '%s\n2.17\n' "$needs" | sort -V | tail -1)" != "2.17" ]; then

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Creates (once) the packaging tools' venv and prints its bin directory:
-# maturin (wheels, sdist), ziglang and cargo-zigbuild (linking against glibc
-# 2.17 from this host), auditwheel (the wheel's platform tag, checked), twine
-# (the metadata users read, checked), check-jsonschema (the release workflow).
+# maturin (wheels, sdist), ziglang (linking against glibc 2.17 from this host:
+# the wheel, and the Node binary through maturin's zig wrappers), auditwheel
+# (the wheel's platform tag, checked), twine (the metadata users read,
+# checked), check-jsonschema (the release workflow).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv="${STATESEAL_PKGENV:-target/pkgenv}"
-packages=("maturin==1.16.0" "ziglang==0.15.2" "cargo-zigbuild==0.24.0" "auditwheel==6.8.2" "twine==6.2.0" "check-jsonschema==0.39.0")
+packages=("maturin==1.16.0" "ziglang==0.15.2" "auditwheel==6.8.2" "twine==6.2.0" "check-jsonschema==0.39.0")
 if [ ! -x "$venv/bin/python" ] || [ "$(cat "$venv/.installed" 2>/dev/null)" != "${packages[*]}" ]; then
   python3 -m venv "$venv" >&2
   "$venv/bin/pip" install --quiet --disable-pip-version-check "${packages[@]}" >&2

@@ -15,6 +15,7 @@ use stateseal::{Envelope, StateCodec};
 
 use crate::request::{PrincipalKey, Requests, Round, RoundKey};
 use crate::single_use::NativeSingleUse;
+use crate::text::{js_text, text_of, token_of};
 use crate::{Code, Shared, fail, open, thrown};
 
 /// Seals and verifies states for one audience and lifetime.
@@ -122,16 +123,18 @@ pub fn envelope_parse(
     handle_number(envelope.requests.parse(&body))
 }
 
-/// Names a round of the parsed body `body` (a handle from `envelopeParse`):
-/// the round's `method` and JSON-RPC id (as JSON), the principal (a text of
-/// its own, or client id, issuer and subject, or none). Its identity is
-/// worked out now, once for the round's verify and mint; the handle names it
-/// to them. Throws `ERR_STATESEAL_ROUND` if the body is gone (parse it
-/// again), never for a malformed request: its verify and mint do.
+/// Names the round `round` (a number JavaScript chose, unique among this
+/// envelope's rounds) of the parsed body `body` (a handle from
+/// `envelopeParse`): the round's `method` and JSON-RPC id (as JSON), the
+/// principal (a text of its own, or client id, issuer and subject, or none).
+/// Its identity is worked out now, once for the round's verify and mint.
+/// Throws `ERR_STATESEAL_ROUND` if the body is gone (parse it again), never
+/// for a malformed request: its verify and mint do.
 #[napi]
 #[allow(clippy::too_many_arguments)] // positional: cheaper to convert than an object
-pub fn envelope_round(
+pub fn envelope_name(
     #[napi(ts_arg_type = "ExternalObject<'Envelope'>")] envelope: &External<EnvelopeCore>,
+    round: i64,
     body: i64,
     method: String,
     id_json: String,
@@ -139,22 +142,54 @@ pub fn envelope_round(
     client_id: Option<String>,
     issuer: Option<String>,
     subject: Option<String>,
-) -> std::result::Result<i64, Error<Code>> {
+) -> std::result::Result<(), Error<Code>> {
+    open(&envelope.shared)?;
+    name(
+        envelope,
+        round,
+        body,
+        method,
+        id_json,
+        principal_text,
+        client_id.map(|c| (c, issuer, subject)),
+    )
+    .map(drop)
+}
+
+/// The principal's parts as JavaScript passes them: client id, issuer, subject.
+type Parts = (String, Option<String>, Option<String>);
+
+fn name(
+    envelope: &EnvelopeCore,
+    round: i64,
+    body: i64,
+    method: String,
+    id_json: String,
+    principal_text: Option<String>,
+    parts: Option<Parts>,
+) -> std::result::Result<Arc<Round>, Error<Code>> {
+    let round = u64::try_from(round)
+        .ok()
+        .filter(|r| *r > 0)
+        .ok_or_else(|| fail(Code::Config, "round: expected a positive whole number"))?;
     let batch = u64::try_from(body)
         .ok()
         .and_then(|h| envelope.requests.body(h))
         .ok_or_else(|| fail(Code::Round, "the request is gone"))?;
-    let principal = match (principal_text, client_id) {
+    let principal = match (principal_text, parts) {
         (Some(text), _) => PrincipalKey::Text(text),
-        (None, Some(client)) => PrincipalKey::Parts(client, issuer, subject),
+        (None, Some((client, issuer, subject))) => PrincipalKey::Parts(client, issuer, subject),
         (None, None) => PrincipalKey::None,
     };
-    Ok(handle_number(envelope.requests.name(&RoundKey {
-        batch,
-        method,
-        id_json,
-        principal,
-    })))
+    Ok(envelope.requests.name(
+        round,
+        &RoundKey {
+            batch,
+            method,
+            id_json,
+            principal,
+        },
+    ))
 }
 
 /// A handle as a JavaScript number (handles stay below 2^53: exact).
@@ -162,18 +197,17 @@ fn handle_number(handle: u64) -> i64 {
     i64::try_from(handle).unwrap_or(i64::MAX)
 }
 
-/// Seals `state` for the round `round` names, at `now` (seconds).
-#[napi]
-pub fn envelope_mint(
-    #[napi(ts_arg_type = "ExternalObject<'Envelope'>")] envelope: &External<EnvelopeCore>,
-    round: i64,
-    state: String,
+/// Seals `state` for `round` at `now` (seconds): the token, as Latin-1.
+fn mint(
+    envelope: &EnvelopeCore,
+    round: &Round,
+    state: &Utf16String,
     now: f64,
-) -> std::result::Result<String, Error<Code>> {
+) -> std::result::Result<Latin1String, Error<Code>> {
     let engine = open(&envelope.shared)?;
-    let round = round_of(envelope, round)?;
-    let id = identity(&round)?;
+    let id = identity(round)?;
     let p = round.principal.as_ref();
+    let state = text_of(state);
     let single_use = engine.running.as_ref().is_some_and(|r| r.is_single_use(id));
     if single_use {
         envelope
@@ -182,28 +216,118 @@ pub fn envelope_mint(
     } else {
         envelope.envelope.mint_at(id, state.as_bytes(), p, now)
     }
+    .map(Latin1String::from)
     .map_err(|e| thrown(&e))
+}
+
+/// Seals `state` for the round `round` names, at `now` (seconds).
+#[napi(ts_return_type = "string")]
+pub fn envelope_mint(
+    #[napi(ts_arg_type = "ExternalObject<'Envelope'>")] envelope: &External<EnvelopeCore>,
+    round: i64,
+    #[napi(ts_arg_type = "string")] state: Utf16String,
+    now: f64,
+) -> std::result::Result<Latin1String, Error<Code>> {
+    open(&envelope.shared)?;
+    mint(envelope, &*round_of(envelope, round)?, &state, now)
+}
+
+/// `envelopeName` and `envelopeMint` in one call: a round's first call, when
+/// it is a mint.
+#[napi(ts_return_type = "string")]
+#[allow(clippy::too_many_arguments)] // positional: cheaper to convert than an object
+pub fn envelope_mint_named(
+    #[napi(ts_arg_type = "ExternalObject<'Envelope'>")] envelope: &External<EnvelopeCore>,
+    round: i64,
+    body: i64,
+    method: String,
+    id_json: String,
+    principal_text: Option<String>,
+    client_id: Option<String>,
+    issuer: Option<String>,
+    subject: Option<String>,
+    #[napi(ts_arg_type = "string")] state: Utf16String,
+    now: f64,
+) -> std::result::Result<Latin1String, Error<Code>> {
+    open(&envelope.shared)?;
+    let parts = client_id.map(|c| (c, issuer, subject));
+    let round = name(
+        envelope,
+        round,
+        body,
+        method,
+        id_json,
+        principal_text,
+        parts,
+    )?;
+    mint(envelope, &round, &state, now)
+}
+
+/// The token's text; a token that is not ASCII is malformed.
+fn token(units: &Utf16String) -> std::result::Result<String, Error<Code>> {
+    token_of(units).ok_or_else(|| fail(Code::Rejected, "malformed"))
 }
 
 /// The state `token` carries, if it was minted for the round `round` names
 /// (request, caller, audience) and has not expired at `now`. Refuses
 /// single-use states (`replay store unavailable`): `envelopeOpen` accepts
 /// them once recorded.
-#[napi]
+#[napi(ts_return_type = "string")]
 pub fn envelope_verify(
     #[napi(ts_arg_type = "ExternalObject<'Envelope'>")] envelope: &External<EnvelopeCore>,
     round: i64,
-    token: String,
+    #[napi(ts_arg_type = "string")] token: Utf16String,
     now: f64,
-) -> std::result::Result<String, Error<Code>> {
+) -> std::result::Result<Either<Latin1String, String>, Error<Code>> {
     open(&envelope.shared)?;
     let round = round_of(envelope, round)?;
     let text = envelope
         .envelope
-        .verify_at(identity(&round)?, &token, round.principal.as_ref(), now)
+        .verify_at(
+            identity(&round)?,
+            &self::token(&token)?,
+            round.principal.as_ref(),
+            now,
+        )
         .map_err(|e| thrown(&e))?;
     text.into_string()
+        .map(js_text)
         .map_err(|_| fail(Code::Rejected, "malformed"))
+}
+
+/// What `envelopeOpen` gives: a multi-use state's text, or a single-use
+/// state's pending record.
+type Opened = Either3<Latin1String, String, NativeSingleUse>;
+
+fn open_in(
+    envelope: &EnvelopeCore,
+    round: &Round,
+    token: &Utf16String,
+    now: f64,
+) -> std::result::Result<Opened, Error<Code>> {
+    let (text, once) = envelope
+        .envelope
+        .open_at(
+            identity(round)?,
+            &self::token(token)?,
+            round.principal.as_ref(),
+            now,
+        )
+        .map_err(|e| thrown(&e))?;
+    let text = text
+        .into_string()
+        .map_err(|_| fail(Code::Rejected, "malformed"))?;
+    Ok(match once {
+        None => match js_text(text) {
+            Either::A(latin1) => Either3::A(latin1),
+            Either::B(text) => Either3::B(text),
+        },
+        Some(once) => Either3::C(NativeSingleUse::new(
+            Arc::clone(&envelope.shared),
+            once,
+            text,
+        )),
+    })
 }
 
 /// As `envelopeVerify`, and single-use states too: a multi-use state's text
@@ -214,24 +338,40 @@ pub fn envelope_verify(
 pub fn envelope_open(
     #[napi(ts_arg_type = "ExternalObject<'Envelope'>")] envelope: &External<EnvelopeCore>,
     round: i64,
-    token: String,
+    #[napi(ts_arg_type = "string")] token: Utf16String,
     now: f64,
-) -> std::result::Result<Either<String, NativeSingleUse>, Error<Code>> {
+) -> std::result::Result<Opened, Error<Code>> {
     open(&envelope.shared)?;
-    let round = round_of(envelope, round)?;
-    let (text, once) = envelope
-        .envelope
-        .open_at(identity(&round)?, &token, round.principal.as_ref(), now)
-        .map_err(|e| thrown(&e))?;
-    let text = text
-        .into_string()
-        .map_err(|_| fail(Code::Rejected, "malformed"))?;
-    Ok(match once {
-        None => Either::A(text),
-        Some(once) => Either::B(NativeSingleUse::new(
-            Arc::clone(&envelope.shared),
-            once,
-            text,
-        )),
-    })
+    open_in(envelope, &*round_of(envelope, round)?, &token, now)
+}
+
+/// `envelopeName` and `envelopeOpen` in one call: a round's first call, when
+/// it is a verify.
+#[napi(ts_return_type = "string | NativeSingleUse")]
+#[allow(clippy::too_many_arguments)] // positional: cheaper to convert than an object
+pub fn envelope_open_named(
+    #[napi(ts_arg_type = "ExternalObject<'Envelope'>")] envelope: &External<EnvelopeCore>,
+    round: i64,
+    body: i64,
+    method: String,
+    id_json: String,
+    principal_text: Option<String>,
+    client_id: Option<String>,
+    issuer: Option<String>,
+    subject: Option<String>,
+    #[napi(ts_arg_type = "string")] token: Utf16String,
+    now: f64,
+) -> std::result::Result<Opened, Error<Code>> {
+    open(&envelope.shared)?;
+    let parts = client_id.map(|c| (c, issuer, subject));
+    let round = name(
+        envelope,
+        round,
+        body,
+        method,
+        id_json,
+        principal_text,
+        parts,
+    )?;
+    open_in(envelope, &round, &token, now)
 }

@@ -1,8 +1,8 @@
 //! The native half of the Node package `stateseal` (`bindings/node`): a codec
 //! over a keyset-backed ring (or static keys, as the Python SDK's codec), and
 //! the Rust envelope's claims for the TypeScript MCP SDK's
-//! `RequestStateCodec`. The JavaScript half (`index.cjs`) is the documented
-//! API; this module is its engine.
+//! `RequestStateCodec`. The JavaScript half (`index.cjs` and the modules it
+//! loads) is the documented API; this module is its engine.
 //!
 //! Seal, unseal, mint and verify are synchronous and never touch the
 //! network: the rotation scheduler refreshes the ring on threads of its own
@@ -18,6 +18,7 @@ mod envelope;
 mod request;
 mod settings;
 mod single_use;
+mod text;
 
 use std::sync::Arc;
 
@@ -28,7 +29,10 @@ use stateseal::{AesGcmCodec, KeyRing, RingHandle, StateCodec};
 use stateseal_binding::{Running, reason};
 
 use envelope::EnvelopeCore;
-pub use envelope::{envelope_mint, envelope_open, envelope_parse, envelope_round, envelope_verify};
+pub use envelope::{
+    envelope_mint, envelope_mint_named, envelope_name, envelope_open, envelope_open_named,
+    envelope_parse, envelope_verify,
+};
 pub use single_use::{NativeSingleUse, Recorded};
 
 /// What a failure is, as JavaScript's `err.code`.

@@ -2,15 +2,17 @@
 //! and principal, worked out once per round for both its verify and its mint.
 //!
 //! JavaScript hands the envelope a request's body once and gets back a
-//! number, the body's handle; it names each round by that handle, the
-//! round's method and JSON-RPC id and the principal's parts, and gets back
-//! the round's handle; the round's verify and mint then pass that handle
-//! alone. The envelope keeps the latest bodies and rounds in tables of
-//! slots; a handle whose slot a later entry took is gone, and JavaScript
-//! hands the body (or names the round) again. Nothing per request is a
-//! native object on the JavaScript side: creating one (an `External` or a
-//! class instance, with its finalizer and napi-rs's registries) cost more
-//! than sealing a small state, and so did converting the body on every call.
+//! number, the body's handle. It names each round with the round's first
+//! call (its verify, or its mint if it has none): a number of its own choosing
+//! for the round, the body's handle, the round's method and JSON-RPC id and
+//! the principal's parts; the round's later call passes that number alone.
+//! The envelope keeps the latest bodies and rounds in tables of slots; a
+//! handle whose slot a later entry took is gone, and JavaScript hands the
+//! body (or names the round) again. Nothing per request is a native object on
+//! the JavaScript side: creating one (an `External` or a class instance, with
+//! its finalizer and napi-rs's registries) cost more than sealing a small
+//! state, and so did converting the body on every call, and a call of its own
+//! to name each round.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -20,10 +22,12 @@ use stateseal::{Principal, RequestBatch, RequestIdentity};
 /// Entries a table keeps at once: requests in flight on one event loop.
 const SLOTS: usize = 256;
 
-/// A handle is a number unique in the process (so it can never name another
-/// table's entry) times [`SLOTS`], plus its slot; each table fills its slots in
-/// turn, so an entry lasts [`SLOTS`] later entries of its own table. Handles
-/// stay far below 2^53 (exact as JavaScript numbers).
+/// A body's handle is a number unique in the process (so it can never name
+/// another table's entry) times [`SLOTS`], plus its slot; each table fills its
+/// slots in turn, so an entry lasts [`SLOTS`] later entries of its own table.
+/// Handles stay far below 2^53 (exact as JavaScript numbers). A round's
+/// handle is JavaScript's: a count of the rounds it named on this envelope,
+/// kept in the slot the count gives.
 static NEXT_HANDLE: AtomicU64 = AtomicU64::new(1);
 
 /// A round as JavaScript names it: the request's parsed body, method, id and caller.
@@ -112,6 +116,18 @@ impl<T> Slots<T> {
         handle
     }
 
+    /// Keeps `entry` under `handle`, a number the caller chose (unique among
+    /// this table's handles): in the slot the number gives.
+    pub(crate) fn keep_as(&self, handle: u64, entry: T) -> Arc<T> {
+        let mut table = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let entry = Arc::new(entry);
+        table.slots[slot_of(handle)] = Some((handle, Arc::clone(&entry)));
+        entry
+    }
+
     /// The entry of `handle`, unless a later entry took its slot.
     pub(crate) fn get(&self, handle: u64) -> Option<Arc<T>> {
         let table = self
@@ -147,9 +163,9 @@ impl Requests {
         self.bodies.get(handle)
     }
 
-    /// Works out the round `key` names and returns its handle.
-    pub(crate) fn name(&self, key: &RoundKey) -> u64 {
-        self.rounds.keep(key.work_out())
+    /// Works out the round `key` names and keeps it under `handle`.
+    pub(crate) fn name(&self, handle: u64, key: &RoundKey) -> Arc<Round> {
+        self.rounds.keep_as(handle, key.work_out())
     }
 
     /// The round of `handle`, unless it is gone.
@@ -176,9 +192,10 @@ mod tests {
     #[test]
     fn a_handle_names_its_entry_until_a_later_entry_takes_its_slot() {
         let requests = Requests::default();
-        let first = requests.name(&key(&requests, BODY, "1", PrincipalKey::None));
+        let (first, second) = (1, 2);
+        requests.name(first, &key(&requests, BODY, "1", PrincipalKey::None));
         let alice = PrincipalKey::Parts("c".into(), None, Some("alice".into()));
-        let second = requests.name(&key(&requests, BODY, "2", alice));
+        requests.name(second, &key(&requests, BODY, "2", alice));
         let (a, b) = (
             requests.round(first).unwrap(),
             requests.round(second).unwrap(),
@@ -196,13 +213,16 @@ mod tests {
         // and a round SLOTS later rounds.
         let body = requests.parse(BODY);
         let batch = requests.body(body).unwrap();
-        for _ in 0..SLOTS - 1 {
-            requests.name(&RoundKey {
-                batch: Arc::clone(&batch),
-                method: "tools/call".to_owned(),
-                id_json: "1".to_owned(),
-                principal: PrincipalKey::None,
-            });
+        for n in 0..SLOTS as u64 - 1 {
+            requests.name(
+                3 + n,
+                &RoundKey {
+                    batch: Arc::clone(&batch),
+                    method: "tools/call".to_owned(),
+                    id_json: "1".to_owned(),
+                    principal: PrincipalKey::None,
+                },
+            );
             requests.parse(BODY);
         }
         assert!(requests.body(body).is_some());
@@ -215,8 +235,12 @@ mod tests {
     #[test]
     fn a_malformed_round_stays_malformed() {
         let requests = Requests::default();
-        for (body, id) in [("{", "1"), (BODY, "3"), (BODY, "\"1\"")] {
-            let h = requests.name(&key(&requests, body, id, PrincipalKey::None));
+        for (h, (body, id)) in [("{", "1"), (BODY, "3"), (BODY, "\"1\"")]
+            .into_iter()
+            .enumerate()
+        {
+            let h = h as u64 + 1;
+            requests.name(h, &key(&requests, body, id, PrincipalKey::None));
             assert!(requests.round(h).unwrap().identity.is_err(), "{body} {id}");
         }
     }

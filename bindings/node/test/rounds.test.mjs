@@ -203,3 +203,29 @@ test('a request outlived by hundreds of others still verifies and mints for its 
   await assert.rejects(serve(states, JSON.stringify(call(7, 'staging')), (s) => s.verify(next, ctx(7))), refusal('request binding', 'bind'));
   assert.deepEqual(await serve(states, JSON.stringify(call(5, 'env-5')), (s) => s.verify(minted[5], ctx(5))), { i: 5 });
 });
+
+test('states of any text cross the boundary unchanged; a token with a character outside ASCII is malformed', async () => {
+  const text = createStatesealCodec({ codec, audience: 'svc', format: 'text' });
+  const json = createStatesealCodec({ codec, audience: 'svc' });
+  const body = JSON.stringify(call(3, 'prod'));
+  for (const state of ['', 'plain', 'été', '日本語', '😀 x', 'x'.repeat(20000) + 'é', '\u007f\u0080\u00ff\u0100']) {
+    const token = await serve(text, body, (s) => s.mint(state, ctx(3)));
+    assert.equal(await serve(text, body, (s) => s.verify(token, ctx(3))), state);
+    const value = { state, n: [1, 'ü'] };
+    const sealed = await serve(json, body, (s) => s.mint(value, ctx(3)));
+    assert.deepEqual(await serve(json, body, (s) => s.verify(sealed, ctx(3))), value);
+  }
+  // A lone surrogate has no UTF-8: it is sealed as U+FFFD, as Node's own UTF-8 writes it.
+  const lone = await serve(text, body, (s) => s.mint('a\ud800b', ctx(3)));
+  assert.equal(await serve(text, body, (s) => s.verify(lone, ctx(3))), 'a\ufffdb');
+  // A token whose character is replaced by one with the same low byte (what a Latin-1
+  // reading would take for the original) is refused, not read as the token it mimics.
+  const token = await serve(text, body, (s) => s.mint('state', ctx(3)));
+  assert.match(token, /^[\x21-\x7e]+$/);
+  const at = token.length - 5;
+  for (const c of [token.charCodeAt(at) + 0x100, token.charCodeAt(at) + 0xff00]) {
+    const mimic = token.slice(0, at) + String.fromCharCode(c) + token.slice(at + 1);
+    await assert.rejects(serve(text, body, (s) => s.verify(mimic, ctx(3))), refusal('malformed', 'malformed'));
+  }
+  assert.equal(await serve(text, body, (s) => s.verify(token, ctx(3))), 'state');
+});

@@ -121,7 +121,8 @@ test('the paths that record nothing refuse single-use states: the envelope, and 
   const transfer = call(5, 'transfer', { to: 'dan' });
   const token = await serve(states, transfer, (s) => s.mint(STATE, ctx(5)));
   const envelope = a._envelope('bank', TIMING.ttl);
-  const round = native.envelopeRound(envelope, native.envelopeParse(envelope, JSON.stringify(transfer)), 'tools/call', '5');
+  const round = 1;
+  native.envelopeName(envelope, round, native.envelopeParse(envelope, JSON.stringify(transfer)), 'tools/call', '5');
   assert.throws(
     () => native.envelopeVerify(envelope, round, token, Date.now() / 1000),
     (e) => e.code === 'ERR_STATESEAL_REJECTED' && e.message === 'replay store unavailable',

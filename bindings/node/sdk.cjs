@@ -175,35 +175,20 @@ function createStatesealCodec(options = {}) {
     }
   }
 
-  /** True for the error of a round's number that no longer names it (later rounds took its slot). */
-  function gone(e) {
-    return e && e.code === 'ERR_STATESEAL_ROUND';
-  }
-
-  function mintIn(s, state) {
+  /**
+   * `call(envelope, round, text, now)` (`envelopeMint` or `envelopeOpen`) for the round in
+   * `s`; its first call, or one after later rounds took its slot, is `named(...)` instead
+   * (`envelopeMintNamed` or `envelopeOpenNamed`), which names the round as well.
+   */
+  function inRound(s, call, named, text) {
     if (s.round > 0) {
       try {
-        return native.envelopeMint(envelope, s.round, state, clock());
+        return call(envelope, s.round, text, clock());
       } catch (e) {
-        if (!gone(e)) throw e;
+        if (!e || e.code !== 'ERR_STATESEAL_ROUND') throw e;
       }
     }
-    return naming(s, () =>
-      native.envelopeMintNamed(envelope, s.round, s.parsed, s.method, s.idJson, s.text, s.clientId, s.issuer, s.subject, state, clock()),
-    );
-  }
-
-  function openIn(s, token) {
-    if (s.round > 0) {
-      try {
-        return native.envelopeOpen(envelope, s.round, token, clock());
-      } catch (e) {
-        if (!gone(e)) throw e;
-      }
-    }
-    return naming(s, () =>
-      native.envelopeOpenNamed(envelope, s.round, s.parsed, s.method, s.idJson, s.text, s.clientId, s.issuer, s.subject, token, clock()),
-    );
+    return naming(s, () => named(envelope, s.round, s.parsed, s.method, s.idJson, s.text, s.clientId, s.issuer, s.subject, text, clock()));
   }
 
   return {
@@ -211,7 +196,7 @@ function createStatesealCodec(options = {}) {
       const state = encode(payload);
       if (state === undefined) throw configError(format === 'json' ? 'payload: expected a JSON value' : 'payload: expected a string');
       try {
-        return mintIn(roundOf(ctx), state);
+        return inRound(roundOf(ctx), native.envelopeMint, native.envelopeMintNamed, state);
       } catch (e) {
         throw ours(e);
       }
@@ -222,7 +207,7 @@ function createStatesealCodec(options = {}) {
       try {
         // A multi-use state's text, synchronously and without the network; a single-use
         // state's pending record, which alone releases its text.
-        text = openIn(roundOf(ctx), state);
+        text = inRound(roundOf(ctx), native.envelopeOpen, native.envelopeOpenNamed, state);
       } catch (e) {
         const err = ours(e);
         throw err instanceof InvalidRequestStateError ? new InvalidRequestStateError(err.reason, { sdk: true }) : err;

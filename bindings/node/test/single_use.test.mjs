@@ -122,7 +122,13 @@ test('the paths that record nothing refuse single-use states: the envelope, and 
   const token = await serve(states, transfer, (s) => s.mint(STATE, ctx(5)));
   const envelope = a._envelope('bank', TIMING.ttl);
   const round = 1;
-  native.envelopeName(envelope, round, native.envelopeParse(envelope, JSON.stringify(transfer)), 'tools/call', '5');
+  const body = native.envelopeParse(envelope, JSON.stringify(transfer));
+  // Rounds are named by positive whole numbers; anything else is refused before naming.
+  for (const bad of [0, -1]) {
+    assert.throws(() => native.envelopeName(envelope, bad, body, 'tools/call', '5'), { code: 'ERR_STATESEAL_CONFIG', message: 'round: expected a positive whole number' });
+    assert.throws(() => native.envelopeVerify(envelope, bad, token, Date.now() / 1000), { code: 'ERR_STATESEAL_ROUND' });
+  }
+  native.envelopeName(envelope, round, body, 'tools/call', '5');
   assert.throws(
     () => native.envelopeVerify(envelope, round, token, Date.now() / 1000),
     (e) => e.code === 'ERR_STATESEAL_REJECTED' && e.message === 'replay store unavailable',

@@ -111,23 +111,6 @@ function createStatesealCodec(options = {}) {
   // first call: a call of its own to name them cost as much as sealing a small state.
   let rounds = 0;
 
-  /** A request's entry, every field present from the start (one shape for V8 to optimise). */
-  function newEntry(body) {
-    return {
-      body,
-      parsed: undefined,
-      ctx: undefined,
-      method: undefined,
-      id: undefined,
-      idJson: undefined,
-      text: undefined,
-      clientId: undefined,
-      issuer: undefined,
-      subject: undefined,
-      round: 0,
-    };
-  }
-
   /** The request entry of `ctx`, holding the round `ctx` is (not yet named if `round` is 0). */
   function roundOf(ctx) {
     const http = ctx && ctx.http && ctx.http.req;
@@ -231,7 +214,7 @@ function createStatesealCodec(options = {}) {
           // Past the limit the body is not kept: its rounds cannot bind, so they fail closed.
           body = await bodyOf(request, maxBodyBytes);
         }
-        requests.set(request, newEntry(body));
+        requests.set(request, { body, parsed: undefined, round: 0 });
         return inner.fetch(request, fetchOptions);
       };
       // Everything else is the handler's own, called on the handler itself (not the proxy).

@@ -16,7 +16,7 @@ use stateseal::{Envelope, StateCodec};
 use crate::request::{PrincipalKey, Requests, Round, RoundKey};
 use crate::single_use::NativeSingleUse;
 use crate::text::{js_text, text_of, token_of};
-use crate::{Code, Shared, fail, open, thrown};
+use crate::{Code, Engine, Shared, fail, open, thrown};
 
 /// Seals and verifies states for one audience and lifetime.
 pub struct EnvelopeCore {
@@ -144,29 +144,18 @@ pub fn envelope_name(
     subject: Option<String>,
 ) -> std::result::Result<(), Error<Code>> {
     open(&envelope.shared)?;
-    name(
-        envelope,
-        round,
-        body,
-        method,
-        id_json,
-        principal_text,
-        client_id.map(|c| (c, issuer, subject)),
-    )
-    .map(drop)
+    let principal = PrincipalKey::of(principal_text, client_id, issuer, subject);
+    name(envelope, round, body, method, id_json, principal).map(drop)
 }
 
-/// The principal's parts as JavaScript passes them: client id, issuer, subject.
-type Parts = (String, Option<String>, Option<String>);
-
+/// Names the round `round` of the parsed body `body` (see `envelopeName`).
 fn name(
     envelope: &EnvelopeCore,
     round: i64,
     body: i64,
     method: String,
     id_json: String,
-    principal_text: Option<String>,
-    parts: Option<Parts>,
+    principal: PrincipalKey,
 ) -> std::result::Result<Arc<Round>, Error<Code>> {
     let round = u64::try_from(round)
         .ok()
@@ -176,11 +165,6 @@ fn name(
         .ok()
         .and_then(|h| envelope.requests.body(h))
         .ok_or_else(|| fail(Code::Round, "the request is gone"))?;
-    let principal = match (principal_text, parts) {
-        (Some(text), _) => PrincipalKey::Text(text),
-        (None, Some((client, issuer, subject))) => PrincipalKey::Parts(client, issuer, subject),
-        (None, None) => PrincipalKey::None,
-    };
     Ok(envelope.requests.name(
         round,
         &RoundKey {
@@ -200,11 +184,11 @@ fn handle_number(handle: u64) -> i64 {
 /// Seals `state` for `round` at `now` (seconds): the token, as Latin-1.
 fn mint(
     envelope: &EnvelopeCore,
+    engine: &Engine,
     round: &Round,
     state: &Utf16String,
     now: f64,
 ) -> std::result::Result<Latin1String, Error<Code>> {
-    let engine = open(&envelope.shared)?;
     let id = identity(round)?;
     let p = round.principal.as_ref();
     let state = text_of(state);
@@ -228,8 +212,8 @@ pub fn envelope_mint(
     #[napi(ts_arg_type = "string")] state: Utf16String,
     now: f64,
 ) -> std::result::Result<Latin1String, Error<Code>> {
-    open(&envelope.shared)?;
-    mint(envelope, &*round_of(envelope, round)?, &state, now)
+    let engine = open(&envelope.shared)?;
+    mint(envelope, &engine, &*round_of(envelope, round)?, &state, now)
 }
 
 /// `envelopeName` and `envelopeMint` in one call: a round's first call, when
@@ -249,23 +233,10 @@ pub fn envelope_mint_named(
     #[napi(ts_arg_type = "string")] state: Utf16String,
     now: f64,
 ) -> std::result::Result<Latin1String, Error<Code>> {
-    open(&envelope.shared)?;
-    let parts = client_id.map(|c| (c, issuer, subject));
-    let round = name(
-        envelope,
-        round,
-        body,
-        method,
-        id_json,
-        principal_text,
-        parts,
-    )?;
-    mint(envelope, &round, &state, now)
-}
-
-/// The token's text; a token that is not ASCII is malformed.
-fn token(units: &Utf16String) -> std::result::Result<String, Error<Code>> {
-    token_of(units).ok_or_else(|| fail(Code::Rejected, "malformed"))
+    let engine = open(&envelope.shared)?;
+    let principal = PrincipalKey::of(principal_text, client_id, issuer, subject);
+    let round = name(envelope, round, body, method, id_json, principal)?;
+    mint(envelope, &engine, &round, &state, now)
 }
 
 /// The state `token` carries, if it was minted for the round `round` names
@@ -285,7 +256,7 @@ pub fn envelope_verify(
         .envelope
         .verify_at(
             identity(&round)?,
-            &self::token(&token)?,
+            &token_of(&token)?,
             round.principal.as_ref(),
             now,
         )
@@ -309,7 +280,7 @@ fn open_in(
         .envelope
         .open_at(
             identity(round)?,
-            &self::token(token)?,
+            &token_of(token)?,
             round.principal.as_ref(),
             now,
         )
@@ -363,15 +334,7 @@ pub fn envelope_open_named(
     now: f64,
 ) -> std::result::Result<Opened, Error<Code>> {
     open(&envelope.shared)?;
-    let parts = client_id.map(|c| (c, issuer, subject));
-    let round = name(
-        envelope,
-        round,
-        body,
-        method,
-        id_json,
-        principal_text,
-        parts,
-    )?;
+    let principal = PrincipalKey::of(principal_text, client_id, issuer, subject);
+    let round = name(envelope, round, body, method, id_json, principal)?;
     open_in(envelope, &round, &token, now)
 }

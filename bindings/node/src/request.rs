@@ -53,6 +53,21 @@ pub(crate) enum PrincipalKey {
 }
 
 impl PrincipalKey {
+    /// The principal as JavaScript passes it: a text of its own wins over
+    /// parts; parts need a client id.
+    pub(crate) fn of(
+        text: Option<String>,
+        client_id: Option<String>,
+        issuer: Option<String>,
+        subject: Option<String>,
+    ) -> Self {
+        match (text, client_id) {
+            (Some(text), _) => Self::Text(text),
+            (None, Some(client)) => Self::Parts(client, issuer, subject),
+            (None, None) => Self::None,
+        }
+    }
+
     fn principal(&self) -> Option<Principal> {
         match self {
             Self::None => None,
@@ -103,12 +118,17 @@ impl<T> Default for Slots<T> {
 }
 
 impl<T> Slots<T> {
+    /// The table, locked (a panic while it was held cannot have torn it: each
+    /// slot is written whole).
+    fn table(&self) -> std::sync::MutexGuard<'_, Table<T>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// Keeps `entry` and returns its handle.
     pub(crate) fn keep(&self, entry: T) -> u64 {
-        let mut table = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut table = self.table();
         let slot = table.next;
         table.next = (slot + 1) % SLOTS;
         let handle = NEXT_HANDLE.fetch_add(1, Ordering::Relaxed) * SLOTS as u64 + slot as u64;
@@ -119,22 +139,14 @@ impl<T> Slots<T> {
     /// Keeps `entry` under `handle`, a number the caller chose (unique among
     /// this table's handles): in the slot the number gives.
     pub(crate) fn keep_as(&self, handle: u64, entry: T) -> Arc<T> {
-        let mut table = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let entry = Arc::new(entry);
-        table.slots[slot_of(handle)] = Some((handle, Arc::clone(&entry)));
+        self.table().slots[slot_of(handle)] = Some((handle, Arc::clone(&entry)));
         entry
     }
 
     /// The entry of `handle`, unless a later entry took its slot.
     pub(crate) fn get(&self, handle: u64) -> Option<Arc<T>> {
-        let table = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        match &table.slots[slot_of(handle)] {
+        match &self.table().slots[slot_of(handle)] {
             Some((h, entry)) if *h == handle => Some(Arc::clone(entry)),
             _ => None,
         }

@@ -7,12 +7,14 @@
 //! Latin-1 (a copy), and states too when ASCII.
 
 use napi::Either;
-use napi::bindgen_prelude::{Latin1String, Utf16String};
+use napi::bindgen_prelude::{Error, Latin1String, Utf16String};
 
-/// A token's text, or `None` when it holds anything but ASCII (never a
-/// token: refused as malformed, never read another way).
-pub(crate) fn token_of(units: &Utf16String) -> Option<String> {
-    ascii(units)
+use crate::{Code, fail};
+
+/// A token's text; one holding anything but ASCII is never a token: refused
+/// as malformed, never read another way.
+pub(crate) fn token_of(units: &Utf16String) -> Result<String, Error<Code>> {
+    ascii(units).ok_or_else(|| fail(Code::Rejected, "malformed"))
 }
 
 /// A state's text as UTF-8; a lone surrogate becomes U+FFFD, as napi's own

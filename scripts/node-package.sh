@@ -1,16 +1,35 @@
 #!/usr/bin/env bash
-# The Node package `stateseal` as its users install it: bindings/node/test is a
-# project depending on it (`file:..`, so npm links the package and runs its
-# install script, which builds the native module with cargo) and on the real
-# TypeScript MCP SDK from npm (versions pinned by its package-lock.json). Then
-# the package's tests (node --test; the single-use ones on a real Redis), a type check of the documented TypeScript
+# The Node package `stateseal` with the real TypeScript MCP SDK: bindings/node/test
+# is a project depending on it (`file:..`, so npm links the package and runs its
+# install script, which builds the native module from source with cargo) and on
+# the SDK from npm (versions pinned by its package-lock.json). The from-source
+# build is a debug one: it proves the contributors' path; the tests and the
+# benchmark then run on the binary users get, the one in dist/'s linux-x64-gnu
+# package (scripts/package.sh, run first). Then the package's tests (node --test;
+# the single-use ones on a real Redis), a type check of the documented TypeScript
 # server, and the mint+verify benchmark against the SDK's own codec (reported).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 project=bindings/node/test
+dist="${STATESEAL_DIST:-dist}"
+version="$(python3 scripts/versions.py)"
+packaged="$dist/node/stateseal-linux-x64-gnu-$version.tgz"
+if [ ! -f "$packaged" ]; then
+  echo "node-package.sh: $packaged is missing: run scripts/package.sh first" >&2
+  exit 2
+fi
 cargo build --quiet -p stateseal-cli --bin stateseal
 # `npm ci` installs exactly the lock file's versions; the install script's cargo build is incremental.
-(cd "$project" && npm ci --no-audit --no-fund --foreground-scripts --loglevel=error) >&2
+(cd "$project" && STATESEAL_NODE_PROFILE=debug npm ci --no-audit --no-fund --foreground-scripts --loglevel=error) >&2
+# The source build loads and seals.
+(cd "$project" && node -e '
+  const { KeysetCodec } = require("stateseal");
+  const codec = KeysetCodec.fromKeys(["k".repeat(32)]);
+  if (codec.unseal(codec.seal("sealed")).toString() !== "sealed") process.exit(1);
+') >&2
+# Then the packaged binary takes the source build's place (the loader takes `stateseal.node` first).
+tar -xzOf "$packaged" package/stateseal.linux-x64-gnu.node > bindings/node/stateseal.node.tmp
+mv bindings/node/stateseal.node.tmp bindings/node/stateseal.node
 (cd "$project" && npx --no-install tsc -p tsconfig.json) >&2
 # The single-use tests start their own Redis servers (Debian's, unpacked once).
 STATESEAL_REDIS_SERVER="$(scripts/redis-env.sh)" \

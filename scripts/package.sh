@@ -116,7 +116,12 @@ rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/stateseal-"$version" \
 # they came from, so each is built from this run's .crate.
 rm -rf "$CARGO_TARGET_DIR"/debug/.fingerprint/stateseal-* "$CARGO_TARGET_DIR"/debug/.fingerprint/stateseal_* \
   "$CARGO_TARGET_DIR"/debug/deps/libstateseal*
-cargo publish --dry-run --allow-dirty --workspace "${unpublished[@]}" >&2
+# Each crate is built alone, outside the workspace, so without the workspace's
+# [profile.dev]: the same settings given here let it reuse the dependencies the
+# workspace's builds compiled (cold, the default full debug info rebuilt every
+# dependency of every crate: 9 minutes).
+CARGO_PROFILE_DEV_DEBUG=false CARGO_INCREMENTAL=0 \
+  cargo publish --dry-run --allow-dirty --workspace "${unpublished[@]}" >&2
 # The same .crate files, kept (the dry run verified and discarded them).
 cargo package --quiet --no-verify --allow-dirty --workspace "${unpublished[@]}" >&2
 for crate in stateseal stateseal-contract stateseal-vault stateseal-aws-kms stateseal-gcp-kms stateseal-azure-kv stateseal-object-store \

@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
-# Installs the Python package `stateseal` with its user's install line
-# (`pip install ./bindings/python`, maturin as the PEP 517 backend) into a
-# project venv that has the real MCP SDK (mcp==2.3.0), then runs its tests with
+# Installs the Python package `stateseal` as users get it, the wheel in dist/
+# (scripts/package.sh, run first: it also builds the sdist from itself, which
+# is what `pip install ./bindings/python` does), into a project venv that has
+# the real MCP SDK (mcp==2.3.0), then runs its tests with
 # pytest: the SDK's codec contract, fork safety, KMS faults on OpenBao, the
 # mixed Rust/Python fleet, and single-use states on a real Redis. Prints the
 # venv's python on its last line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv="${STATESEAL_PYPKG_ENV:-target/pypkg-env}"
+dist="${STATESEAL_DIST:-dist}"
+version="$(python3 scripts/versions.py)"
+wheel="$dist/python/stateseal-$version-cp310-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl"
+if [ ! -f "$wheel" ]; then
+  echo "py-package.sh: $wheel is missing: run scripts/package.sh first" >&2
+  exit 2
+fi
 packages=("mcp==2.3.0" "pytest==8.3.5")
 if [ ! -x "$venv/bin/python" ] || [ "$(cat "$venv/.installed" 2>/dev/null)" != "${packages[*]}" ]; then
   python3 -m venv "$venv" >&2
@@ -17,9 +25,8 @@ fi
 # The CLI and the Rust example server the tests run beside the Python server.
 cargo build --quiet -p stateseal-cli --bin stateseal
 cargo build --quiet --example http_server
-# The wheel builds in the workspace's target directory (incremental across runs).
-CARGO_TARGET_DIR="$PWD/target" "$venv/bin/pip" install --quiet --disable-pip-version-check \
-  --force-reinstall --no-deps ./bindings/python >&2
+"$venv/bin/pip" install --quiet --disable-pip-version-check --only-binary=:all: \
+  --force-reinstall --no-deps "$wheel" >&2
 SVC_BIN="$(scripts/svc-env.sh)"
 STATESEAL_REDIS_SERVER="$(scripts/redis-env.sh)" \
 STATESEAL_CLI="$PWD/target/debug/stateseal" \

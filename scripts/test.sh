@@ -57,14 +57,14 @@ echo "== [${SECONDS}s] examples against real services"
 cargo run --quiet --example vault -- --dev
 cargo run --quiet --example aws_kms -- --dev
 cargo run --quiet --example gcp_kms -- --dev
-echo "== [${SECONDS}s] the Node package (bindings/node installed beside the TypeScript MCP SDK from npm: node --test, tsc, benchmark)"
-scripts/node-package.sh
-echo "== [${SECONDS}s] the Python package (pip install ./bindings/python; pytest: codec contract, fork, OpenBao faults, three-language fleet)"
-pypkg_python="$(scripts/py-package.sh | tail -1)"
 echo "== [${SECONDS}s] packages: scripts/package.sh (the wheel, the sdist built from itself, the npm tarballs, every .crate built from itself, into dist/), and the release workflow (scripts/workflow-check.sh)"
 python3 scripts/test_versions.py
 scripts/package.sh
 scripts/workflow-check.sh
+echo "== [${SECONDS}s] the Node package (bindings/node installed beside the TypeScript MCP SDK from npm, built from source, then dist/'s binary: node --test, tsc, benchmark)"
+scripts/node-package.sh
+echo "== [${SECONDS}s] the Python package (dist/'s wheel; pytest: codec contract, fork, OpenBao faults, three-language fleet)"
+pypkg_python="$(scripts/py-package.sh | tail -1)"
 echo "== [${SECONDS}s] the packages as users install them, with no cargo or rustc on PATH (scripts/install-check.sh)"
 scripts/install-check.sh
 echo "== [${SECONDS}s] glibc 2.41 for the nonce check: scripts/glibc-env.sh refuses an unsigned release, a tampered index, a tampered package"

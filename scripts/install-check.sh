@@ -10,7 +10,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
 dist="$(cd "${STATESEAL_DIST:-dist}" && pwd)"
-version="$(python3 scripts/versions.py)"
+wheel="$(python3 scripts/artifacts.py wheel --dist "$dist")"
+node_main="$(python3 scripts/artifacts.py node-main --dist "$dist")"
+node_binary="$(python3 scripts/artifacts.py node-binary --dist "$dist")"
 python="$(python3 -c 'import sys; print(sys.executable)')"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -32,7 +34,7 @@ done
 echo "== install-check: pip install the wheel from dist/python into a fresh venv" >&2
 python3 -m venv "$work/py"
 "$work/py/bin/pip" install --quiet --disable-pip-version-check --only-binary=:all: \
-  "$dist/python/stateseal-$version-cp310-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl" \
+  "$wheel" \
   "mcp==2.3.0" "pytest==8.3.5"
 
 echo "== install-check: npm install the tarballs from dist/node into a fresh project" >&2
@@ -47,8 +49,8 @@ cat > "$work/node/package.json" <<JSON
     "@modelcontextprotocol/node": "2.1.2",
     "@modelcontextprotocol/server": "2.4.0",
     "jose": "6.2.18",
-    "stateseal": "file:$dist/node/stateseal-$version.tgz",
-    "stateseal-linux-x64-gnu": "file:$dist/node/stateseal-linux-x64-gnu-$version.tgz",
+    "stateseal": "file:$node_main",
+    "stateseal-linux-x64-gnu": "file:$node_binary",
     "zod": "4.6.7"
   }
 }

@@ -11,13 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 project=bindings/node/test
-dist="${STATESEAL_DIST:-dist}"
-version="$(python3 scripts/versions.py)"
-packaged="$dist/node/stateseal-linux-x64-gnu-$version.tgz"
-if [ ! -f "$packaged" ]; then
-  echo "node-package.sh: $packaged is missing: run scripts/package.sh first" >&2
-  exit 2
-fi
+packaged="$(python3 scripts/artifacts.py node-binary --dist "${STATESEAL_DIST:-dist}")"
 cargo build --quiet -p stateseal-cli --bin stateseal
 # `npm ci` installs exactly the lock file's versions; the install script's cargo build is incremental.
 (cd "$project" && STATESEAL_NODE_PROFILE=debug npm ci --no-audit --no-fund --foreground-scripts --loglevel=error) >&2

@@ -48,11 +48,11 @@ if ! grep -q '^export CC_x86_64_unknown_linux_gnu=' "$zig_env" 2>/dev/null; then
   exit 1
 fi
 maturin sdist -m bindings/python/Cargo.toml --out "$dist/python" >&2
-wheel="$(echo "$dist"/python/stateseal-"$version"-*.whl)"
-case "$wheel" in
-  *-cp310-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl) ;;
-  *) echo "package.sh: unexpected wheel name $wheel" >&2; exit 1 ;;
-esac
+# The wheel under the name every other script looks for (scripts/artifacts.py).
+if ! wheel="$(python3 scripts/artifacts.py wheel --dist "$dist")"; then
+  echo "package.sh: maturin built $(cd "$dist/python" && echo *.whl), not the wheel expected" >&2
+  exit 1
+fi
 # auditwheel reads the symbols the extension needs: the tag must be one it would grant.
 auditwheel show "$wheel" > "$dist/python/auditwheel.txt"
 if ! grep -q 'manylinux_2_17_x86_64' "$dist/python/auditwheel.txt"; then

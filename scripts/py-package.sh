@@ -9,13 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv="${STATESEAL_PYPKG_ENV:-target/pypkg-env}"
-dist="${STATESEAL_DIST:-dist}"
-version="$(python3 scripts/versions.py)"
-wheel="$dist/python/stateseal-$version-cp310-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl"
-if [ ! -f "$wheel" ]; then
-  echo "py-package.sh: $wheel is missing: run scripts/package.sh first" >&2
-  exit 2
-fi
+wheel="$(python3 scripts/artifacts.py wheel --dist "${STATESEAL_DIST:-dist}")"
 packages=("mcp==2.3.0" "pytest==8.3.5")
 if [ ! -x "$venv/bin/python" ] || [ "$(cat "$venv/.installed" 2>/dev/null)" != "${packages[*]}" ]; then
   python3 -m venv "$venv" >&2

@@ -4,7 +4,7 @@ their names, read by the scripts that install or test them. Prints the
 artifact's path; exits 2 naming the file it expected, and what builds it,
 when it is not there.
 
-    scripts/artifacts.py {wheel,node-main,node-binary} [--dist DIR] [--version V]
+    scripts/artifacts.py {wheel,sdist,node-main,node-binary} [--dist DIR] [--version V]
 """
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ import argparse
 import pathlib
 import sys
 
-from versions import ROOT, problems
+from versions import CARGO, NODE, ROOT, problems
 
 #: Each artifact's path under dist/, for a version.
 NAMES = {
     "wheel": "python/stateseal-{v}-cp310-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
+    "sdist": "python/stateseal-{v}.tar.gz",
     "node-main": "node/stateseal-{v}.tgz",
     "node-binary": "node/stateseal-linux-x64-gnu-{v}.tgz",
 }
@@ -31,7 +32,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     version = args.version
     if version is None:
-        version, found = problems(ROOT / "Cargo.toml", ROOT / "bindings/node/package.json")
+        version, found = problems(CARGO, NODE)
         if found:
             for p in found:
                 print(f"artifacts: {p}", file=sys.stderr)

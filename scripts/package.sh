@@ -65,7 +65,7 @@ twine check --strict "$dist"/python/* >&2
 # The sdist builds from itself alone: unpacked away from this checkout, built by
 # pip through its own build backend (the target directory is only a cache).
 sdist_dir="$(mktemp -d)"
-tar -xzf "$dist/python/stateseal-$version.tar.gz" -C "$sdist_dir"
+tar -xzf "$(python3 scripts/artifacts.py sdist --dist "$dist")" -C "$sdist_dir"
 # The archive's files carry fixed old times (a reproducible sdist), and the
 # workspace's crates get the same artifact names wherever they are built: in
 # the shared target directory cargo would take an older build of them for

@@ -11,6 +11,7 @@ import unittest
 
 SCRIPT = pathlib.Path(__file__).resolve().parent / "artifacts.py"
 WHEEL = "python/stateseal-1.2.3-cp310-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl"
+SDIST = "python/stateseal-1.2.3.tar.gz"
 
 
 def run(dist: pathlib.Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -28,10 +29,10 @@ class Artifacts(unittest.TestCase):
     def test_each_built_artifact_is_found(self) -> None:
         with tempfile.TemporaryDirectory() as d:
             dist = pathlib.Path(d)
-            for name in (WHEEL, "node/stateseal-1.2.3.tgz", "node/stateseal-linux-x64-gnu-1.2.3.tgz"):
+            for name in (WHEEL, SDIST, "node/stateseal-1.2.3.tgz", "node/stateseal-linux-x64-gnu-1.2.3.tgz"):
                 (dist / name).parent.mkdir(parents=True, exist_ok=True)
                 (dist / name).write_bytes(b"built")
-            for kind, name in (("wheel", WHEEL), ("node-main", "node/stateseal-1.2.3.tgz"),
+            for kind, name in (("wheel", WHEEL), ("sdist", SDIST), ("node-main", "node/stateseal-1.2.3.tgz"),
                                ("node-binary", "node/stateseal-linux-x64-gnu-1.2.3.tgz")):
                 out = run(dist, kind)
                 self.assertEqual((out.returncode, out.stdout, out.stderr), (0, f"{(dist / name).resolve()}\n", ""))
@@ -54,11 +55,11 @@ class Artifacts(unittest.TestCase):
 
     def test_an_unknown_artifact_is_refused_with_the_choices(self) -> None:
         with tempfile.TemporaryDirectory() as d:
-            out = run(pathlib.Path(d), "sdist")
+            out = run(pathlib.Path(d), "crate")
             self.assertEqual(out.returncode, 2)
             self.assertEqual(out.stdout, "")
-            self.assertIn("invalid choice: 'sdist' (choose from", out.stderr)
-            self.assertIn("'node-binary', 'node-main', 'wheel'", out.stderr)
+            self.assertIn("invalid choice: 'crate' (choose from", out.stderr)
+            self.assertIn("'node-binary', 'node-main', 'sdist', 'wheel'", out.stderr)
             self.assertEqual(listing(pathlib.Path(d)), [])
 
 

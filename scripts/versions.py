@@ -16,6 +16,9 @@ import sys
 import tomllib
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+#: Where the workspace's version and the Node package's are written.
+CARGO = ROOT / "Cargo.toml"
+NODE = ROOT / "bindings/node/package.json"
 
 
 def problems(cargo: pathlib.Path, node: pathlib.Path) -> tuple[str | None, list[str]]:
@@ -38,8 +41,8 @@ def problems(cargo: pathlib.Path, node: pathlib.Path) -> tuple[str | None, list[
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--cargo", type=pathlib.Path, default=ROOT / "Cargo.toml")
-    parser.add_argument("--node", type=pathlib.Path, default=ROOT / "bindings/node/package.json")
+    parser.add_argument("--cargo", type=pathlib.Path, default=CARGO)
+    parser.add_argument("--node", type=pathlib.Path, default=NODE)
     args = parser.parse_args(argv)
     version, found = problems(args.cargo, args.node)
     for p in found:

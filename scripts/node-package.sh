@@ -21,8 +21,10 @@ cargo build --quiet -p stateseal-cli --bin stateseal
   const codec = KeysetCodec.fromKeys(["k".repeat(32)]);
   if (codec.unseal(codec.seal("sealed")).toString() !== "sealed") process.exit(1);
 ') >&2
-# Then the packaged binary takes the source build's place (the loader takes `stateseal.node` first).
-tar -xzOf "$packaged" package/stateseal.linux-x64-gnu.node > bindings/node/stateseal.node.tmp
+# Then the packaged binary (its package's `main`) takes the source build's place
+# (the loader takes `stateseal.node` first).
+main="$(tar -xzOf "$packaged" package/package.json | node -p 'JSON.parse(require("fs").readFileSync(0, "utf8")).main')"
+tar -xzOf "$packaged" "package/$main" > bindings/node/stateseal.node.tmp
 mv bindings/node/stateseal.node.tmp bindings/node/stateseal.node
 (cd "$project" && npx --no-install tsc -p tsconfig.json) >&2
 # The single-use tests start their own Redis servers (Debian's, unpacked once).

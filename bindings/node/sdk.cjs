@@ -68,7 +68,7 @@ function createStatesealCodec(options = {}) {
     ttlSeconds,
     audience,
     bind = principalOf,
-    clock = () => Date.now() / 1000,
+    clock,
     format = 'json',
     maxBodyBytes = MAX_BODY_BYTES,
   } = options;
@@ -77,7 +77,12 @@ function createStatesealCodec(options = {}) {
     throw configError('audience: expected a non-empty string');
   }
   if (typeof bind !== 'function') throw configError('bind: expected a function of the request context');
-  if (typeof clock !== 'function') throw configError('clock: expected a function returning seconds since 1970');
+  if (clock !== undefined && typeof clock !== 'function') {
+    throw configError('clock: expected a function returning seconds since 1970');
+  }
+  // Without a clock of the application's, the envelope reads the system clock itself (the
+  // Rust servers' clock, and no call back into JavaScript): `now` is left out.
+  const now = clock === undefined ? () => undefined : clock;
   if (format !== 'json' && format !== 'text') throw configError("format: expected 'json' or 'text'");
   if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes <= 0) {
     throw configError('maxBodyBytes: expected a positive whole number of bytes');
@@ -133,7 +138,8 @@ function createStatesealCodec(options = {}) {
     store.ctx = ctx;
     store.method = req.method;
     store.id = req.id;
-    store.idJson = JSON.stringify(req.id);
+    // A number as it is (compared as a double, as `===` compares), any other id as JSON.
+    store.idArg = typeof req.id === 'number' ? req.id : JSON.stringify(req.id);
     store.text = text;
     store.clientId = clientId;
     store.issuer = issuer ?? undefined;
@@ -142,36 +148,35 @@ function createStatesealCodec(options = {}) {
     return store;
   }
 
-  /**
-   * `named()`, the round's first call, which names it under a new number: parsing the
-   * body again if later requests took its parse's slot (ERR_STATESEAL_ROUND).
-   */
-  function naming(store, named) {
-    store.round = ++rounds;
-    if (store.parsed === undefined) store.parsed = native.envelopeParse(envelope, store.body ?? '');
-    try {
-      return named();
-    } catch (e) {
-      if (!e || e.code !== 'ERR_STATESEAL_ROUND') throw e;
-      store.parsed = native.envelopeParse(envelope, store.body ?? '');
-      return named();
-    }
+  /** `named(...)` for the round in `s`, the body parsed first unless a parse of it is kept. */
+  function naming(s, named, text) {
+    if (s.parsed === undefined) s.parsed = native.envelopeParse(envelope, s.body ?? '');
+    return named(envelope, s.round, s.parsed, s.method, s.idArg, s.text, s.clientId, s.issuer, s.subject, text, now());
   }
 
   /**
    * `call(envelope, round, text, now)` (`envelopeMint` or `envelopeOpen`) for the round in
    * `s`; its first call, or one after later rounds took its slot, is `named(...)` instead
-   * (`envelopeMintNamed` or `envelopeOpenNamed`), which names the round as well.
+   * (`envelopeMintNamed` or `envelopeOpenNamed`), which names the round under a new number
+   * as well: parsing the body again if later requests took its parse's slot
+   * (ERR_STATESEAL_ROUND).
    */
   function inRound(s, call, named, text) {
     if (s.round > 0) {
       try {
-        return call(envelope, s.round, text, clock());
+        return call(envelope, s.round, text, now());
       } catch (e) {
         if (!e || e.code !== 'ERR_STATESEAL_ROUND') throw e;
       }
     }
-    return naming(s, () => named(envelope, s.round, s.parsed, s.method, s.idJson, s.text, s.clientId, s.issuer, s.subject, text, clock()));
+    s.round = ++rounds;
+    try {
+      return naming(s, named, text);
+    } catch (e) {
+      if (!e || e.code !== 'ERR_STATESEAL_ROUND') throw e;
+      s.parsed = undefined;
+      return naming(s, named, text);
+    }
   }
 
   return {

@@ -86,9 +86,31 @@ impl RequestBatch {
     /// one has that id (compared as JavaScript compares them), its method
     /// differs, or its params cannot be bound.
     pub fn identity(&self, method: &str, id_json: &[u8]) -> Result<RequestIdentity, Error> {
-        let malformed = || Error::Rejected(RejectReason::Malformed);
         let id = parse(id_json, Duplicates::Reject).map_err(|_| malformed())?;
-        let id = JsId::of(&id).ok_or_else(malformed)?;
+        self.identity_by(method, JsId::of(&id).ok_or_else(malformed)?)
+    }
+
+    /// The identity of the request with this `method` and a number id, as
+    /// JavaScript holds it: what [`RequestBatch::identity`] finds for the id's
+    /// JSON text, without writing and reading that text (a number id is the
+    /// common case, looked up once per round).
+    ///
+    /// ```
+    /// use stateseal::RequestBatch;
+    ///
+    /// let batch = RequestBatch::parse(br#"{"jsonrpc":"2.0","id":7.0,"method":"tools/call","params":{}}"#);
+    /// assert_eq!(batch.identity_by_number("tools/call", 7.0)?, batch.identity("tools/call", b"7")?);
+    /// assert!(batch.identity_by_number("tools/call", f64::NAN).is_err());
+    /// # Ok::<(), stateseal::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`RequestBatch::identity`].
+    pub fn identity_by_number(&self, method: &str, id: f64) -> Result<RequestIdentity, Error> {
+        self.identity_by(method, JsId::Number(id))
+    }
+
+    fn identity_by(&self, method: &str, id: JsId<'_>) -> Result<RequestIdentity, Error> {
         let requests = self.requests.as_ref().ok_or_else(malformed)?;
         let mut with_id = requests
             .iter()
@@ -101,6 +123,10 @@ impl RequestBatch {
         }
         RequestIdentity::from_params(method, params).map_err(|_| malformed())
     }
+}
+
+fn malformed() -> Error {
+    Error::Rejected(RejectReason::Malformed)
 }
 
 #[cfg(test)]
@@ -187,6 +213,45 @@ mod tests {
                 "id {odd}"
             );
         }
+    }
+
+    #[test]
+    fn a_number_id_finds_what_its_json_text_finds() {
+        let malformed = Err(Error::Rejected(RejectReason::Malformed));
+        let body = format!(
+            "[{},{},{},{}]",
+            call("1.0", "prod"),
+            call("-0", "zero"),
+            call("9007199254740993", "big"),
+            call(r#""3""#, "text")
+        );
+        let batch = RequestBatch::parse(body.as_bytes());
+        for (number, json) in [
+            (1.0, &b"1"[..]),
+            (0.0, b"0"),
+            (-0.0, b"0"),
+            (9_007_199_254_740_992.0, JS_TWO_POW_53),
+        ] {
+            assert_eq!(
+                batch.identity_by_number("tools/call", number),
+                batch.identity("tools/call", json),
+                "id {number}"
+            );
+            assert!(batch.identity_by_number("tools/call", number).is_ok());
+        }
+        // A string id is never a number; NaN and unknown numbers match nothing.
+        for number in [3.0, f64::NAN, 2.0, f64::INFINITY] {
+            assert_eq!(batch.identity_by_number("tools/call", number), malformed);
+        }
+        assert_eq!(batch.identity_by_number("prompts/get", 1.0), malformed);
+        // Ids JavaScript reads as one bind none of their requests, by number too.
+        let twice = format!("[{},{}]", call("1", "staging"), call("1E0", "prod"));
+        let twice = RequestBatch::parse(twice.as_bytes());
+        assert_eq!(twice.identity_by_number("tools/call", 1.0), malformed);
+        assert_eq!(
+            RequestBatch::parse(b"{").identity_by_number("tools/call", 1.0),
+            malformed
+        );
     }
 
     #[test]

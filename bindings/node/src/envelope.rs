@@ -11,9 +11,9 @@ use std::sync::Arc;
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use stateseal::{Envelope, StateCodec};
+use stateseal::{Clock, Envelope, StateCodec, SystemClock};
 
-use crate::request::{PrincipalKey, Requests, Round, RoundKey};
+use crate::request::{PrincipalKey, Requests, Round, RoundId, RoundKey};
 use crate::single_use::NativeSingleUse;
 use crate::text::{js_text, text_of, token_of};
 use crate::{Code, Engine, Shared, fail, open, thrown};
@@ -125,7 +125,7 @@ pub fn envelope_parse(
 
 /// Names the round `round` (a number JavaScript chose, unique among this
 /// envelope's rounds) of the parsed body `body` (a handle from
-/// `envelopeParse`): the round's `method` and JSON-RPC id (as JSON), the
+/// `envelopeParse`): the round's `method` and JSON-RPC id (a number, or any other id as JSON), the
 /// principal (a text of its own, or client id, issuer and subject, or none).
 /// Its identity is worked out now, once for the round's verify and mint.
 /// Throws `ERR_STATESEAL_ROUND` if the body is gone (parse it again), never
@@ -137,7 +137,7 @@ pub fn envelope_name(
     round: i64,
     body: i64,
     method: String,
-    id_json: String,
+    #[napi(ts_arg_type = "number | string")] id: Either<f64, String>,
     principal_text: Option<String>,
     client_id: Option<String>,
     issuer: Option<String>,
@@ -145,7 +145,7 @@ pub fn envelope_name(
 ) -> std::result::Result<(), Error<Code>> {
     open(&envelope.shared)?;
     let principal = PrincipalKey::of(principal_text, client_id, issuer, subject);
-    name(envelope, round, body, method, id_json, principal).map(drop)
+    name(envelope, round, body, method, RoundId::of(id), principal).map(drop)
 }
 
 /// Names the round `round` of the parsed body `body` (see `envelopeName`).
@@ -154,7 +154,7 @@ fn name(
     round: i64,
     body: i64,
     method: String,
-    id_json: String,
+    id: RoundId,
     principal: PrincipalKey,
 ) -> std::result::Result<Arc<Round>, Error<Code>> {
     let round = u64::try_from(round)
@@ -170,10 +170,17 @@ fn name(
         &RoundKey {
             batch,
             method,
-            id_json,
+            id,
             principal,
         },
     ))
+}
+
+/// `now` (seconds since 1970, from the application's clock), or the
+/// envelope's own when JavaScript leaves it out: the wall clock the Rust
+/// servers stamp with, read without a call back into JavaScript.
+fn at(now: Option<f64>) -> f64 {
+    now.unwrap_or_else(|| SystemClock.now())
 }
 
 /// A handle as a JavaScript number (handles stay below 2^53: exact).
@@ -181,36 +188,34 @@ fn handle_number(handle: u64) -> i64 {
     i64::try_from(handle).unwrap_or(i64::MAX)
 }
 
-/// Seals `state` for `round` at `now` (seconds): the token, as Latin-1.
+/// Seals `state` for `round` at `now` (see [`at`]): the token, as Latin-1.
 fn mint(
     envelope: &EnvelopeCore,
     engine: &Engine,
     round: &Round,
     state: &Utf16String,
-    now: f64,
+    now: Option<f64>,
 ) -> std::result::Result<Latin1String, Error<Code>> {
     let id = identity(round)?;
     let p = round.principal.as_ref();
     let state = text_of(state);
     let single_use = engine.running.as_ref().is_some_and(|r| r.is_single_use(id));
     if single_use {
-        envelope
-            .envelope
-            .mint_single_use_at(id, state.as_bytes(), p, now)
+        envelope.envelope.mint_single_use_at(id, &state, p, at(now))
     } else {
-        envelope.envelope.mint_at(id, state.as_bytes(), p, now)
+        envelope.envelope.mint_at(id, &state, p, at(now))
     }
     .map(Latin1String::from)
     .map_err(|e| thrown(&e))
 }
 
-/// Seals `state` for the round `round` names, at `now` (seconds).
+/// Seals `state` for the round `round` names, at `now` (seconds; the system clock when left out).
 #[napi(ts_return_type = "string")]
 pub fn envelope_mint(
     #[napi(ts_arg_type = "ExternalObject<'Envelope'>")] envelope: &External<EnvelopeCore>,
     round: i64,
     #[napi(ts_arg_type = "string")] state: Utf16String,
-    now: f64,
+    now: Option<f64>,
 ) -> std::result::Result<Latin1String, Error<Code>> {
     let engine = open(&envelope.shared)?;
     mint(envelope, &engine, &*round_of(envelope, round)?, &state, now)
@@ -225,22 +230,22 @@ pub fn envelope_mint_named(
     round: i64,
     body: i64,
     method: String,
-    id_json: String,
+    #[napi(ts_arg_type = "number | string")] id: Either<f64, String>,
     principal_text: Option<String>,
     client_id: Option<String>,
     issuer: Option<String>,
     subject: Option<String>,
     #[napi(ts_arg_type = "string")] state: Utf16String,
-    now: f64,
+    now: Option<f64>,
 ) -> std::result::Result<Latin1String, Error<Code>> {
     let engine = open(&envelope.shared)?;
     let principal = PrincipalKey::of(principal_text, client_id, issuer, subject);
-    let round = name(envelope, round, body, method, id_json, principal)?;
+    let round = name(envelope, round, body, method, RoundId::of(id), principal)?;
     mint(envelope, &engine, &round, &state, now)
 }
 
 /// The state `token` carries, if it was minted for the round `round` names
-/// (request, caller, audience) and has not expired at `now`. Refuses
+/// (request, caller, audience) and has not expired at `now` (the system clock when left out). Refuses
 /// single-use states (`replay store unavailable`): `envelopeOpen` accepts
 /// them once recorded.
 #[napi(ts_return_type = "string")]
@@ -248,7 +253,7 @@ pub fn envelope_verify(
     #[napi(ts_arg_type = "ExternalObject<'Envelope'>")] envelope: &External<EnvelopeCore>,
     round: i64,
     #[napi(ts_arg_type = "string")] token: Utf16String,
-    now: f64,
+    now: Option<f64>,
 ) -> std::result::Result<Either<Latin1String, String>, Error<Code>> {
     open(&envelope.shared)?;
     let round = round_of(envelope, round)?;
@@ -258,7 +263,7 @@ pub fn envelope_verify(
             identity(&round)?,
             &token_of(&token)?,
             round.principal.as_ref(),
-            now,
+            at(now),
         )
         .map_err(|e| thrown(&e))?;
     text.into_string()
@@ -274,7 +279,7 @@ fn open_in(
     envelope: &EnvelopeCore,
     round: &Round,
     token: &Utf16String,
-    now: f64,
+    now: Option<f64>,
 ) -> std::result::Result<Opened, Error<Code>> {
     let (text, once) = envelope
         .envelope
@@ -282,7 +287,7 @@ fn open_in(
             identity(round)?,
             &token_of(token)?,
             round.principal.as_ref(),
-            now,
+            at(now),
         )
         .map_err(|e| thrown(&e))?;
     let text = text
@@ -310,7 +315,7 @@ pub fn envelope_open(
     #[napi(ts_arg_type = "ExternalObject<'Envelope'>")] envelope: &External<EnvelopeCore>,
     round: i64,
     #[napi(ts_arg_type = "string")] token: Utf16String,
-    now: f64,
+    now: Option<f64>,
 ) -> std::result::Result<Opened, Error<Code>> {
     open(&envelope.shared)?;
     open_in(envelope, &*round_of(envelope, round)?, &token, now)
@@ -325,16 +330,16 @@ pub fn envelope_open_named(
     round: i64,
     body: i64,
     method: String,
-    id_json: String,
+    #[napi(ts_arg_type = "number | string")] id: Either<f64, String>,
     principal_text: Option<String>,
     client_id: Option<String>,
     issuer: Option<String>,
     subject: Option<String>,
     #[napi(ts_arg_type = "string")] token: Utf16String,
-    now: f64,
+    now: Option<f64>,
 ) -> std::result::Result<Opened, Error<Code>> {
     open(&envelope.shared)?;
     let principal = PrincipalKey::of(principal_text, client_id, issuer, subject);
-    let round = name(envelope, round, body, method, id_json, principal)?;
+    let round = name(envelope, round, body, method, RoundId::of(id), principal)?;
     open_in(envelope, &round, &token, now)
 }

@@ -36,10 +36,29 @@ pub(crate) struct RoundKey {
     pub(crate) batch: Arc<RequestBatch>,
     /// The round's method.
     pub(crate) method: String,
-    /// The round's JSON-RPC id, as JSON.
-    pub(crate) id_json: String,
+    /// The round's JSON-RPC id.
+    pub(crate) id: RoundId,
     /// The principal: a text of its own (as the Python SDK binds), or its parts.
     pub(crate) principal: PrincipalKey,
+}
+
+/// A round's JSON-RPC id as JavaScript passes it: a number as it is (the
+/// common case, compared without writing it out and parsing it back), any
+/// other id as its JSON text.
+pub(crate) enum RoundId {
+    /// A number id.
+    Number(f64),
+    /// Any other id, as `JSON.stringify` writes it.
+    Json(String),
+}
+
+impl RoundId {
+    pub(crate) fn of(id: napi::Either<f64, String>) -> Self {
+        match id {
+            napi::Either::A(number) => Self::Number(number),
+            napi::Either::B(json) => Self::Json(json),
+        }
+    }
 }
 
 /// A principal as the caller gave it.
@@ -91,7 +110,10 @@ pub(crate) struct Round {
 impl RoundKey {
     fn work_out(&self) -> Round {
         Round {
-            identity: self.batch.identity(&self.method, self.id_json.as_bytes()),
+            identity: match &self.id {
+                RoundId::Number(id) => self.batch.identity_by_number(&self.method, *id),
+                RoundId::Json(json) => self.batch.identity(&self.method, json.as_bytes()),
+            },
             principal: self.principal.principal(),
         }
     }
@@ -196,7 +218,7 @@ mod tests {
         RoundKey {
             batch: requests.body(requests.parse(body)).unwrap(),
             method: "tools/call".to_owned(),
-            id_json: id.to_owned(),
+            id: RoundId::Json(id.to_owned()),
             principal,
         }
     }
@@ -231,7 +253,7 @@ mod tests {
                 &RoundKey {
                     batch: Arc::clone(&batch),
                     method: "tools/call".to_owned(),
-                    id_json: "1".to_owned(),
+                    id: RoundId::Number(1.0),
                     principal: PrincipalKey::None,
                 },
             );

@@ -14,13 +14,16 @@ use crate::{Code, fail};
 /// A token's text; one holding anything but ASCII is never a token: refused
 /// as malformed, never read another way.
 pub(crate) fn token_of(units: &Utf16String) -> Result<String, Error<Code>> {
-    ascii(units).ok_or_else(|| fail(Code::Rejected, "malformed"))
+    narrow(units)
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .ok_or_else(|| fail(Code::Rejected, "malformed"))
 }
 
-/// A state's text as UTF-8; a lone surrogate becomes U+FFFD, as napi's own
-/// UTF-8 conversion makes it.
-pub(crate) fn text_of(units: &Utf16String) -> String {
-    ascii(units).unwrap_or_else(|| String::from_utf16_lossy(units))
+/// A state's text as UTF-8 bytes (the envelope seals bytes: an ASCII state
+/// is not validated a second time); a lone surrogate becomes U+FFFD, as
+/// napi's own UTF-8 conversion makes it.
+pub(crate) fn text_of(units: &Utf16String) -> Vec<u8> {
+    narrow(units).unwrap_or_else(|| String::from_utf16_lossy(units).into_bytes())
 }
 
 /// A state's text for JavaScript: Latin-1 (a copy) when ASCII.
@@ -34,10 +37,9 @@ pub(crate) fn js_text(text: String) -> Either<Latin1String, String> {
 
 /// The units narrowed to bytes when every one is ASCII. One pass to check
 /// (an OR over all units, which vectorises) and one to narrow.
-fn ascii(units: &[u16]) -> Option<String> {
+fn narrow(units: &[u16]) -> Option<Vec<u8>> {
     if units.iter().fold(0u16, |all, u| all | u) >= 0x80 {
         return None;
     }
-    let bytes: Vec<u8> = units.iter().map(|&u| u as u8).collect();
-    String::from_utf8(bytes).ok()
+    Some(units.iter().map(|&u| u as u8).collect())
 }

@@ -71,6 +71,39 @@ test('ids JavaScript reads as one (1 and 1.0, 1E0, past 2^53) bind none of their
   }
 });
 
+test('string and number ids are told apart; an id of another type binds nothing', async () => {
+  const states = createStatesealCodec({ codec, audience: 'svc' });
+  for (const [id, other] of [['1', 1], [1, '1'], ['a"\\b\u00e9', 'a"\\b'], [-0, '0']]) {
+    const body = JSON.stringify(call(id, 'prod'));
+    const token = await serve(states, body, (s) => s.mint({ env: 'prod' }, ctx(id)));
+    assert.deepEqual(await serve(states, body, (s) => s.verify(token, ctx(id))), { env: 'prod' }, JSON.stringify(id));
+    await assert.rejects(serve(states, body, (s) => s.verify(token, ctx(other))), refusal('malformed', 'malformed'), JSON.stringify(id));
+  }
+  // -0 and 0 are one id to `===`, as they are here.
+  const zero = JSON.stringify(call(0, 'prod'));
+  const minted = await serve(states, zero, (s) => s.mint('z', ctx(-0)));
+  assert.equal(await serve(states, zero, (s) => s.verify(minted, ctx(0))), 'z');
+  for (const odd of [null, Number.NaN, true, { a: 1 }]) {
+    const body = JSON.stringify(call(odd, 'prod'));
+    await assert.rejects(serve(states, body, (s) => s.mint('x', ctx(odd))), refusal('malformed', 'malformed'), String(odd));
+  }
+});
+
+test('without a clock of its own, the codec stamps and checks states by the system clock', async () => {
+  const body = JSON.stringify(call(1, 'prod'));
+  const system = createStatesealCodec({ codec, audience: 'svc', ttlSeconds: 60 });
+  const at = (offset) => createStatesealCodec({ codec, audience: 'svc', ttlSeconds: 60, clock: () => Date.now() / 1000 + offset });
+  // Minted by the system clock: valid now by an application's clock, expired past its lifetime.
+  const token = await serve(system, body, (s) => s.mint('x', ctx(1)));
+  assert.equal(await serve(at(0), body, (s) => s.verify(token, ctx(1))), 'x');
+  await assert.rejects(serve(at(61), body, (s) => s.verify(token, ctx(1))), refusal('expired', 'expired'));
+  // Minted by an application's clock: checked by the system clock.
+  const old = await serve(at(-61), body, (s) => s.mint('x', ctx(1)));
+  await assert.rejects(serve(system, body, (s) => s.verify(old, ctx(1))), refusal('expired', 'expired'));
+  const fresh = await serve(at(-1), body, (s) => s.mint('x', ctx(1)));
+  assert.equal(await serve(system, body, (s) => s.verify(fresh, ctx(1))), 'x');
+});
+
 test('a body past maxBodyBytes is not kept, with or without a Content-Length', async () => {
   const states = createStatesealCodec({ codec, maxBodyBytes: 1024 });
   const small = JSON.stringify(call(1, 'prod'));
@@ -161,6 +194,8 @@ test('bad options are refused by name', async () => {
     [{ codec, format: 'xml' }, "format: expected 'json' or 'text'"],
     [{ codec, maxBodyBytes: 1.5 }, 'maxBodyBytes: expected a positive whole number of bytes'],
     [{ codec, bind: 'alice' }, 'bind: expected a function of the request context'],
+    [{ codec, clock: 5 }, 'clock: expected a function returning seconds since 1970'],
+    [{ codec, clock: null }, 'clock: expected a function returning seconds since 1970'],
     [{ codec: {} }, 'codec: expected a KeysetCodec'],
   ];
   for (const [options, message] of cases) {

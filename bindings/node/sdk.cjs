@@ -5,6 +5,15 @@ const native = require('./native.cjs');
 const { InvalidRequestStateError, ours, configError } = require('./errors.cjs');
 const { KeysetCodec } = require('./codec.cjs');
 
+/**
+ * Tokens and states cross to the native envelope as UTF-8 written here (`encodeInto`): a
+ * view of it is all napi-rs converts, where a string is copied into a new allocation per
+ * call. Calls are synchronous, so one buffer serves every codec of this thread; a text
+ * that does not fit gets a buffer of its own.
+ */
+const encoder = new TextEncoder();
+const scratch = new Uint8Array(64 << 10);
+
 /** Request bodies up to this many bytes are kept for binding (the SDK's own default limit). */
 const MAX_BODY_BYTES = 4 << 20;
 
@@ -149,33 +158,41 @@ function createStatesealCodec(options = {}) {
   }
 
   /** `named(...)` for the round in `s`, the body parsed first unless a parse of it is kept. */
-  function naming(s, named, text) {
+  function naming(s, named, buffer, length, at) {
     if (s.parsed === undefined) s.parsed = native.envelopeParse(envelope, s.body ?? '');
-    return named(envelope, s.round, s.parsed, s.method, s.idArg, s.text, s.clientId, s.issuer, s.subject, text, now());
+    return named(envelope, s.round, s.parsed, s.method, s.idArg, s.text, s.clientId, s.issuer, s.subject, buffer, length, at);
   }
 
   /**
-   * `call(envelope, round, text, now)` (`envelopeMint` or `envelopeOpen`) for the round in
-   * `s`; its first call, or one after later rounds took its slot, is `named(...)` instead
-   * (`envelopeMintNamed` or `envelopeOpenNamed`), which names the round under a new number
-   * as well: parsing the body again if later requests took its parse's slot
-   * (ERR_STATESEAL_ROUND).
+   * `call(envelope, round, text, length, now)` (`envelopeMint` or `envelopeOpen`) for the
+   * round in `s`, `text` as UTF-8 in a buffer; its first call, or one after later rounds
+   * took its slot, is `named(...)` instead (`envelopeMintNamed` or `envelopeOpenNamed`),
+   * which names the round under a new number as well: parsing the body again if later
+   * requests took its parse's slot (ERR_STATESEAL_ROUND).
    */
   function inRound(s, call, named, text) {
+    // The time first: nothing of the application's runs between the encoding and the calls that read it.
+    const at = now();
+    let buffer = scratch;
+    let { read, written } = encoder.encodeInto(text, buffer);
+    if (read < text.length) {
+      buffer = new Uint8Array(Buffer.byteLength(text));
+      written = encoder.encodeInto(text, buffer).written;
+    }
     if (s.round > 0) {
       try {
-        return call(envelope, s.round, text, now());
+        return call(envelope, s.round, buffer, written, at);
       } catch (e) {
         if (!e || e.code !== 'ERR_STATESEAL_ROUND') throw e;
       }
     }
     s.round = ++rounds;
     try {
-      return naming(s, named, text);
+      return naming(s, named, buffer, written, at);
     } catch (e) {
       if (!e || e.code !== 'ERR_STATESEAL_ROUND') throw e;
       s.parsed = undefined;
-      return naming(s, named, text);
+      return naming(s, named, buffer, written, at);
     }
   }
 

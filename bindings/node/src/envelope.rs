@@ -15,7 +15,7 @@ use stateseal::{Clock, Envelope, StateCodec, SystemClock};
 
 use crate::request::{PrincipalKey, Requests, Round, RoundId, RoundKey};
 use crate::single_use::NativeSingleUse;
-use crate::text::{js_text, text_of, token_of};
+use crate::text::{encoded, js_text, token_of};
 use crate::{Code, Engine, Shared, fail, open, thrown};
 
 /// Seals and verifies states for one audience and lifetime.
@@ -193,17 +193,16 @@ fn mint(
     envelope: &EnvelopeCore,
     engine: &Engine,
     round: &Round,
-    state: &Utf16String,
+    state: &[u8],
     now: Option<f64>,
 ) -> std::result::Result<Latin1String, Error<Code>> {
     let id = identity(round)?;
     let p = round.principal.as_ref();
-    let state = text_of(state);
     let single_use = engine.running.as_ref().is_some_and(|r| r.is_single_use(id));
     if single_use {
-        envelope.envelope.mint_single_use_at(id, &state, p, at(now))
+        envelope.envelope.mint_single_use_at(id, state, p, at(now))
     } else {
-        envelope.envelope.mint_at(id, &state, p, at(now))
+        envelope.envelope.mint_at(id, state, p, at(now))
     }
     .map(Latin1String::from)
     .map_err(|e| thrown(&e))
@@ -214,11 +213,18 @@ fn mint(
 pub fn envelope_mint(
     #[napi(ts_arg_type = "ExternalObject<'Envelope'>")] envelope: &External<EnvelopeCore>,
     round: i64,
-    #[napi(ts_arg_type = "string")] state: Utf16String,
+    #[napi(ts_arg_type = "Uint8Array")] state: &[u8],
+    state_len: u32,
     now: Option<f64>,
 ) -> std::result::Result<Latin1String, Error<Code>> {
     let engine = open(&envelope.shared)?;
-    mint(envelope, &engine, &*round_of(envelope, round)?, &state, now)
+    mint(
+        envelope,
+        &engine,
+        &*round_of(envelope, round)?,
+        encoded(state, state_len)?,
+        now,
+    )
 }
 
 /// `envelopeName` and `envelopeMint` in one call: a round's first call, when
@@ -235,13 +241,14 @@ pub fn envelope_mint_named(
     client_id: Option<String>,
     issuer: Option<String>,
     subject: Option<String>,
-    #[napi(ts_arg_type = "string")] state: Utf16String,
+    #[napi(ts_arg_type = "Uint8Array")] state: &[u8],
+    state_len: u32,
     now: Option<f64>,
 ) -> std::result::Result<Latin1String, Error<Code>> {
     let engine = open(&envelope.shared)?;
     let principal = PrincipalKey::of(principal_text, client_id, issuer, subject);
     let round = name(envelope, round, body, method, RoundId::of(id), principal)?;
-    mint(envelope, &engine, &round, &state, now)
+    mint(envelope, &engine, &round, encoded(state, state_len)?, now)
 }
 
 /// The state `token` carries, if it was minted for the round `round` names
@@ -252,7 +259,8 @@ pub fn envelope_mint_named(
 pub fn envelope_verify(
     #[napi(ts_arg_type = "ExternalObject<'Envelope'>")] envelope: &External<EnvelopeCore>,
     round: i64,
-    #[napi(ts_arg_type = "string")] token: Utf16String,
+    #[napi(ts_arg_type = "Uint8Array")] token: &[u8],
+    token_len: u32,
     now: Option<f64>,
 ) -> std::result::Result<Either<Latin1String, String>, Error<Code>> {
     open(&envelope.shared)?;
@@ -261,7 +269,7 @@ pub fn envelope_verify(
         .envelope
         .verify_at(
             identity(&round)?,
-            &token_of(&token)?,
+            token_of(encoded(token, token_len)?)?,
             round.principal.as_ref(),
             at(now),
         )
@@ -278,14 +286,14 @@ type Opened = Either3<Latin1String, String, NativeSingleUse>;
 fn open_in(
     envelope: &EnvelopeCore,
     round: &Round,
-    token: &Utf16String,
+    token: &[u8],
     now: Option<f64>,
 ) -> std::result::Result<Opened, Error<Code>> {
     let (text, once) = envelope
         .envelope
         .open_at(
             identity(round)?,
-            &token_of(token)?,
+            token_of(token)?,
             round.principal.as_ref(),
             at(now),
         )
@@ -314,11 +322,17 @@ fn open_in(
 pub fn envelope_open(
     #[napi(ts_arg_type = "ExternalObject<'Envelope'>")] envelope: &External<EnvelopeCore>,
     round: i64,
-    #[napi(ts_arg_type = "string")] token: Utf16String,
+    #[napi(ts_arg_type = "Uint8Array")] token: &[u8],
+    token_len: u32,
     now: Option<f64>,
 ) -> std::result::Result<Opened, Error<Code>> {
     open(&envelope.shared)?;
-    open_in(envelope, &*round_of(envelope, round)?, &token, now)
+    open_in(
+        envelope,
+        &*round_of(envelope, round)?,
+        encoded(token, token_len)?,
+        now,
+    )
 }
 
 /// `envelopeName` and `envelopeOpen` in one call: a round's first call, when
@@ -335,11 +349,12 @@ pub fn envelope_open_named(
     client_id: Option<String>,
     issuer: Option<String>,
     subject: Option<String>,
-    #[napi(ts_arg_type = "string")] token: Utf16String,
+    #[napi(ts_arg_type = "Uint8Array")] token: &[u8],
+    token_len: u32,
     now: Option<f64>,
 ) -> std::result::Result<Opened, Error<Code>> {
     open(&envelope.shared)?;
     let principal = PrincipalKey::of(principal_text, client_id, issuer, subject);
     let round = name(envelope, round, body, method, RoundId::of(id), principal)?;
-    open_in(envelope, &round, &token, now)
+    open_in(envelope, &round, encoded(token, token_len)?, now)
 }

@@ -1,29 +1,38 @@
-//! Strings across the boundary without UTF-8 where none is needed.
+//! Strings across the boundary without napi's conversions where none is needed.
 //!
-//! napi's UTF-8 conversions walk a string twice (its UTF-8 length, then the
-//! copy), character by character; at 16 KiB they cost more than sealing.
-//! Strings come in as UTF-16 (a copy, widened, with the length known) and are
-//! narrowed here when ASCII, as tokens and most states are; tokens go out as
-//! Latin-1 (a copy), and states too when ASCII.
+//! Tokens and states come in as UTF-8 that JavaScript's `TextEncoder` wrote
+//! into a buffer it reuses (`encodeInto`): napi-rs hands over a view of it,
+//! so nothing is allocated or copied per call, where a string argument is
+//! copied (and a UTF-8 one walked twice, character by character) into a new
+//! allocation each time. A lone surrogate is written as U+FFFD, as napi's
+//! own UTF-8 conversion writes it. Tokens go out as Latin-1 (a copy), and
+//! states too when ASCII.
 
 use napi::Either;
-use napi::bindgen_prelude::{Error, Latin1String, Utf16String};
+use napi::bindgen_prelude::{Error, Latin1String};
 
 use crate::{Code, fail};
 
-/// A token's text; one holding anything but ASCII is never a token: refused
-/// as malformed, never read another way.
-pub(crate) fn token_of(units: &Utf16String) -> Result<String, Error<Code>> {
-    narrow(units)
-        .and_then(|bytes| String::from_utf8(bytes).ok())
-        .ok_or_else(|| fail(Code::Rejected, "malformed"))
+/// The first `len` bytes of `buffer`: what JavaScript encoded into it.
+pub(crate) fn encoded(buffer: &[u8], len: u32) -> Result<&[u8], Error<Code>> {
+    usize::try_from(len)
+        .ok()
+        .and_then(|len| buffer.get(..len))
+        .ok_or_else(|| {
+            fail(
+                Code::Config,
+                "the encoded length is past the end of its buffer",
+            )
+        })
 }
 
-/// A state's text as UTF-8 bytes (the envelope seals bytes: an ASCII state
-/// is not validated a second time); a lone surrogate becomes U+FFFD, as
-/// napi's own UTF-8 conversion makes it.
-pub(crate) fn text_of(units: &Utf16String) -> Vec<u8> {
-    narrow(units).unwrap_or_else(|| String::from_utf16_lossy(units).into_bytes())
+/// A token's text; one holding anything but ASCII is never a token: refused
+/// as malformed, never read another way.
+pub(crate) fn token_of(bytes: &[u8]) -> Result<&str, Error<Code>> {
+    if !bytes.is_ascii() {
+        return Err(fail(Code::Rejected, "malformed"));
+    }
+    std::str::from_utf8(bytes).map_err(|_| fail(Code::Rejected, "malformed"))
 }
 
 /// A state's text for JavaScript: Latin-1 (a copy) when ASCII.
@@ -33,13 +42,4 @@ pub(crate) fn js_text(text: String) -> Either<Latin1String, String> {
     } else {
         Either::B(text)
     }
-}
-
-/// The units narrowed to bytes when every one is ASCII. One pass to check
-/// (an OR over all units, which vectorises) and one to narrow.
-fn narrow(units: &[u16]) -> Option<Vec<u8>> {
-    if units.iter().fold(0u16, |all, u| all | u) >= 0x80 {
-        return None;
-    }
-    Some(units.iter().map(|&u| u as u8).collect())
 }

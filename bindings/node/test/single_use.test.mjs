@@ -123,16 +123,23 @@ test('the paths that record nothing refuse single-use states: the envelope, and 
   const envelope = a._envelope('bank', TIMING.ttl);
   const round = 1;
   const body = native.envelopeParse(envelope, JSON.stringify(transfer));
+  // The envelope reads tokens and states as UTF-8 in a buffer, and how many bytes of it are theirs.
+  const utf8 = new TextEncoder().encode(token);
   // Rounds are named by positive whole numbers; anything else is refused before naming.
   for (const bad of [0, -1]) {
     assert.throws(() => native.envelopeName(envelope, bad, body, 'tools/call', '5'), { code: 'ERR_STATESEAL_CONFIG', message: 'round: expected a positive whole number' });
-    assert.throws(() => native.envelopeVerify(envelope, bad, token, Date.now() / 1000), { code: 'ERR_STATESEAL_ROUND' });
+    assert.throws(() => native.envelopeVerify(envelope, bad, utf8, utf8.length), { code: 'ERR_STATESEAL_ROUND' });
   }
   native.envelopeName(envelope, round, body, 'tools/call', '5');
   assert.throws(
-    () => native.envelopeVerify(envelope, round, token, Date.now() / 1000),
+    () => native.envelopeVerify(envelope, round, utf8, utf8.length, Date.now() / 1000),
     (e) => e.code === 'ERR_STATESEAL_REJECTED' && e.message === 'replay store unavailable',
   );
+  // A length past the buffer's end is refused, not read past it.
+  assert.throws(() => native.envelopeVerify(envelope, round, utf8, utf8.length + 1), {
+    code: 'ERR_STATESEAL_CONFIG',
+    message: 'the encoded length is past the end of its buffer',
+  });
   assert.throws(() => a.unseal(token), (e) => e instanceof InvalidRequestStateError && e.reason === 'replay store unavailable');
   // Still unspent: the codec of createStatesealCodec records and accepts it.
   assert.deepEqual(await serve(states, transfer, (s) => s.verify(token, ctx(5))), STATE);

@@ -37,15 +37,27 @@ pub struct RequestBatch {
     requests: Option<Vec<(Value, String, Value)>>,
 }
 
-/// `message` as (id, method, params), if it is a request (not a notification or a response).
-fn request_of(message: &Value) -> Option<(Value, String, Value)> {
-    let id = message.get("id")?.clone();
-    let method = match message.get("method")? {
+/// `message` as (id, method, params), if it is a request (not a notification
+/// or a response): its members moved out, not copied (a parse is made per
+/// request, and params can be large). Keys are unique after the parse.
+fn request_of(message: Value) -> Option<(Value, String, Value)> {
+    let Value::Object(members) = message else {
+        return None;
+    };
+    let (mut id, mut method, mut params) = (None, None, None);
+    for (key, value) in members {
+        match key.as_bytes() {
+            b"id" => id = Some(value),
+            b"method" => method = Some(value),
+            b"params" => params = Some(value),
+            _ => {}
+        }
+    }
+    let method = match method? {
         Value::Str(m) => m.as_str()?.to_owned(),
         _ => return None,
     };
-    let params = message.get("params").cloned().unwrap_or(Value::Null);
-    Some((id, method, params))
+    Some((id?, method, params.unwrap_or(Value::Null)))
 }
 
 /// A request id as JavaScript's `===` sees it after `JSON.parse`.
@@ -72,8 +84,8 @@ impl RequestBatch {
     /// Parses an HTTP body; a body that is not JSON gives a batch every lookup refuses.
     pub fn parse(body: &[u8]) -> Self {
         let requests = parse(body, Duplicates::LastWins).ok().map(|v| match v {
-            Value::Array(batch) => batch.iter().filter_map(request_of).collect(),
-            one => request_of(&one).into_iter().collect(),
+            Value::Array(batch) => batch.into_iter().filter_map(request_of).collect(),
+            one => request_of(one).into_iter().collect(),
         });
         Self { requests }
     }

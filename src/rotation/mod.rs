@@ -15,6 +15,7 @@ mod rewrite;
 mod scheduler;
 mod timeline;
 mod trust;
+mod vetted;
 
 pub use config::{SchedulerConfig, SchedulerConfigBuilder};
 pub use if_due::{IfDue, renew_if_due, rotate_if_due, rotation_due};

@@ -14,6 +14,7 @@
 
 mod builder;
 mod config;
+mod vars;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

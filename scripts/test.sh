@@ -70,8 +70,8 @@ echo "== [${SECONDS}s] the packages as users install them, with no cargo or rust
 scripts/install-check.sh
 echo "== [${SECONDS}s] glibc 2.41 for the nonce check: scripts/glibc-env.sh refuses an unsigned release, a tampered index, a tampered package"
 scripts/glibc-env-check.sh
-echo "== [${SECONDS}s] the Redis launcher still runs once its directory moves, and one that cannot run is unpacked again (scripts/redis-env-check.sh)"
-scripts/redis-env-check.sh
+echo "== [${SECONDS}s] test tools moved: the Redis launcher still runs (one that cannot is unpacked again), a moved venv is made again (scripts/tools-env-check.sh)"
+scripts/tools-env-check.sh
 echo "== [${SECONDS}s] nonce path (strace): a system call per seal on the host C library, the vDSO on glibc 2.41, fork test on it"
 scripts/nonce-path-check.sh "$pypkg_python"
 echo "== [${SECONDS}s] fleet soak, short form (OpenBao + 3 server processes: rotations, kill, outage, store faults, secret id rotation)"

@@ -54,7 +54,7 @@ fn request_of(message: Value) -> Option<(Value, String, Value)> {
         }
     }
     let method = match method? {
-        Value::Str(m) => m.as_str()?.to_owned(),
+        Value::Str(m) => m.into_string().ok()?,
         _ => return None,
     };
     Some((id?, method, params.unwrap_or(Value::Null)))

@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-STATESEAL_REDIS_ENV="$work/before" scripts/redis-env.sh >/dev/null 2>&1
+STATESEAL_REDIS_ENV="$work/before" scripts/redis-env.sh >/dev/null
 mv "$work/before" "$work/after"
 if ! version="$("$work/after/redis-server" --version 2>&1)"; then
   echo "tools-env-check: the Redis launcher no longer runs once its directory moved: $version" >&2
@@ -16,7 +16,7 @@ if ! version="$("$work/after/redis-server" --version 2>&1)"; then
 fi
 # A launcher that cannot run (here: its server removed) is rebuilt, not printed.
 rm "$work/after/root/usr/bin/redis-check-rdb"
-launcher="$(STATESEAL_REDIS_ENV="$work/after" scripts/redis-env.sh 2>/dev/null)"
+launcher="$(STATESEAL_REDIS_ENV="$work/after" scripts/redis-env.sh)"
 if ! "$launcher" --version >/dev/null 2>&1; then
   echo "tools-env-check: scripts/redis-env.sh printed a Redis launcher that does not run" >&2
   exit 1

@@ -4,15 +4,13 @@
 const native = require('./native.cjs');
 const { InvalidRequestStateError, ours, configError } = require('./errors.cjs');
 const { KeysetCodec } = require('./codec.cjs');
+const { Frame } = require('./frame.cjs');
 
 /**
- * Tokens and states cross to the native envelope as UTF-8 written here (`encodeInto`): a
- * view of it is all napi-rs converts, where a string is copied into a new allocation per
- * call. Calls are synchronous, so one buffer serves every codec of this thread; a text
- * that does not fit gets a buffer of its own.
+ * Each call's arguments go to the native envelope through this frame (`frame.cjs`): one
+ * serves every codec of this module on this thread, since calls are synchronous.
  */
-const encoder = new TextEncoder();
-const scratch = new Uint8Array(64 << 10);
+const frame = new Frame();
 
 /** Request bodies up to this many bytes are kept for binding (the SDK's own default limit). */
 const MAX_BODY_BYTES = 4 << 20;
@@ -91,7 +89,14 @@ function createStatesealCodec(options = {}) {
   }
   // Without a clock of the application's, the envelope reads the system clock itself (the
   // Rust servers' clock, and no call back into JavaScript): `now` is left out.
-  const now = clock === undefined ? () => undefined : clock;
+  const now =
+    clock === undefined
+      ? () => undefined
+      : () => {
+          const at = clock();
+          if (typeof at !== 'number' || Number.isNaN(at)) throw configError('clock: expected a function returning seconds since 1970');
+          return at;
+        };
   if (format !== 'json' && format !== 'text') throw configError("format: expected 'json' or 'text'");
   if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes <= 0) {
     throw configError('maxBodyBytes: expected a positive whole number of bytes');
@@ -115,6 +120,7 @@ function createStatesealCodec(options = {}) {
     throw configError('ttlSeconds: expected a positive number of seconds');
   }
   const envelope = codec._envelope(audience ?? null, ttl);
+  const envelopeNumber = native.envelopeNumber(envelope);
   // Per HTTP request (the SDK's `ctx.http.req`, the object handler() received): its body,
   // the handle of its parse (once per request), and its latest round (its principal worked
   // out once for its verify and its mint). Keyed by the request object rather than an
@@ -157,42 +163,38 @@ function createStatesealCodec(options = {}) {
     return store;
   }
 
-  /** `named(...)` for the round in `s`, the body parsed first unless a parse of it is kept. */
-  function naming(s, named, buffer, length, at) {
+  /** `named()` for the round in `s`, the body parsed first unless a parse of it is kept. */
+  function naming(s, named, at) {
     if (s.parsed === undefined) s.parsed = native.envelopeParse(envelope, s.body ?? '');
-    return named(envelope, s.round, s.parsed, s.method, s.idArg, s.text, s.clientId, s.issuer, s.subject, buffer, length, at);
+    frame.name(s.parsed, s.method, s.idArg, s.text, s.clientId, s.issuer, s.subject);
+    return frame.call(envelopeNumber, s.round, at, named);
   }
 
   /**
-   * `call(envelope, round, text, length, now)` (`envelopeMint` or `envelopeOpen`) for the
-   * round in `s`, `text` as UTF-8 in a buffer; its first call, or one after later rounds
-   * took its slot, is `named(...)` instead (`envelopeMintNamed` or `envelopeOpenNamed`),
-   * which names the round under a new number as well: parsing the body again if later
-   * requests took its parse's slot (ERR_STATESEAL_ROUND).
+   * `call()` (`envelopeMint` or `envelopeOpen`) for the round in `s`, `text` written to the
+   * frame; its first call, or one after later rounds took its slot, is `named()` instead
+   * (`envelopeMintNamed` or `envelopeOpenNamed`), which names the round under a new number
+   * as well: parsing the body again if later requests took its parse's slot
+   * (ERR_STATESEAL_ROUND).
    */
   function inRound(s, call, named, text) {
-    // The time first: nothing of the application's runs between the encoding and the calls that read it.
+    // The time first: nothing of the application's runs between the writing and the calls that read it.
     const at = now();
-    let buffer = scratch;
-    let { read, written } = encoder.encodeInto(text, buffer);
-    if (read < text.length) {
-      buffer = new Uint8Array(Buffer.byteLength(text));
-      written = encoder.encodeInto(text, buffer).written;
-    }
+    frame.text(text);
     if (s.round > 0) {
       try {
-        return call(envelope, s.round, buffer, written, at);
+        return frame.call(envelopeNumber, s.round, at, call);
       } catch (e) {
         if (!e || e.code !== 'ERR_STATESEAL_ROUND') throw e;
       }
     }
     s.round = ++rounds;
     try {
-      return naming(s, named, buffer, written, at);
+      return naming(s, named, at);
     } catch (e) {
       if (!e || e.code !== 'ERR_STATESEAL_ROUND') throw e;
       s.parsed = undefined;
-      return naming(s, named, buffer, written, at);
+      return naming(s, named, at);
     }
   }
 

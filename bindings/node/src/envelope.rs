@@ -2,24 +2,27 @@
 //! request as it arrived (the HTTP body parsed here, so arguments are bound
 //! exactly as the Rust and Python servers bind them; once per round, see
 //! `request.rs`), the principal from its parts. The per-call functions take
-//! the envelope as an `External` and everything else as positional
-//! arguments: napi-rs checks every borrow of a class instance against a
-//! process-wide table, and converting an object reads its properties one by
-//! one, each of which cost more than the work here.
+//! no arguments: JavaScript writes them into its frame (`frame.rs`) and names
+//! the envelope by its number, in a table of this thread's envelopes (an
+//! `External` argument cost a lookup in a process-wide locked table per call).
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use stateseal::{Clock, Envelope, StateCodec, SystemClock};
 
+use crate::frame::{Frame, Slot, with_frame};
 use crate::request::{PrincipalKey, Requests, Round, RoundId, RoundKey};
 use crate::single_use::NativeSingleUse;
-use crate::text::{encoded, js_text, token_of};
+use crate::text::{js_text, token_of};
 use crate::{Code, Engine, Shared, fail, open, thrown};
 
 /// Seals and verifies states for one audience and lifetime.
-pub struct EnvelopeCore {
+pub(crate) struct EnvelopeCore {
     shared: Shared,
     envelope: Envelope,
     requests: Requests,
@@ -99,72 +102,135 @@ impl EnvelopeCore {
     }
 }
 
+/// A number for each envelope, unique in the process (so one thread's number
+/// never names another thread's envelope).
+static NEXT_ENVELOPE: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// This thread's envelopes by number; each leaves when JavaScript drops its ticket.
+    static ENVELOPES: RefCell<HashMap<u64, Arc<EnvelopeCore>>> = RefCell::new(HashMap::new());
+}
+
+/// What JavaScript holds of an envelope: while it is reachable, the envelope
+/// stays in this thread's table under its number.
+pub struct EnvelopeTicket {
+    number: u64,
+    core: Arc<EnvelopeCore>,
+}
+
+impl EnvelopeTicket {
+    pub(crate) fn new(core: EnvelopeCore) -> Self {
+        let number = NEXT_ENVELOPE.fetch_add(1, Ordering::Relaxed);
+        let core = Arc::new(core);
+        ENVELOPES.with(|t| t.borrow_mut().insert(number, Arc::clone(&core)));
+        Self { number, core }
+    }
+}
+
+impl Drop for EnvelopeTicket {
+    fn drop(&mut self) {
+        // Finalized on its own thread; at the thread's exit its table may be gone already.
+        let _ = ENVELOPES.try_with(|t| t.borrow_mut().remove(&self.number));
+    }
+}
+
+/// The envelope a frame names, if it is one of this thread's.
+fn envelope_of(frame: &Frame<'_>) -> std::result::Result<Arc<EnvelopeCore>, Error<Code>> {
+    let number = frame.whole(Slot::Envelope)?;
+    ENVELOPES
+        .with(|t| t.borrow().get(&number).cloned())
+        .ok_or_else(|| fail(Code::Config, "frame: no such envelope on this thread"))
+}
+
+/// The envelope's number, for JavaScript to write into its frame.
+#[napi]
+pub fn envelope_number(
+    #[napi(ts_arg_type = "ExternalObject<'Envelope'>")] envelope: &External<EnvelopeTicket>,
+) -> f64 {
+    envelope.number as f64
+}
+
 fn identity(round: &Round) -> std::result::Result<&stateseal::RequestIdentity, Error<Code>> {
     round.identity.as_ref().map_err(thrown)
 }
 
-/// The round of `handle`, or `ERR_STATESEAL_ROUND` when a later round took
-/// its slot (JavaScript then names the round again).
-fn round_of(envelope: &EnvelopeCore, handle: i64) -> std::result::Result<Arc<Round>, Error<Code>> {
-    u64::try_from(handle)
-        .ok()
-        .and_then(|h| envelope.requests.round(h))
+/// The round the frame names, or `ERR_STATESEAL_ROUND` when a later round
+/// took its slot (JavaScript then names the round again).
+fn round_of(
+    envelope: &EnvelopeCore,
+    frame: &Frame<'_>,
+) -> std::result::Result<Arc<Round>, Error<Code>> {
+    let handle = frame.whole(Slot::Round)?;
+    envelope
+        .requests
+        .round(handle)
         .ok_or_else(|| fail(Code::Round, "the round is gone"))
 }
 
 /// Parses an HTTP `body` (one JSON-RPC message or a batch) once for all its
-/// rounds; the handle names it to `envelopeRound`. Never throws: a body that
+/// rounds; the handle names it to the named calls. Never throws: a body that
 /// is not JSON-RPC makes every round of it malformed.
 #[napi]
 pub fn envelope_parse(
-    #[napi(ts_arg_type = "ExternalObject<'Envelope'>")] envelope: &External<EnvelopeCore>,
+    #[napi(ts_arg_type = "ExternalObject<'Envelope'>")] envelope: &External<EnvelopeTicket>,
     body: String,
 ) -> i64 {
-    handle_number(envelope.requests.parse(&body))
+    i64::try_from(envelope.core.requests.parse(&body)).unwrap_or(i64::MAX)
 }
 
-/// Names the round `round` (a number JavaScript chose, unique among this
-/// envelope's rounds) of the parsed body `body` (a handle from
-/// `envelopeParse`): the round's `method` and JSON-RPC id (a number, or any other id as JSON), the
-/// principal (a text of its own, or client id, issuer and subject, or none).
+/// The method a frame names: by its code, or as its text.
+fn method_of<'f>(frame: &Frame<'f>, at: &mut usize) -> std::result::Result<&'f str, Error<Code>> {
+    Ok(match frame.number(Slot::Method) {
+        1.0 => "tools/call",
+        2.0 => "prompts/get",
+        3.0 => "resources/read",
+        _ => frame.text(Slot::MethodText, at)?.unwrap_or_default(),
+    })
+}
+
+/// Names the round the frame names (its number, unique among this
+/// envelope's rounds, of the parsed body the frame's handle names, with the
+/// method, JSON-RPC id and principal the frame holds after the call's text).
 /// Its identity is worked out now, once for the round's verify and mint.
-/// Throws `ERR_STATESEAL_ROUND` if the body is gone (parse it again), never
-/// for a malformed request: its verify and mint do.
-#[napi]
-#[allow(clippy::too_many_arguments)] // positional: cheaper to convert than an object
-pub fn envelope_name(
-    #[napi(ts_arg_type = "ExternalObject<'Envelope'>")] envelope: &External<EnvelopeCore>,
-    round: i64,
-    body: i64,
-    method: String,
-    #[napi(ts_arg_type = "number | string")] id: Either<f64, String>,
-    principal_text: Option<String>,
-    client_id: Option<String>,
-    issuer: Option<String>,
-    subject: Option<String>,
-) -> std::result::Result<(), Error<Code>> {
-    open(&envelope.shared)?;
-    let principal = PrincipalKey::of(principal_text, client_id, issuer, subject);
-    name(envelope, round, body, method, RoundId::of(id), principal).map(drop)
-}
-
-/// Names the round `round` of the parsed body `body` (see `envelopeName`).
+/// `ERR_STATESEAL_ROUND` if the body is gone (parse it again), never for a
+/// malformed request: its verify and mint refuse.
 fn name(
     envelope: &EnvelopeCore,
-    round: i64,
-    body: i64,
-    method: String,
-    id: RoundId,
-    principal: PrincipalKey,
+    frame: &Frame<'_>,
 ) -> std::result::Result<Arc<Round>, Error<Code>> {
-    let round = u64::try_from(round)
-        .ok()
-        .filter(|r| *r > 0)
-        .ok_or_else(|| fail(Code::Config, "round: expected a positive whole number"))?;
-    let batch = u64::try_from(body)
-        .ok()
-        .and_then(|h| envelope.requests.body(h))
+    let round = frame.whole(Slot::Round)?;
+    if round == 0 {
+        return Err(fail(
+            Code::Config,
+            "round: expected a positive whole number",
+        ));
+    }
+    let batch = envelope
+        .requests
+        .body(frame.whole(Slot::Body)?)
         .ok_or_else(|| fail(Code::Round, "the request is gone"))?;
+    // The naming texts follow the call's text.
+    let mut at = usize::try_from(frame.whole(Slot::Text)?).unwrap_or(usize::MAX);
+    let method = method_of(frame, &mut at)?;
+    let id = match frame.text(Slot::IdJson, &mut at)? {
+        Some(json) => RoundId::Json(json),
+        None => RoundId::Number(frame.number(Slot::IdNumber)),
+    };
+    let principal = match frame.number(Slot::Principal) {
+        0.0 => PrincipalKey::None,
+        1.0 => PrincipalKey::Text(
+            frame
+                .text(Slot::PrincipalText, &mut at)?
+                .unwrap_or_default(),
+        ),
+        _ => PrincipalKey::Parts(
+            frame
+                .text(Slot::PrincipalText, &mut at)?
+                .unwrap_or_default(),
+            frame.text(Slot::Issuer, &mut at)?,
+            frame.text(Slot::Subject, &mut at)?,
+        ),
+    };
     Ok(envelope.requests.name(
         round,
         &RoundKey {
@@ -176,107 +242,85 @@ fn name(
     ))
 }
 
-/// `now` (seconds since 1970, from the application's clock), or the
-/// envelope's own when JavaScript leaves it out: the wall clock the Rust
-/// servers stamp with, read without a call back into JavaScript.
-fn at(now: Option<f64>) -> f64 {
-    now.unwrap_or_else(|| SystemClock.now())
+/// The call's text: the state or the token, as UTF-8.
+fn text_of<'f>(frame: &Frame<'f>) -> std::result::Result<&'f [u8], Error<Code>> {
+    frame.bytes(0, frame.whole(Slot::Text)?)
 }
 
-/// A handle as a JavaScript number (handles stay below 2^53: exact).
-fn handle_number(handle: u64) -> i64 {
-    i64::try_from(handle).unwrap_or(i64::MAX)
+/// The frame's `now` (seconds since 1970, from the application's clock), or
+/// the system clock's when it holds `NaN`: the wall clock the Rust servers
+/// stamp with, read without a call back into JavaScript.
+fn at(frame: &Frame<'_>) -> f64 {
+    let now = frame.number(Slot::Now);
+    if now.is_nan() { SystemClock.now() } else { now }
 }
 
-/// Seals `state` for `round` at `now` (see [`at`]): the token, as Latin-1.
+/// Seals the frame's state for `round`: the token, as Latin-1.
 fn mint(
     envelope: &EnvelopeCore,
     engine: &Engine,
     round: &Round,
-    state: &[u8],
-    now: Option<f64>,
+    frame: &Frame<'_>,
 ) -> std::result::Result<Latin1String, Error<Code>> {
     let id = identity(round)?;
     let p = round.principal.as_ref();
+    let state = text_of(frame)?;
     let single_use = engine.running.as_ref().is_some_and(|r| r.is_single_use(id));
     if single_use {
-        envelope.envelope.mint_single_use_at(id, state, p, at(now))
+        envelope
+            .envelope
+            .mint_single_use_at(id, state, p, at(frame))
     } else {
-        envelope.envelope.mint_at(id, state, p, at(now))
+        envelope.envelope.mint_at(id, state, p, at(frame))
     }
     .map(Latin1String::from)
     .map_err(|e| thrown(&e))
 }
 
-/// Seals `state` for the round `round` names, at `now` (seconds; the system clock when left out).
+/// Seals the frame's state for the round it names, at its `now`.
 #[napi(ts_return_type = "string")]
-pub fn envelope_mint(
-    #[napi(ts_arg_type = "ExternalObject<'Envelope'>")] envelope: &External<EnvelopeCore>,
-    round: i64,
-    #[napi(ts_arg_type = "Uint8Array")] state: &[u8],
-    state_len: u32,
-    now: Option<f64>,
-) -> std::result::Result<Latin1String, Error<Code>> {
-    let engine = open(&envelope.shared)?;
-    mint(
-        envelope,
-        &engine,
-        &*round_of(envelope, round)?,
-        encoded(state, state_len)?,
-        now,
-    )
+pub fn envelope_mint() -> std::result::Result<Latin1String, Error<Code>> {
+    with_frame(|frame| {
+        let envelope = envelope_of(frame)?;
+        let engine = open(&envelope.shared)?;
+        mint(&envelope, &engine, &*round_of(&envelope, frame)?, frame)
+    })
 }
 
-/// `envelopeName` and `envelopeMint` in one call: a round's first call, when
-/// it is a mint.
+/// Names the frame's round and seals its state: a round's first call, when it is a mint.
 #[napi(ts_return_type = "string")]
-#[allow(clippy::too_many_arguments)] // positional: cheaper to convert than an object
-pub fn envelope_mint_named(
-    #[napi(ts_arg_type = "ExternalObject<'Envelope'>")] envelope: &External<EnvelopeCore>,
-    round: i64,
-    body: i64,
-    method: String,
-    #[napi(ts_arg_type = "number | string")] id: Either<f64, String>,
-    principal_text: Option<String>,
-    client_id: Option<String>,
-    issuer: Option<String>,
-    subject: Option<String>,
-    #[napi(ts_arg_type = "Uint8Array")] state: &[u8],
-    state_len: u32,
-    now: Option<f64>,
-) -> std::result::Result<Latin1String, Error<Code>> {
-    let engine = open(&envelope.shared)?;
-    let principal = PrincipalKey::of(principal_text, client_id, issuer, subject);
-    let round = name(envelope, round, body, method, RoundId::of(id), principal)?;
-    mint(envelope, &engine, &round, encoded(state, state_len)?, now)
+pub fn envelope_mint_named() -> std::result::Result<Latin1String, Error<Code>> {
+    with_frame(|frame| {
+        let envelope = envelope_of(frame)?;
+        let engine = open(&envelope.shared)?;
+        let round = name(&envelope, frame)?;
+        mint(&envelope, &engine, &round, frame)
+    })
 }
 
-/// The state `token` carries, if it was minted for the round `round` names
-/// (request, caller, audience) and has not expired at `now` (the system clock when left out). Refuses
-/// single-use states (`replay store unavailable`): `envelopeOpen` accepts
-/// them once recorded.
+/// The state the frame's token carries, if it was minted for the round the
+/// frame names (request, caller, audience) and has not expired at its `now`.
+/// Refuses single-use states (`replay store unavailable`): `envelopeOpen`
+/// accepts them once recorded.
 #[napi(ts_return_type = "string")]
-pub fn envelope_verify(
-    #[napi(ts_arg_type = "ExternalObject<'Envelope'>")] envelope: &External<EnvelopeCore>,
-    round: i64,
-    #[napi(ts_arg_type = "Uint8Array")] token: &[u8],
-    token_len: u32,
-    now: Option<f64>,
-) -> std::result::Result<Either<Latin1String, String>, Error<Code>> {
-    open(&envelope.shared)?;
-    let round = round_of(envelope, round)?;
-    let text = envelope
-        .envelope
-        .verify_at(
-            identity(&round)?,
-            token_of(encoded(token, token_len)?)?,
-            round.principal.as_ref(),
-            at(now),
-        )
-        .map_err(|e| thrown(&e))?;
-    text.into_string()
-        .map(js_text)
-        .map_err(|_| fail(Code::Rejected, "malformed"))
+pub fn envelope_verify() -> std::result::Result<Either<Latin1String, String>, Error<Code>> {
+    with_frame(|frame| {
+        let envelope = envelope_of(frame)?;
+        open(&envelope.shared)?;
+        let round = round_of(&envelope, frame)?;
+        let text = envelope
+            .envelope
+            .verify_at(
+                identity(&round)?,
+                token_of(text_of(frame)?)?,
+                round.principal.as_ref(),
+                at(frame),
+            )
+            .map_err(|e| thrown(&e))?;
+        text.into_string()
+            .map(js_text)
+            .map_err(|_| fail(Code::Rejected, "malformed"))
+    })
 }
 
 /// What `envelopeOpen` gives: a multi-use state's text, or a single-use
@@ -286,16 +330,15 @@ type Opened = Either3<Latin1String, String, NativeSingleUse>;
 fn open_in(
     envelope: &EnvelopeCore,
     round: &Round,
-    token: &[u8],
-    now: Option<f64>,
+    frame: &Frame<'_>,
 ) -> std::result::Result<Opened, Error<Code>> {
     let (text, once) = envelope
         .envelope
         .open_at(
             identity(round)?,
-            token_of(token)?,
+            token_of(text_of(frame)?)?,
             round.principal.as_ref(),
-            at(now),
+            at(frame),
         )
         .map_err(|e| thrown(&e))?;
     let text = text
@@ -319,42 +362,21 @@ fn open_in(
 /// comes back as a [`NativeSingleUse`], whose `record()` gives the text only
 /// once the replay store has recorded it.
 #[napi(ts_return_type = "string | NativeSingleUse")]
-pub fn envelope_open(
-    #[napi(ts_arg_type = "ExternalObject<'Envelope'>")] envelope: &External<EnvelopeCore>,
-    round: i64,
-    #[napi(ts_arg_type = "Uint8Array")] token: &[u8],
-    token_len: u32,
-    now: Option<f64>,
-) -> std::result::Result<Opened, Error<Code>> {
-    open(&envelope.shared)?;
-    open_in(
-        envelope,
-        &*round_of(envelope, round)?,
-        encoded(token, token_len)?,
-        now,
-    )
+pub fn envelope_open() -> std::result::Result<Opened, Error<Code>> {
+    with_frame(|frame| {
+        let envelope = envelope_of(frame)?;
+        open(&envelope.shared)?;
+        open_in(&envelope, &*round_of(&envelope, frame)?, frame)
+    })
 }
 
-/// `envelopeName` and `envelopeOpen` in one call: a round's first call, when
-/// it is a verify.
+/// Names the frame's round and opens its token: a round's first call, when it is a verify.
 #[napi(ts_return_type = "string | NativeSingleUse")]
-#[allow(clippy::too_many_arguments)] // positional: cheaper to convert than an object
-pub fn envelope_open_named(
-    #[napi(ts_arg_type = "ExternalObject<'Envelope'>")] envelope: &External<EnvelopeCore>,
-    round: i64,
-    body: i64,
-    method: String,
-    #[napi(ts_arg_type = "number | string")] id: Either<f64, String>,
-    principal_text: Option<String>,
-    client_id: Option<String>,
-    issuer: Option<String>,
-    subject: Option<String>,
-    #[napi(ts_arg_type = "Uint8Array")] token: &[u8],
-    token_len: u32,
-    now: Option<f64>,
-) -> std::result::Result<Opened, Error<Code>> {
-    open(&envelope.shared)?;
-    let principal = PrincipalKey::of(principal_text, client_id, issuer, subject);
-    let round = name(envelope, round, body, method, RoundId::of(id), principal)?;
-    open_in(envelope, &round, encoded(token, token_len)?, now)
+pub fn envelope_open_named() -> std::result::Result<Opened, Error<Code>> {
+    with_frame(|frame| {
+        let envelope = envelope_of(frame)?;
+        open(&envelope.shared)?;
+        let round = name(&envelope, frame)?;
+        open_in(&envelope, &round, frame)
+    })
 }

@@ -15,6 +15,7 @@
 #![deny(unsafe_code)]
 
 mod envelope;
+mod frame;
 mod request;
 mod settings;
 mod single_use;
@@ -30,9 +31,10 @@ use stateseal_binding::{Running, reason};
 
 use envelope::EnvelopeCore;
 pub use envelope::{
-    envelope_mint, envelope_mint_named, envelope_name, envelope_open, envelope_open_named,
-    envelope_parse, envelope_verify,
+    EnvelopeTicket, envelope_mint, envelope_mint_named, envelope_number, envelope_open,
+    envelope_open_named, envelope_parse, envelope_verify,
 };
+pub use frame::frame_attach;
 pub use single_use::{NativeSingleUse, Recorded};
 
 /// What a failure is, as JavaScript's `err.code`.
@@ -49,6 +51,9 @@ pub enum Code {
     /// A round handle whose slot a later round took (internal: the JavaScript
     /// half names the round again).
     Round,
+    /// Another frame is attached on this thread (internal: the JavaScript half
+    /// attaches its own again).
+    Frame,
 }
 
 impl AsRef<str> for Code {
@@ -59,6 +64,7 @@ impl AsRef<str> for Code {
             Code::Closed => "ERR_STATESEAL_CLOSED",
             Code::Config => "ERR_STATESEAL_CONFIG",
             Code::Round => "ERR_STATESEAL_ROUND",
+            Code::Frame => "ERR_STATESEAL_FRAME",
         }
     }
 }
@@ -241,8 +247,9 @@ impl NativeCodec {
         &self,
         audience: Option<String>,
         ttl: f64,
-    ) -> std::result::Result<External<EnvelopeCore>, Error<Code>> {
-        EnvelopeCore::new(Arc::clone(&self.shared), audience, ttl).map(External::new)
+    ) -> std::result::Result<External<EnvelopeTicket>, Error<Code>> {
+        EnvelopeCore::new(Arc::clone(&self.shared), audience, ttl)
+            .map(|core| External::new(EnvelopeTicket::new(core)))
     }
 
     /// Stops the background refresh; later calls throw `ERR_STATESEAL_CLOSED`.

@@ -31,71 +31,45 @@ const SLOTS: usize = 256;
 static NEXT_HANDLE: AtomicU64 = AtomicU64::new(1);
 
 /// A round as JavaScript names it: the request's parsed body, method, id and caller.
-pub(crate) struct RoundKey {
+pub(crate) struct RoundKey<'a> {
     /// The HTTP body (one JSON-RPC message or a batch), parsed.
     pub(crate) batch: Arc<RequestBatch>,
     /// The round's method.
-    pub(crate) method: String,
+    pub(crate) method: &'a str,
     /// The round's JSON-RPC id.
-    pub(crate) id: RoundId,
+    pub(crate) id: RoundId<'a>,
     /// The principal: a text of its own (as the Python SDK binds), or its parts.
-    pub(crate) principal: PrincipalKey,
+    pub(crate) principal: PrincipalKey<'a>,
 }
 
 /// A round's JSON-RPC id as JavaScript passes it: a number as it is (the
 /// common case, compared without writing it out and parsing it back), any
 /// other id as its JSON text.
-pub(crate) enum RoundId {
+pub(crate) enum RoundId<'a> {
     /// A number id.
     Number(f64),
     /// Any other id, as `JSON.stringify` writes it.
-    Json(String),
-}
-
-impl RoundId {
-    pub(crate) fn of(id: napi::Either<f64, String>) -> Self {
-        match id {
-            napi::Either::A(number) => Self::Number(number),
-            napi::Either::B(json) => Self::Json(json),
-        }
-    }
+    Json(&'a str),
 }
 
 /// A principal as the caller gave it.
-pub(crate) enum PrincipalKey {
+pub(crate) enum PrincipalKey<'a> {
     /// Not bound to a caller.
     None,
     /// A text of its own.
-    Text(String),
+    Text(&'a str),
     /// Client id, issuer, subject (as the Rust servers' `AuthenticatedPrincipal`).
-    Parts(String, Option<String>, Option<String>),
+    Parts(&'a str, Option<&'a str>, Option<&'a str>),
 }
 
-impl PrincipalKey {
-    /// The principal as JavaScript passes it: a text of its own wins over
-    /// parts; parts need a client id.
-    pub(crate) fn of(
-        text: Option<String>,
-        client_id: Option<String>,
-        issuer: Option<String>,
-        subject: Option<String>,
-    ) -> Self {
-        match (text, client_id) {
-            (Some(text), _) => Self::Text(text),
-            (None, Some(client)) => Self::Parts(client, issuer, subject),
-            (None, None) => Self::None,
-        }
-    }
-
+impl PrincipalKey<'_> {
     fn principal(&self) -> Option<Principal> {
         match self {
             Self::None => None,
-            Self::Text(t) => Some(Principal::new(t.clone())),
-            Self::Parts(client, issuer, subject) => Some(Principal::from_components(
-                client,
-                issuer.as_deref(),
-                subject.as_deref(),
-            )),
+            Self::Text(t) => Some(Principal::new((*t).to_owned())),
+            Self::Parts(client, issuer, subject) => {
+                Some(Principal::from_components(client, *issuer, *subject))
+            }
         }
     }
 }
@@ -107,12 +81,12 @@ pub(crate) struct Round {
     pub(crate) principal: Option<Principal>,
 }
 
-impl RoundKey {
+impl RoundKey<'_> {
     fn work_out(&self) -> Round {
         Round {
             identity: match &self.id {
-                RoundId::Number(id) => self.batch.identity_by_number(&self.method, *id),
-                RoundId::Json(json) => self.batch.identity(&self.method, json.as_bytes()),
+                RoundId::Number(id) => self.batch.identity_by_number(self.method, *id),
+                RoundId::Json(json) => self.batch.identity(self.method, json.as_bytes()),
             },
             principal: self.principal.principal(),
         }
@@ -198,7 +172,7 @@ impl Requests {
     }
 
     /// Works out the round `key` names and keeps it under `handle`.
-    pub(crate) fn name(&self, handle: u64, key: &RoundKey) -> Arc<Round> {
+    pub(crate) fn name(&self, handle: u64, key: &RoundKey<'_>) -> Arc<Round> {
         self.rounds.keep_as(handle, key.work_out())
     }
 
@@ -214,11 +188,16 @@ mod tests {
 
     const BODY: &str = r#"[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{}}},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"b","arguments":{}}}]"#;
 
-    fn key(requests: &Requests, body: &str, id: &str, principal: PrincipalKey) -> RoundKey {
+    fn key<'a>(
+        requests: &Requests,
+        body: &str,
+        id: &'a str,
+        principal: PrincipalKey<'a>,
+    ) -> RoundKey<'a> {
         RoundKey {
             batch: requests.body(requests.parse(body)).unwrap(),
-            method: "tools/call".to_owned(),
-            id: RoundId::Json(id.to_owned()),
+            method: "tools/call",
+            id: RoundId::Json(id),
             principal,
         }
     }
@@ -228,7 +207,7 @@ mod tests {
         let requests = Requests::default();
         let (first, second) = (1, 2);
         requests.name(first, &key(&requests, BODY, "1", PrincipalKey::None));
-        let alice = PrincipalKey::Parts("c".into(), None, Some("alice".into()));
+        let alice = PrincipalKey::Parts("c", None, Some("alice"));
         requests.name(second, &key(&requests, BODY, "2", alice));
         let (a, b) = (
             requests.round(first).unwrap(),
@@ -252,7 +231,7 @@ mod tests {
                 3 + n,
                 &RoundKey {
                     batch: Arc::clone(&batch),
-                    method: "tools/call".to_owned(),
+                    method: "tools/call",
                     id: RoundId::Number(1.0),
                     principal: PrincipalKey::None,
                 },

@@ -1,30 +1,16 @@
 //! Strings across the boundary without napi's conversions where none is needed.
 //!
-//! Tokens and states come in as UTF-8 that JavaScript's `TextEncoder` wrote
-//! into a buffer it reuses (`encodeInto`): napi-rs hands over a view of it,
-//! so nothing is allocated or copied per call, where a string argument is
-//! copied (and a UTF-8 one walked twice, character by character) into a new
-//! allocation each time. A lone surrogate is written as U+FFFD, as napi's
-//! own UTF-8 conversion writes it. Tokens go out as Latin-1 (a copy), and
-//! states too when ASCII.
+//! Tokens and states come in as UTF-8 that JavaScript wrote into its frame
+//! (`frame.rs`), so nothing is allocated or copied per call, where a string
+//! argument is copied (and a UTF-8 one walked twice, character by character)
+//! into a new allocation each time. A lone surrogate is written as U+FFFD,
+//! as napi's own UTF-8 conversion writes it. Tokens go out as Latin-1 (a
+//! copy), and states too when ASCII.
 
 use napi::Either;
 use napi::bindgen_prelude::{Error, Latin1String};
 
 use crate::{Code, fail};
-
-/// The first `len` bytes of `buffer`: what JavaScript encoded into it.
-pub(crate) fn encoded(buffer: &[u8], len: u32) -> Result<&[u8], Error<Code>> {
-    usize::try_from(len)
-        .ok()
-        .and_then(|len| buffer.get(..len))
-        .ok_or_else(|| {
-            fail(
-                Code::Config,
-                "the encoded length is past the end of its buffer",
-            )
-        })
-}
 
 /// A token's text; one holding anything but ASCII is never a token: refused
 /// as malformed, never read another way.

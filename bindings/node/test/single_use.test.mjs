@@ -13,7 +13,9 @@ import { InvalidRequestStateError, KeysetCodec, StatesealError, createStatesealC
 import { TIMING, localKeyset } from './harness.mjs';
 import { redis } from './redis.mjs';
 
-const native = createRequire(import.meta.url)(path.join(path.dirname(createRequire(import.meta.url).resolve('stateseal')), 'native.cjs'));
+const internal = (name) => createRequire(import.meta.url)(path.join(path.dirname(createRequire(import.meta.url).resolve('stateseal')), name));
+const native = internal('native.cjs');
+const { Frame } = internal('frame.cjs');
 
 const call = (id, name, args) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
 // The request being served, as the SDK gives it to the codec (`ctx.http.req`).
@@ -121,24 +123,40 @@ test('the paths that record nothing refuse single-use states: the envelope, and 
   const transfer = call(5, 'transfer', { to: 'dan' });
   const token = await serve(states, transfer, (s) => s.mint(STATE, ctx(5)));
   const envelope = a._envelope('bank', TIMING.ttl);
+  const number = native.envelopeNumber(envelope);
   const round = 1;
   const body = native.envelopeParse(envelope, JSON.stringify(transfer));
-  // The envelope reads tokens and states as UTF-8 in a buffer, and how many bytes of it are theirs.
-  const utf8 = new TextEncoder().encode(token);
+  // The envelope reads the token from the frame, and how many bytes of it are the token's.
+  const frame = new Frame();
+  const verify = (r, now) => {
+    frame.text(token);
+    return frame.call(number, r, now, native.envelopeVerify);
+  };
+  const name = (r) => {
+    frame.text('');
+    frame.name(body, 'tools/call', '5');
+    return frame.call(number, r, undefined, native.envelopeOpenNamed);
+  };
   // Rounds are named by positive whole numbers; anything else is refused before naming.
-  for (const bad of [0, -1]) {
-    assert.throws(() => native.envelopeName(envelope, bad, body, 'tools/call', '5'), { code: 'ERR_STATESEAL_CONFIG', message: 'round: expected a positive whole number' });
-    assert.throws(() => native.envelopeVerify(envelope, bad, utf8, utf8.length), { code: 'ERR_STATESEAL_ROUND' });
+  for (const [bad, message] of [
+    [0, 'round: expected a positive whole number'],
+    [-1, 'frame: expected a whole number where it holds one'],
+  ]) {
+    assert.throws(() => name(bad), { code: 'ERR_STATESEAL_CONFIG', message });
   }
-  native.envelopeName(envelope, round, body, 'tools/call', '5');
+  assert.throws(() => verify(7), { code: 'ERR_STATESEAL_ROUND' });
+  // Named (its empty token refused as malformed), then verified.
+  assert.throws(() => name(round), (e) => e.code === 'ERR_STATESEAL_REJECTED' && e.message === 'malformed');
   assert.throws(
-    () => native.envelopeVerify(envelope, round, utf8, utf8.length, Date.now() / 1000),
+    () => verify(round, Date.now() / 1000),
     (e) => e.code === 'ERR_STATESEAL_REJECTED' && e.message === 'replay store unavailable',
   );
-  // A length past the buffer's end is refused, not read past it.
-  assert.throws(() => native.envelopeVerify(envelope, round, utf8, utf8.length + 1), {
+  // A length past the frame's end is refused, not read past it.
+  frame.text(token);
+  frame.numbers[4] = 1 << 30;
+  assert.throws(() => frame.call(number, round, undefined, native.envelopeVerify), {
     code: 'ERR_STATESEAL_CONFIG',
-    message: 'the encoded length is past the end of its buffer',
+    message: "frame: a text runs past the frame's end",
   });
   assert.throws(() => a.unseal(token), (e) => e instanceof InvalidRequestStateError && e.reason === 'replay store unavailable');
   // Still unspent: the codec of createStatesealCodec records and accepts it.

@@ -223,13 +223,14 @@ fn name(
                 .text(Slot::PrincipalText, &mut at)?
                 .unwrap_or_default(),
         ),
-        _ => PrincipalKey::Parts(
+        2.0 => PrincipalKey::Parts(
             frame
                 .text(Slot::PrincipalText, &mut at)?
                 .unwrap_or_default(),
             frame.text(Slot::Issuer, &mut at)?,
             frame.text(Slot::Subject, &mut at)?,
         ),
+        _ => return Err(fail(Code::Config, "frame: no such kind of principal")),
     };
     Ok(envelope.requests.name(
         round,

@@ -116,9 +116,14 @@ impl<'a> Frame<'a> {
 
     /// The `len` bytes at `at` (an offset past the header), never past the frame's end.
     pub(crate) fn bytes(&self, at: usize, len: u64) -> std::result::Result<&'a [u8], Error<Code>> {
-        usize::try_from(len)
+        let start = HEADER.checked_add(at);
+        let end = usize::try_from(len)
             .ok()
-            .and_then(|len| self.0.get(HEADER + at..(HEADER + at).checked_add(len)?))
+            .zip(start)
+            .and_then(|(len, start)| start.checked_add(len));
+        start
+            .zip(end)
+            .and_then(|(start, end)| self.0.get(start..end))
             .ok_or_else(|| fail(Code::Config, "frame: a text runs past the frame's end"))
     }
 

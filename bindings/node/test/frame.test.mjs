@@ -121,6 +121,10 @@ test('bad frames and bad numbers in a frame are refused, and the attached frame 
       `${slot} ${value}`,
     );
   }
+  assert.throws(() => openChanged('tools/call', 1, (n) => (n[SLOT.principal] = 3)), {
+    code: 'ERR_STATESEAL_CONFIG',
+    message: 'frame: no such kind of principal',
+  });
   // Texts past the frame's end: the call's, and a naming text.
   for (const slot of [SLOT.text, SLOT.idJson]) {
     assert.throws(() => openChanged('custom/method', '"id"', (n) => (n[slot] = 1 << 30)), {

@@ -72,7 +72,7 @@ thread_local! {
 }
 
 /// Attaches `frame` as this thread's (see the module's docs): at least
-/// [`HEADER`] bytes, its first number the count of calls made through it.
+/// 128 bytes, its first number the count of calls made through it.
 #[napi]
 pub fn frame_attach(
     #[napi(ts_arg_type = "Uint8Array")] frame: Uint8Array,

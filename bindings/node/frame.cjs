@@ -57,7 +57,12 @@ class Frame {
     this.#bytes = bytes;
     this.#numbers = new Float64Array(buffer, 0, HEADER / 8);
     this.#text = new Uint8Array(buffer, HEADER);
-    native.frameAttach(new Uint8Array(buffer));
+    this.#attach();
+  }
+
+  /** Makes this frame the one the native module reads on this thread. */
+  #attach() {
+    native.frameAttach(new Uint8Array(this.#bytes.buffer));
   }
 
   /** Room for `bytes` more bytes at `at`, growing the frame if need be. */
@@ -134,7 +139,7 @@ class Frame {
     } catch (e) {
       if (!e || e.code !== 'ERR_STATESEAL_FRAME') throw e;
     }
-    native.frameAttach(new Uint8Array(this.#bytes.buffer));
+    this.#attach();
     n[SLOT.seq] += 1;
     return call();
   }

@@ -104,6 +104,18 @@ pub(crate) fn open(shared: &Shared) -> std::result::Result<Arc<Engine>, Error<Co
     shared.load_full().ok_or_else(|| fail(Code::Closed, CLOSED))
 }
 
+/// `call` on the engine while the codec is open, borrowed for the call (as
+/// [`open`], without taking a count of it: the per-round calls' way).
+pub(crate) fn with_open<R>(
+    shared: &Shared,
+    call: impl FnOnce(&Engine) -> std::result::Result<R, Error<Code>>,
+) -> std::result::Result<R, Error<Code>> {
+    match &*shared.load() {
+        Some(engine) => call(engine),
+        None => Err(fail(Code::Closed, CLOSED)),
+    }
+}
+
 /// A codec (see the JavaScript class `KeysetCodec`).
 #[napi]
 pub struct NativeCodec {

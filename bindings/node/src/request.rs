@@ -14,8 +14,9 @@
 //! state, and so did converting the body on every call, and a call of its own
 //! to name each round.
 
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
 use stateseal::{Principal, RequestBatch, RequestIdentity};
 
@@ -33,7 +34,7 @@ static NEXT_HANDLE: AtomicU64 = AtomicU64::new(1);
 /// A round as JavaScript names it: the request's parsed body, method, id and caller.
 pub(crate) struct RoundKey<'a> {
     /// The HTTP body (one JSON-RPC message or a batch), parsed.
-    pub(crate) batch: Arc<RequestBatch>,
+    pub(crate) batch: Rc<RequestBatch>,
     /// The round's method.
     pub(crate) method: &'a str,
     /// The round's JSON-RPC id.
@@ -93,8 +94,9 @@ impl RoundKey<'_> {
     }
 }
 
-/// Entries by handle: the latest [`SLOTS`] kept.
-pub(crate) struct Slots<T>(Mutex<Table<T>>);
+/// Entries by handle: the latest [`SLOTS`] kept. Used on its envelope's
+/// thread only (envelopes live in a table of their thread's), so not locked.
+pub(crate) struct Slots<T>(RefCell<Table<T>>);
 
 struct Table<T> {
     slots: Vec<Slot<T>>,
@@ -102,11 +104,11 @@ struct Table<T> {
 }
 
 /// A slot of a table: the handle of the entry in it, and the entry.
-type Slot<T> = Option<(u64, Arc<T>)>;
+type Slot<T> = Option<(u64, Rc<T>)>;
 
 impl<T> Default for Slots<T> {
     fn default() -> Self {
-        Self(Mutex::new(Table {
+        Self(RefCell::new(Table {
             slots: (0..SLOTS).map(|_| None).collect(),
             next: 0,
         }))
@@ -114,12 +116,9 @@ impl<T> Default for Slots<T> {
 }
 
 impl<T> Slots<T> {
-    /// The table, locked (a panic while it was held cannot have torn it: each
-    /// slot is written whole).
-    fn table(&self) -> std::sync::MutexGuard<'_, Table<T>> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// The table (each borrow ends within the method that takes it).
+    fn table(&self) -> std::cell::RefMut<'_, Table<T>> {
+        self.0.borrow_mut()
     }
 
     /// Keeps `entry` and returns its handle.
@@ -128,22 +127,22 @@ impl<T> Slots<T> {
         let slot = table.next;
         table.next = (slot + 1) % SLOTS;
         let handle = NEXT_HANDLE.fetch_add(1, Ordering::Relaxed) * SLOTS as u64 + slot as u64;
-        table.slots[slot] = Some((handle, Arc::new(entry)));
+        table.slots[slot] = Some((handle, Rc::new(entry)));
         handle
     }
 
     /// Keeps `entry` under `handle`, a number the caller chose (unique among
     /// this table's handles): in the slot the number gives.
-    pub(crate) fn keep_as(&self, handle: u64, entry: T) -> Arc<T> {
-        let entry = Arc::new(entry);
-        self.table().slots[slot_of(handle)] = Some((handle, Arc::clone(&entry)));
+    pub(crate) fn keep_as(&self, handle: u64, entry: T) -> Rc<T> {
+        let entry = Rc::new(entry);
+        self.table().slots[slot_of(handle)] = Some((handle, Rc::clone(&entry)));
         entry
     }
 
     /// The entry of `handle`, unless a later entry took its slot.
-    pub(crate) fn get(&self, handle: u64) -> Option<Arc<T>> {
+    pub(crate) fn get(&self, handle: u64) -> Option<Rc<T>> {
         match &self.table().slots[slot_of(handle)] {
-            Some((h, entry)) if *h == handle => Some(Arc::clone(entry)),
+            Some((h, entry)) if *h == handle => Some(Rc::clone(entry)),
             _ => None,
         }
     }
@@ -167,17 +166,17 @@ impl Requests {
     }
 
     /// The parsed body of `handle`, unless it is gone.
-    pub(crate) fn body(&self, handle: u64) -> Option<Arc<RequestBatch>> {
+    pub(crate) fn body(&self, handle: u64) -> Option<Rc<RequestBatch>> {
         self.bodies.get(handle)
     }
 
     /// Works out the round `key` names and keeps it under `handle`.
-    pub(crate) fn name(&self, handle: u64, key: &RoundKey<'_>) -> Arc<Round> {
+    pub(crate) fn name(&self, handle: u64, key: &RoundKey<'_>) -> Rc<Round> {
         self.rounds.keep_as(handle, key.work_out())
     }
 
     /// The round of `handle`, unless it is gone.
-    pub(crate) fn round(&self, handle: u64) -> Option<Arc<Round>> {
+    pub(crate) fn round(&self, handle: u64) -> Option<Rc<Round>> {
         self.rounds.get(handle)
     }
 }
@@ -230,7 +229,7 @@ mod tests {
             requests.name(
                 3 + n,
                 &RoundKey {
-                    batch: Arc::clone(&batch),
+                    batch: Rc::clone(&batch),
                     method: "tools/call",
                     id: RoundId::Number(1.0),
                     principal: PrincipalKey::None,

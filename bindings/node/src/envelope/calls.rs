@@ -1,154 +1,19 @@
-//! The Rust envelope's claims from JavaScript: each round's identity from the
-//! request as it arrived (the HTTP body parsed here, so arguments are bound
-//! exactly as the Rust and Python servers bind them; once per round, see
-//! `request.rs`), the principal from its parts. The per-call functions take
-//! no arguments: JavaScript writes them into its frame (`frame.rs`) and names
-//! the envelope by its number, in a table of this thread's envelopes (an
-//! `External` argument cost a lookup in a process-wide locked table per call).
+//! The per-round calls: each reads its arguments from the thread's frame.
 
-use std::cell::RefCell;
-use std::collections::HashMap;
+use std::rc::Rc;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use stateseal::{Clock, Envelope, StateCodec, SystemClock};
+use stateseal::{Clock, SystemClock};
 
+use super::EnvelopeCore;
+use super::table::{EnvelopeTicket, envelope_of};
 use crate::frame::{Frame, Slot, with_frame};
-use crate::request::{PrincipalKey, Requests, Round, RoundId, RoundKey};
+use crate::request::{PrincipalKey, Round, RoundId, RoundKey};
 use crate::single_use::NativeSingleUse;
 use crate::text::{js_text, token_of};
-use crate::{Code, Engine, Shared, fail, open, thrown};
-
-/// Seals and verifies states for one audience and lifetime.
-pub(crate) struct EnvelopeCore {
-    shared: Shared,
-    envelope: Envelope,
-    requests: Requests,
-}
-
-/// Seals through whatever engine the codec has open, refusing once it is closed.
-struct Through(Shared);
-
-impl std::fmt::Debug for Through {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Through { .. }")
-    }
-}
-
-impl StateCodec for Through {
-    fn seal(&self, payload: &[u8]) -> std::result::Result<String, stateseal::Error> {
-        self.engine()?.codec.seal(payload)
-    }
-
-    fn seal_with_headroom(&self, buffer: Vec<u8>) -> std::result::Result<String, stateseal::Error> {
-        self.engine()?.codec.seal_with_headroom(buffer)
-    }
-
-    fn unseal(&self, token: &str) -> std::result::Result<Vec<u8>, stateseal::Error> {
-        self.engine()?.codec.unseal(token)
-    }
-
-    fn unseal_in_place(
-        &self,
-        token: &str,
-    ) -> std::result::Result<(Vec<u8>, std::ops::Range<usize>), stateseal::Error> {
-        self.engine()?.codec.unseal_in_place(token)
-    }
-
-    /// The engine's ring's revocations (a closed codec revokes everything).
-    fn revoked(&self, iat: f64, principal: Option<&[u8]>) -> bool {
-        self.engine()
-            .map_or(true, |e| e.codec.revoked(iat, principal))
-    }
-}
-
-impl Through {
-    fn engine(&self) -> std::result::Result<Arc<crate::Engine>, stateseal::Error> {
-        self.0
-            .load_full()
-            .ok_or(stateseal::Error::Config(crate::CLOSED.into()))
-    }
-}
-
-impl EnvelopeCore {
-    pub(crate) fn new(
-        shared: Shared,
-        audience: Option<String>,
-        ttl: f64,
-    ) -> std::result::Result<Self, Error<Code>> {
-        let engine = open(&shared)?;
-        if let Some(limit) = engine.ttl
-            && ttl > limit
-        {
-            return Err(fail(
-                Code::Config,
-                format!(
-                    "ttlSeconds {ttl} exceeds the keyset's state lifetime T = {limit}: rotation keeps keys for T only"
-                ),
-            ));
-        }
-        let envelope =
-            Envelope::builder(Arc::new(Through(Arc::clone(&shared))), audience.as_deref())
-                .ttl(ttl)
-                .build()
-                .map_err(|e| fail(Code::Config, e.to_string()))?;
-        Ok(Self {
-            shared,
-            envelope,
-            requests: Requests::default(),
-        })
-    }
-}
-
-/// A number for each envelope, unique in the process (so one thread's number
-/// never names another thread's envelope).
-static NEXT_ENVELOPE: AtomicU64 = AtomicU64::new(1);
-
-thread_local! {
-    /// This thread's envelopes by number; each leaves when JavaScript drops its ticket.
-    static ENVELOPES: RefCell<HashMap<u64, Arc<EnvelopeCore>>> = RefCell::new(HashMap::new());
-}
-
-/// What JavaScript holds of an envelope: while it is reachable, the envelope
-/// stays in this thread's table under its number.
-pub struct EnvelopeTicket {
-    number: u64,
-    core: Arc<EnvelopeCore>,
-}
-
-impl EnvelopeTicket {
-    pub(crate) fn new(core: EnvelopeCore) -> Self {
-        let number = NEXT_ENVELOPE.fetch_add(1, Ordering::Relaxed);
-        let core = Arc::new(core);
-        ENVELOPES.with(|t| t.borrow_mut().insert(number, Arc::clone(&core)));
-        Self { number, core }
-    }
-}
-
-impl Drop for EnvelopeTicket {
-    fn drop(&mut self) {
-        // Finalized on its own thread; at the thread's exit its table may be gone already.
-        let _ = ENVELOPES.try_with(|t| t.borrow_mut().remove(&self.number));
-    }
-}
-
-/// The envelope a frame names, if it is one of this thread's.
-fn envelope_of(frame: &Frame<'_>) -> std::result::Result<Arc<EnvelopeCore>, Error<Code>> {
-    let number = frame.whole(Slot::Envelope)?;
-    ENVELOPES
-        .with(|t| t.borrow().get(&number).cloned())
-        .ok_or_else(|| fail(Code::Config, "frame: no such envelope on this thread"))
-}
-
-/// The envelope's number, for JavaScript to write into its frame.
-#[napi]
-pub fn envelope_number(
-    #[napi(ts_arg_type = "ExternalObject<'Envelope'>")] envelope: &External<EnvelopeTicket>,
-) -> f64 {
-    envelope.number as f64
-}
+use crate::{Code, Engine, fail, thrown, with_open};
 
 fn identity(round: &Round) -> std::result::Result<&stateseal::RequestIdentity, Error<Code>> {
     round.identity.as_ref().map_err(thrown)
@@ -159,7 +24,7 @@ fn identity(round: &Round) -> std::result::Result<&stateseal::RequestIdentity, E
 fn round_of(
     envelope: &EnvelopeCore,
     frame: &Frame<'_>,
-) -> std::result::Result<Arc<Round>, Error<Code>> {
+) -> std::result::Result<Rc<Round>, Error<Code>> {
     let handle = frame.whole(Slot::Round)?;
     envelope
         .requests
@@ -194,10 +59,7 @@ fn method_of<'f>(frame: &Frame<'f>, at: &mut usize) -> std::result::Result<&'f s
 /// Its identity is worked out now, once for the round's verify and mint.
 /// `ERR_STATESEAL_ROUND` if the body is gone (parse it again), never for a
 /// malformed request: its verify and mint refuse.
-fn name(
-    envelope: &EnvelopeCore,
-    frame: &Frame<'_>,
-) -> std::result::Result<Arc<Round>, Error<Code>> {
+fn name(envelope: &EnvelopeCore, frame: &Frame<'_>) -> std::result::Result<Rc<Round>, Error<Code>> {
     let round = frame.whole(Slot::Round)?;
     if round == 0 {
         return Err(fail(
@@ -283,8 +145,9 @@ fn mint(
 pub fn envelope_mint() -> std::result::Result<Latin1String, Error<Code>> {
     with_frame(|frame| {
         let envelope = envelope_of(frame)?;
-        let engine = open(&envelope.shared)?;
-        mint(&envelope, &engine, &*round_of(&envelope, frame)?, frame)
+        with_open(&envelope.shared, |engine| {
+            mint(&envelope, engine, &*round_of(&envelope, frame)?, frame)
+        })
     })
 }
 
@@ -293,9 +156,9 @@ pub fn envelope_mint() -> std::result::Result<Latin1String, Error<Code>> {
 pub fn envelope_mint_named() -> std::result::Result<Latin1String, Error<Code>> {
     with_frame(|frame| {
         let envelope = envelope_of(frame)?;
-        let engine = open(&envelope.shared)?;
-        let round = name(&envelope, frame)?;
-        mint(&envelope, &engine, &round, frame)
+        with_open(&envelope.shared, |engine| {
+            mint(&envelope, engine, &*name(&envelope, frame)?, frame)
+        })
     })
 }
 
@@ -307,7 +170,7 @@ pub fn envelope_mint_named() -> std::result::Result<Latin1String, Error<Code>> {
 pub fn envelope_verify() -> std::result::Result<Either<Latin1String, String>, Error<Code>> {
     with_frame(|frame| {
         let envelope = envelope_of(frame)?;
-        open(&envelope.shared)?;
+        with_open(&envelope.shared, |_| Ok(()))?;
         let round = round_of(&envelope, frame)?;
         let text = envelope
             .envelope
@@ -366,8 +229,9 @@ fn open_in(
 pub fn envelope_open() -> std::result::Result<Opened, Error<Code>> {
     with_frame(|frame| {
         let envelope = envelope_of(frame)?;
-        open(&envelope.shared)?;
-        open_in(&envelope, &*round_of(&envelope, frame)?, frame)
+        with_open(&envelope.shared, |_| {
+            open_in(&envelope, &*round_of(&envelope, frame)?, frame)
+        })
     })
 }
 
@@ -376,8 +240,8 @@ pub fn envelope_open() -> std::result::Result<Opened, Error<Code>> {
 pub fn envelope_open_named() -> std::result::Result<Opened, Error<Code>> {
     with_frame(|frame| {
         let envelope = envelope_of(frame)?;
-        open(&envelope.shared)?;
-        let round = name(&envelope, frame)?;
-        open_in(&envelope, &round, frame)
+        with_open(&envelope.shared, |_| {
+            open_in(&envelope, &*name(&envelope, frame)?, frame)
+        })
     })
 }

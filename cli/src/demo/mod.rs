@@ -5,32 +5,26 @@
 
 mod bearer_auth;
 mod confirming;
+mod fleet;
 mod routes;
 
 use std::collections::BTreeSet;
 use std::io::{IsTerminal, Write};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
 use rmcp::model::*;
-use rmcp::service::{
-    ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService, ServiceError,
-};
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::json;
-use stateseal::replay::{MemoryReplayStore, ReplayStore};
-use stateseal::rmcp_adapter::StateSealed;
 use stateseal::rotation::{
     DEFAULT_MAX_LIVE_KEYS, KeysetTrust, Phase, RotateMode, describe_keyset, revoke, rotate_keyset,
 };
-use stateseal::setup::{Config, Protection, start};
+use stateseal::setup::Config;
 use stateseal::{Clock, LocalProvider, Principal, Revocation, SystemClock};
 
 use crate::error::CliError;
 use crate::keyset::{load_verified, registry};
 use crate::token::parse_seconds;
+use fleet::{REPLAY_STORE, answered, deploy, launch, rejected, transfer};
 
 /// Options of `stateseal demo`.
 #[derive(Debug, Args)]
@@ -55,7 +49,7 @@ pub(crate) struct DemoArgs {
     json: bool,
 }
 
-const USERS: [&str; 2] = ["alice", "bob"];
+pub(super) const USERS: [&str; 2] = ["alice", "bob"];
 
 /// When the demo writes its rotation, and the shortest run that sees all three
 /// phases after it: rotation at 4 s, phase 2 at 4 + P = 7 s, phase 3 at
@@ -68,103 +62,8 @@ const REVOKE_AFTER: f64 = 8.0;
 const REVOKED_REPLAY_AFTER: Duration = Duration::from_millis(2500);
 const MIN_DURATION: f64 = 26.0;
 
-type Client = RunningService<RoleClient, ()>;
-
-struct Fleet {
-    protections: Vec<Protection>,
-    /// `clients[user][instance]`
-    clients: Vec<Vec<Client>>,
-}
-
-fn fail(what: &str) -> impl Fn(String) -> CliError + '_ {
+pub(super) fn fail(what: &str) -> impl Fn(String) -> CliError + '_ {
     move |e| CliError::Failed(format!("demo: {what}: {e}"))
-}
-
-/// The fleet's shared replay store: one process here, so one memory store
-/// registered under a scheme of the demo's own (a real fleet names Redis).
-const REPLAY_STORE: &str = "demo://fleet";
-
-async fn launch(config: &Config, instances: usize) -> Result<Fleet, CliError> {
-    let mut protections = Vec::new();
-    let mut urls = Vec::new();
-    let replays: Arc<dyn ReplayStore> = Arc::new(MemoryReplayStore::new());
-    for _ in 0..instances {
-        let mut registry = registry(&config.store);
-        let shared = Arc::clone(&replays);
-        registry.register_replay_store("demo", move |_, _| Ok(Arc::clone(&shared)));
-        let protection = start(config, registry)
-            .await
-            .map_err(|e| fail("starting an instance")(e.to_string()))?;
-        let router = bearer_auth::mcp_router(StateSealed::new(
-            confirming::Confirming,
-            protection.boundary(),
-        ));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .map_err(|e| fail("binding")(e.to_string()))?;
-        urls.push(format!(
-            "http://{}/mcp",
-            listener
-                .local_addr()
-                .map_err(|e| fail("address")(e.to_string()))?
-        ));
-        tokio::spawn(async move { axum::serve(listener, router).await });
-        protections.push(protection);
-    }
-    let mut clients = Vec::new();
-    for user in USERS {
-        let mut row = Vec::new();
-        for url in &urls {
-            let transport = StreamableHttpClientTransport::from_config(
-                StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                    .auth_header(format!("{user}-token")),
-            );
-            let client = ()
-                .serve_with_lifecycle(
-                    transport,
-                    ClientLifecycleMode::Discover {
-                        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-                    },
-                )
-                .await
-                .map_err(|e| fail("connecting a client")(e.to_string()))?;
-            row.push(client);
-        }
-        clients.push(row);
-    }
-    Ok(Fleet {
-        protections,
-        clients,
-    })
-}
-
-fn transfer(amount: u32) -> CallToolRequestParams {
-    CallToolRequestParams::new("transfer").with_arguments(
-        json!({"amount": amount})
-            .as_object()
-            .cloned()
-            .unwrap_or_default(),
-    )
-}
-
-fn deploy(env: &str) -> CallToolRequestParams {
-    CallToolRequestParams::new("deploy")
-        .with_arguments(json!({"env": env}).as_object().cloned().unwrap_or_default())
-}
-
-fn answered(params: CallToolRequestParams, token: &str) -> CallToolRequestParams {
-    params.with_request_state(token).with_input_responses(
-        [(
-            "confirm".to_owned(),
-            json!({"action": "accept", "content": {"ok": true}}),
-        )]
-        .into_iter()
-        .collect(),
-    )
-}
-
-fn rejected(r: &Result<CallToolResponse, ServiceError>) -> bool {
-    matches!(r, Err(ServiceError::McpError(e)) if e.code == ErrorCode(-32602) && e.message == "Invalid or expired requestState")
 }
 
 /// A small xorshift generator: the demo's choices need no cryptographic randomness.

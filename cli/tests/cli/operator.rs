@@ -474,6 +474,27 @@ fn inputs_come_from_files_stdin_and_the_environment() {
         (true.into(), "primary".into())
     );
     assert_eq!(i["kid"], json(&status)["primary"]);
+    // A keyset key seals v2 tokens; a static key v1 ones: each named as it is.
+    assert!(token.starts_with("v2."));
+    assert_eq!(i["version"], "v2");
+    let v1 = cli()
+        .args([
+            "token",
+            "seal",
+            "--key",
+            &format!("hex:{}", "ab".repeat(32)),
+        ])
+        .write_stdin("x")
+        .output()
+        .expect("run");
+    let v1 = text(&v1.stdout).trim().to_owned();
+    assert!(v1.starts_with("v1."), "{v1}");
+    let plain = cli().args(["token", "inspect", &v1]).output().expect("run");
+    assert!(
+        text(&plain.stdout).starts_with("version v1, key id "),
+        "{}",
+        text(&plain.stdout)
+    );
     let other = Ks::new("op-inputs-other");
     other.init();
     let foreign = cli()
@@ -487,11 +508,23 @@ fn inputs_come_from_files_stdin_and_the_environment() {
         "{}",
         text(&foreign.stdout)
     );
+    assert!(
+        text(&foreign.stdout).starts_with("version v2, key id "),
+        "{}",
+        text(&foreign.stdout)
+    );
     let garbage = cli()
         .args(["token", "inspect", "v2.nope"])
         .output()
         .expect("run");
     assert_eq!(garbage.status.code(), Some(1));
+    assert!(
+        text(&garbage.stderr)
+            .contains("not a well-formed token (it must start with `v1.` or `v2.`"),
+        "{}",
+        text(&garbage.stderr)
+    );
+    assert!(garbage.stdout.is_empty());
 }
 
 #[test]

@@ -1,10 +1,13 @@
 //! `stateseal token seal|open|mint|verify`: operators' tools for "why was this state rejected?".
 
+mod input;
+mod inspect;
+
 use std::io::{Read, Write};
 use std::sync::Arc;
 
 use clap::{Args, Subcommand};
-use stateseal::rotation::{KeysetTrust, Role, VerifiedKeyset, keyset_ring, keyset_status};
+use stateseal::rotation::{KeysetTrust, VerifiedKeyset, keyset_ring};
 use stateseal::{
     AesGcmCodec, Clock, Envelope, KeyRing, Principal, RequestIdentity, RingHandle, StateCodec,
     SystemClock, token_key_id,
@@ -12,8 +15,11 @@ use stateseal::{
 
 use crate::error::CliError;
 use crate::key_spec::ring_from_specs;
-use crate::keyset::{TrustArgs, load_verified, read_now, registry};
-use crate::output::{line, object};
+use crate::keyset::{TrustArgs, load_verified, registry};
+use crate::output::line;
+pub(crate) use input::{file_text, parse_seconds};
+use input::{params_arg, token_arg};
+use inspect::inspect;
 
 /// Token tools.
 #[derive(Debug, Subcommand)]
@@ -149,74 +155,6 @@ pub(crate) struct VerifyArgs {
     token: String,
 }
 
-/// `--now`/`--ttl`: seconds with an optional fraction.
-pub(crate) fn parse_seconds(s: &str) -> Result<f64, String> {
-    let ok = !s.is_empty()
-        && s.chars().all(|c| c.is_ascii_digit() || c == '.')
-        && s.matches('.').count() <= 1;
-    match s.parse::<f64>() {
-        Ok(v) if ok && v.is_finite() => Ok(v),
-        _ => Err(format!(
-            "expected seconds like 1782345600 or 1782345600.25, got {s:?}"
-        )),
-    }
-}
-
-/// Reads everything on stdin (once per process).
-fn stdin_text(what: &str) -> Result<String, CliError> {
-    let mut text = String::new();
-    std::io::stdin()
-        .read_to_string(&mut text)
-        .map_err(|e| CliError::Usage(format!("{what}: reading stdin: {}", e.kind())))?;
-    Ok(text)
-}
-
-/// The text of `path` (`-`: stdin) for `flag`; the error names the flag and
-/// the path, never the contents.
-pub(crate) fn file_text(flag: &str, path: &str) -> Result<String, CliError> {
-    if path == "-" {
-        return stdin_text(flag);
-    }
-    std::fs::read_to_string(path).map_err(|e| {
-        CliError::Usage(format!(
-            "{flag} {path}: cannot read the file as UTF-8 text ({})",
-            e.kind()
-        ))
-    })
-}
-
-/// A token argument: itself, or stdin for `-` without its one trailing newline
-/// (`echo` and `$(…)` add one; a token never ends in one).
-fn token_arg(token: &str) -> Result<String, CliError> {
-    if token != "-" {
-        return Ok(token.to_owned());
-    }
-    let mut text = stdin_text("token")?;
-    if text.ends_with('\n') {
-        text.pop();
-        if text.ends_with('\r') {
-            text.pop();
-        }
-    }
-    Ok(text)
-}
-
-/// `--params`: the JSON itself, `@FILE`, or `-` for stdin.
-fn params_arg(params: &str) -> Result<String, CliError> {
-    if params == "-" {
-        return stdin_text("--params");
-    }
-    match params.strip_prefix('@') {
-        Some(path) => std::fs::read_to_string(path).map_err(|e| {
-            CliError::Usage(format!(
-                "--params @{path}: cannot read the file ({})",
-                e.kind()
-            ))
-        }),
-        None => Ok(params.to_owned()),
-    }
-}
-
 /// The verified document in the keyset store `uri` at `now`.
 async fn verified_from_store(
     uri: &str,
@@ -343,92 +281,4 @@ fn token_json(token: &str, extra: &[(&str, serde_json::Value)]) -> serde_json::V
         v[*k] = x.clone();
     }
     v
-}
-
-/// `token inspect`: what a token says about itself, and whether a ring holds its key.
-async fn inspect(a: InspectArgs, out: &mut dyn Write) -> Result<(), CliError> {
-    let now = read_now(a.now)?;
-    let token = token_arg(&a.token)?;
-    let Some(kid) = token_key_id(&token) else {
-        return Err(CliError::Rejected(
-            "not a well-formed v1 token (it must start with `v1.` and hold a key id, nonce and tag in base64url)"
-                .into(),
-        ));
-    };
-    // Where the key stands in the keyset at --now: its role, or absent.
-    let mut holder = None;
-    if let Some(uri) = &a.keyset {
-        let v = verified_from_store(uri, &a.trust, now).await?;
-        let st = keyset_status(&v.doc, &registry(uri), now).await;
-        holder = Some(st.entries.into_iter().find(|e| e.kid == Some(kid)));
-    }
-    let in_ring = holder
-        .as_ref()
-        .map(|h| h.as_ref().is_some_and(|e| e.role != Role::Retired));
-    if a.json {
-        let mut v = object(
-            vec![
-                ("version", "v1".into()),
-                ("kid", kid.to_hex().into()),
-                ("length", token.len().into()),
-                (
-                    "in_ring",
-                    in_ring.map_or(serde_json::Value::Null, Into::into),
-                ),
-            ],
-            &[("now", Some(now))],
-        );
-        if let Some(Some(e)) = &holder {
-            v["entry"] = e.entry.clone().into();
-            v["role"] = e.role.label().into();
-        }
-        line(out, v)?;
-    } else {
-        line(
-            out,
-            format!("version v1, key id {kid}, {} characters", token.len()),
-        )?;
-        match &holder {
-            None => {}
-            Some(Some(e)) if e.role != Role::Retired => line(
-                out,
-                format!(
-                    "the ring at --now holds key {kid} (entry {}, {})",
-                    e.entry,
-                    e.role.label()
-                ),
-            )?,
-            Some(Some(e)) => line(
-                out,
-                format!(
-                    "key {kid} (entry {}) has retired: the ring at --now does not hold it",
-                    e.entry
-                ),
-            )?,
-            Some(None) => line(
-                out,
-                format!(
-                    "the ring at --now does not hold key {kid}: not in this keyset (or its entry was pruned)"
-                ),
-            )?,
-        }
-    }
-    if in_ring == Some(false) {
-        return Err(CliError::Reported(1));
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_seconds;
-
-    #[test]
-    fn seconds() {
-        assert_eq!(parse_seconds("1782345600.25"), Ok(1782345600.25));
-        assert_eq!(parse_seconds("600"), Ok(600.0));
-        for bad in ["", "-1", "1e3", "1.2.3", "inf", "NaN", "10s"] {
-            assert!(parse_seconds(bad).is_err(), "{bad}");
-        }
-    }
 }

@@ -23,6 +23,7 @@
 #![forbid(unsafe_code)]
 
 mod revocations;
+pub mod rounds;
 mod running;
 mod settings;
 mod single_use;

@@ -16,7 +16,6 @@
 
 mod envelope;
 mod frame;
-mod request;
 mod settings;
 mod single_use;
 mod text;

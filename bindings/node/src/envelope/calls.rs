@@ -10,10 +10,10 @@ use stateseal::{Clock, SystemClock};
 use super::EnvelopeCore;
 use super::table::{EnvelopeTicket, envelope_of};
 use crate::frame::{Frame, Slot, with_frame};
-use crate::request::{PrincipalKey, Round, RoundId, RoundKey};
 use crate::single_use::NativeSingleUse;
 use crate::text::{js_text, token_of};
 use crate::{Code, Engine, fail, thrown, with_open};
+use stateseal_binding::rounds::{PrincipalKey, Round, RoundId, RoundKey};
 
 fn identity(round: &Round) -> std::result::Result<&stateseal::RequestIdentity, Error<Code>> {
     round.identity.as_ref().map_err(thrown)

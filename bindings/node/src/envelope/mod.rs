@@ -1,10 +1,11 @@
 //! The Rust envelope's claims from JavaScript: each round's identity from the
 //! request as it arrived (the HTTP body parsed here, so arguments are bound
 //! exactly as the Rust and Python servers bind them; once per round, see
-//! `request.rs`), the principal from its parts. The per-call functions take
-//! no arguments: JavaScript writes them into its frame (`frame.rs`) and names
-//! the envelope by its number, in a table of this thread's envelopes (an
-//! `External` argument cost a lookup in a process-wide locked table per call).
+//! `stateseal_binding::rounds`), the principal from its parts. The per-call
+//! functions take no arguments: JavaScript writes them into its frame
+//! (`frame.rs`) and names the envelope by its number, in a table of this
+//! thread's envelopes (an `External` argument cost a lookup in a
+//! process-wide locked table per call).
 
 mod calls;
 mod table;
@@ -14,8 +15,8 @@ use std::sync::Arc;
 use napi::bindgen_prelude::*;
 use stateseal::{Envelope, StateCodec};
 
-use crate::request::Requests;
 use crate::{Code, Shared, fail, open};
+use stateseal_binding::rounds::Requests;
 
 pub use calls::{
     envelope_mint, envelope_mint_named, envelope_open, envelope_open_named, envelope_parse,

@@ -1,18 +1,38 @@
 //! Each request's body, parsed once per request, and each round's identity
-//! and principal, worked out once per round for both its verify and its mint.
+//! and principal, worked out once per round for both its verify and its mint:
+//! the tables a binding's envelope keeps (the Node package's, whose calls
+//! name bodies and rounds by number).
 //!
-//! JavaScript hands the envelope a request's body once and gets back a
+//! The binding hands [`Requests`] a request's body once and gets back a
 //! number, the body's handle. It names each round with the round's first
 //! call (its verify, or its mint if it has none): a number of its own choosing
 //! for the round, the body's handle, the round's method and JSON-RPC id and
 //! the principal's parts; the round's later call passes that number alone.
-//! The envelope keeps the latest bodies and rounds in tables of slots; a
-//! handle whose slot a later entry took is gone, and JavaScript hands the
-//! body (or names the round) again. Nothing per request is a native object on
-//! the JavaScript side: creating one (an `External` or a class instance, with
+//! The tables keep the latest bodies and rounds in slots; a handle whose
+//! slot a later entry took is gone, and the binding hands the body (or names
+//! the round) again. Nothing per request is a native object on the
+//! JavaScript side: creating one (an `External` or a class instance, with
 //! its finalizer and napi-rs's registries) cost more than sealing a small
 //! state, and so did converting the body on every call, and a call of its own
 //! to name each round.
+//!
+//! The tables are used on their envelope's thread only (not `Sync`).
+//!
+//! ```
+//! use stateseal_binding::rounds::{PrincipalKey, RoundId, RoundKey, Requests};
+//!
+//! let requests = Requests::default();
+//! let body = requests.parse(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"deploy","arguments":{}}}"#);
+//! let key = RoundKey {
+//!     batch: requests.body(body).expect("kept"),
+//!     method: "tools/call",
+//!     id: RoundId::Number(7.0),
+//!     principal: PrincipalKey::None,
+//! };
+//! let round = requests.name(1, &key);
+//! assert!(round.identity.is_ok() && round.principal.is_none());
+//! assert!(requests.round(1).is_some());
+//! ```
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -27,26 +47,26 @@ const SLOTS: usize = 256;
 /// another table's entry) times [`SLOTS`], plus its slot; each table fills its
 /// slots in turn, so an entry lasts [`SLOTS`] later entries of its own table.
 /// Handles stay far below 2^53 (exact as JavaScript numbers). A round's
-/// handle is JavaScript's: a count of the rounds it named on this envelope,
+/// handle is the binding's: a count of the rounds it named on this envelope,
 /// kept in the slot the count gives.
 static NEXT_HANDLE: AtomicU64 = AtomicU64::new(1);
 
-/// A round as JavaScript names it: the request's parsed body, method, id and caller.
-pub(crate) struct RoundKey<'a> {
+/// A round as the binding names it: the request's parsed body, method, id and caller.
+pub struct RoundKey<'a> {
     /// The HTTP body (one JSON-RPC message or a batch), parsed.
-    pub(crate) batch: Rc<RequestBatch>,
+    pub batch: Rc<RequestBatch>,
     /// The round's method.
-    pub(crate) method: &'a str,
+    pub method: &'a str,
     /// The round's JSON-RPC id.
-    pub(crate) id: RoundId<'a>,
+    pub id: RoundId<'a>,
     /// The principal: a text of its own (as the Python SDK binds), or its parts.
-    pub(crate) principal: PrincipalKey<'a>,
+    pub principal: PrincipalKey<'a>,
 }
 
-/// A round's JSON-RPC id as JavaScript passes it: a number as it is (the
+/// A round's JSON-RPC id as the binding passes it: a number as it is (the
 /// common case, compared without writing it out and parsing it back), any
 /// other id as its JSON text.
-pub(crate) enum RoundId<'a> {
+pub enum RoundId<'a> {
     /// A number id.
     Number(f64),
     /// Any other id, as `JSON.stringify` writes it.
@@ -54,7 +74,7 @@ pub(crate) enum RoundId<'a> {
 }
 
 /// A principal as the caller gave it.
-pub(crate) enum PrincipalKey<'a> {
+pub enum PrincipalKey<'a> {
     /// Not bound to a caller.
     None,
     /// A text of its own.
@@ -77,9 +97,11 @@ impl PrincipalKey<'_> {
 
 /// One worked-out round: its identity (or why it has none, reported when the
 /// round verifies or mints) and the principal its states bind to.
-pub(crate) struct Round {
-    pub(crate) identity: Result<RequestIdentity, stateseal::Error>,
-    pub(crate) principal: Option<Principal>,
+pub struct Round {
+    /// The round's identity, or why the request has none (a malformed request).
+    pub identity: Result<RequestIdentity, stateseal::Error>,
+    /// The principal its states bind to.
+    pub principal: Option<Principal>,
 }
 
 impl RoundKey<'_> {
@@ -96,7 +118,7 @@ impl RoundKey<'_> {
 
 /// Entries by handle: the latest [`SLOTS`] kept. Used on its envelope's
 /// thread only (envelopes live in a table of their thread's), so not locked.
-pub(crate) struct Slots<T>(RefCell<Table<T>>);
+struct Slots<T>(RefCell<Table<T>>);
 
 struct Table<T> {
     slots: Vec<Slot<T>>,
@@ -122,7 +144,7 @@ impl<T> Slots<T> {
     }
 
     /// Keeps `entry` and returns its handle.
-    pub(crate) fn keep(&self, entry: T) -> u64 {
+    fn keep(&self, entry: T) -> u64 {
         let mut table = self.table();
         let slot = table.next;
         table.next = (slot + 1) % SLOTS;
@@ -133,14 +155,14 @@ impl<T> Slots<T> {
 
     /// Keeps `entry` under `handle`, a number the caller chose (unique among
     /// this table's handles): in the slot the number gives.
-    pub(crate) fn keep_as(&self, handle: u64, entry: T) -> Rc<T> {
+    fn keep_as(&self, handle: u64, entry: T) -> Rc<T> {
         let entry = Rc::new(entry);
         self.table().slots[slot_of(handle)] = Some((handle, Rc::clone(&entry)));
         entry
     }
 
     /// The entry of `handle`, unless a later entry took its slot.
-    pub(crate) fn get(&self, handle: u64) -> Option<Rc<T>> {
+    fn get(&self, handle: u64) -> Option<Rc<T>> {
         match &self.table().slots[slot_of(handle)] {
             Some((h, entry)) if *h == handle => Some(Rc::clone(entry)),
             _ => None,
@@ -154,29 +176,29 @@ fn slot_of(handle: u64) -> usize {
 
 /// An envelope's parsed bodies and worked-out rounds.
 #[derive(Default)]
-pub(crate) struct Requests {
+pub struct Requests {
     bodies: Slots<RequestBatch>,
     rounds: Slots<Round>,
 }
 
 impl Requests {
     /// Parses `body` and returns its handle.
-    pub(crate) fn parse(&self, body: &str) -> u64 {
+    pub fn parse(&self, body: &str) -> u64 {
         self.bodies.keep(RequestBatch::parse(body.as_bytes()))
     }
 
     /// The parsed body of `handle`, unless it is gone.
-    pub(crate) fn body(&self, handle: u64) -> Option<Rc<RequestBatch>> {
+    pub fn body(&self, handle: u64) -> Option<Rc<RequestBatch>> {
         self.bodies.get(handle)
     }
 
     /// Works out the round `key` names and keeps it under `handle`.
-    pub(crate) fn name(&self, handle: u64, key: &RoundKey<'_>) -> Rc<Round> {
+    pub fn name(&self, handle: u64, key: &RoundKey<'_>) -> Rc<Round> {
         self.rounds.keep_as(handle, key.work_out())
     }
 
     /// The round of `handle`, unless it is gone.
-    pub(crate) fn round(&self, handle: u64) -> Option<Rc<Round>> {
+    pub fn round(&self, handle: u64) -> Option<Rc<Round>> {
         self.rounds.get(handle)
     }
 }

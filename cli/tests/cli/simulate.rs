@@ -106,3 +106,123 @@ fn simulate_refuses_bad_flag_values_naming_the_flag() {
     }
     insta::assert_snapshot!("simulate_bad_flag_values", transcript);
 }
+
+#[test]
+fn simulate_prints_the_capacity_table_and_refuses_bad_input() {
+    let out = stateseal(
+        &[
+            "simulate",
+            "--instances",
+            "5,10",
+            "--store",
+            "gcs",
+            "--kms",
+            "gcp",
+            "--days",
+            "0.1",
+            "--rotation-period",
+            "3600",
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    let rows: Vec<&str> = table
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| instances"))
+        .collect();
+    assert_eq!(rows.len(), 2, "{table}");
+    assert!(
+        rows[0].starts_with("| 5 |") && rows[1].starts_with("| 10 |"),
+        "{table}"
+    );
+    let out = stateseal(
+        &[
+            "simulate",
+            "--instances",
+            "5",
+            "--store",
+            "vault",
+            "--kms",
+            "aws",
+            "--days",
+            "0.1",
+            "--rotation-period",
+            "3600",
+            "--json",
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report: serde_json::Value = serde_json::from_str(text(&out.stdout).trim()).expect("json");
+    assert_eq!(report["instances"], 5);
+    assert_eq!(report["rejected_rounds"], 0);
+    assert!(
+        report["rotations"]
+            .as_array()
+            .is_some_and(|r| !r.is_empty()),
+        "{report}"
+    );
+    // Bad input: exit 2 with the reason, nothing on stdout.
+    for (args, needle) in [
+        (
+            vec![
+                "simulate",
+                "--instances",
+                "5",
+                "--store",
+                "nfs",
+                "--kms",
+                "aws",
+            ],
+            "expected gcs, s3 or vault",
+        ),
+        (
+            vec![
+                "simulate",
+                "--instances",
+                "5",
+                "--store",
+                "gcs",
+                "--kms",
+                "hsm",
+            ],
+            "expected aws, gcp or vault",
+        ),
+        (
+            vec![
+                "simulate",
+                "--instances",
+                "0",
+                "--store",
+                "gcs",
+                "--kms",
+                "aws",
+            ],
+            "instances must be between",
+        ),
+        (
+            vec![
+                "simulate",
+                "--instances",
+                "5",
+                "--store",
+                "gcs",
+                "--kms",
+                "aws",
+                "--rotation-period",
+                "60",
+            ],
+            "rotation_period must be longer",
+        ),
+    ] {
+        let out = stateseal(&args, None);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            text(&out.stderr).contains(needle),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}

@@ -20,6 +20,7 @@ mod revoke;
 mod simulate;
 mod token_files;
 mod vault;
+mod vault_auth;
 
 use stateseal_testkit::{gcp_kms_contract, moto, openbao};
 

@@ -4,6 +4,7 @@
 mod aead;
 mod aws;
 mod aws_endpoints;
+mod aws_faults;
 mod azure;
 mod bench_demo;
 mod cloud_flow;

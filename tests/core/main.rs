@@ -2,6 +2,7 @@
 
 mod boundary_json;
 mod cheap_reads;
+mod entry_rewrites;
 mod fleet;
 mod interop;
 mod junk_documents;

@@ -1,31 +1,28 @@
 //! The key plane when the keyset store misbehaves: an unreadable or garbage
 //! document never freezes the ring, an older or foreign document is never
 //! adopted, a store that stays unusable past `max_store_staleness` stops
-//! sealing (and keeps verifying), and a re-wrapped entry is unwrapped again.
+//! sealing (and keeps verifying), and a rotation retries only after a seal
+//! reservation. Entries rewritten under a running ring: `entry_rewrites`.
 
 use std::sync::Arc;
 
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use stateseal::provider::BoxFuture;
-use stateseal::rotation::{
-    RotateMode, SchedulerConfig, Timing, rotate_store_at, rotated, seal_with_new_mac_key,
-};
+use stateseal::rotation::{RotateMode, SchedulerConfig, Timing, rotate_store_at, rotated};
 use stateseal::{
-    Error, FileStore, KeyEntry, KeyRing, Keyset, KeysetStore, ManualClock, ProviderRegistry,
-    RingHandle, RotationScheduler, StoredKeyset,
+    Error, KeysetStore, ManualClock, ProviderRegistry, RingHandle, RotationScheduler, StoredKeyset,
 };
-use stateseal_contract::integrity::PlaintextWrap;
 use stateseal_testkit::keysets;
 
-use crate::fleet::{local_keyset, local_registry, temp_dir};
+use crate::fleet::{local_keyset, local_registry};
 use crate::recorded::{block_on_recorded, values};
 
-const T0: f64 = 1_782_345_600.0;
+pub(crate) const T0: f64 = 1_782_345_600.0;
 
 /// Seal reservations off: these tests count the keyset's generations. The
 /// staleness bound is set well above its default (2P = 50 s, see
 /// `staleness.rs`) so the timeline can be followed without a store.
-fn config() -> SchedulerConfig {
+pub(crate) fn config() -> SchedulerConfig {
     SchedulerConfig::builder()
         .seal_reservation_block(None)
         .timing(Timing::new(10.0, 5.0, 100.0))
@@ -37,12 +34,13 @@ fn config() -> SchedulerConfig {
         .expect("config")
 }
 
-struct Instance {
-    sched: RotationScheduler,
-    ring: Arc<RingHandle>,
+/// A scheduler and the ring it loads, at `T0`.
+pub(crate) struct Instance {
+    pub(crate) sched: RotationScheduler,
+    pub(crate) ring: Arc<RingHandle>,
 }
 
-fn instance(store: Arc<dyn KeysetStore>, registry: &ProviderRegistry) -> Instance {
+pub(crate) fn instance(store: Arc<dyn KeysetStore>, registry: &ProviderRegistry) -> Instance {
     let ring = Arc::new(RingHandle::empty());
     let sched = RotationScheduler::new(
         config(),
@@ -56,10 +54,10 @@ fn instance(store: Arc<dyn KeysetStore>, registry: &ProviderRegistry) -> Instanc
 }
 
 impl Instance {
-    fn primary(&self) -> Option<String> {
+    pub(crate) fn primary(&self) -> Option<String> {
         self.ring.current().map(|r| r.kids()[0].to_hex())
     }
-    fn kids(&self) -> Vec<String> {
+    pub(crate) fn kids(&self) -> Vec<String> {
         self.ring
             .current()
             .map(|r| r.kids().iter().map(|k| k.to_hex()).collect())
@@ -67,7 +65,7 @@ impl Instance {
     }
 }
 
-fn path_of(store: &Arc<dyn KeysetStore>) -> std::path::PathBuf {
+pub(crate) fn path_of(store: &Arc<dyn KeysetStore>) -> std::path::PathBuf {
     std::path::PathBuf::from(store.uri().trim_start_matches("file://"))
 }
 
@@ -272,127 +270,6 @@ async fn an_older_generation_or_another_keyset_is_refused() {
     assert!(counts.contains(&("other_keyset".into(), 1)), "{counts:?}");
     let _ = std::fs::remove_dir_all(dir);
     let _ = std::fs::remove_dir_all(other_dir);
-}
-
-fn entry(id: &str, key: u8, activate_at: f64) -> KeyEntry {
-    KeyEntry {
-        kid: Some(
-            KeyRing::from_bytes(vec![vec![key; 32]])
-                .expect("ring")
-                .kids()[0],
-        ),
-        alg: stateseal::TokenFormat::V1,
-        entry: id.into(),
-        kek: format!("{}://k", PlaintextWrap::SCHEME),
-        wrapped: vec![key; 32],
-        created_at: activate_at,
-        activate_at,
-        retire_at: None,
-        seals_reserved: 0,
-    }
-}
-
-fn kid_of(key: u8) -> String {
-    KeyRing::from_bytes(vec![vec![key; 32]])
-        .expect("ring")
-        .kids()[0]
-        .to_hex()
-}
-
-async fn transparent_store(
-    tag: &str,
-) -> (std::path::PathBuf, Arc<dyn KeysetStore>, ProviderRegistry) {
-    let mut registry = ProviderRegistry::with_defaults();
-    registry.register_provider(Arc::new(PlaintextWrap));
-    let dir = temp_dir(tag);
-    let store: Arc<dyn KeysetStore> = Arc::new(FileStore::new(dir.join("keyset.json")));
-    let doc = Keyset {
-        timing: None,
-        rotation_claim: None,
-        revocations: Vec::new(),
-        id: "ks_transparent".into(),
-        generation: 1,
-        keys: vec![entry("k_a", 1, T0)],
-    };
-    let (stored, _) = seal_with_new_mac_key(
-        &registry,
-        &doc,
-        &format!("{}://k", PlaintextWrap::SCHEME),
-        keysets::FAR_FUTURE,
-    )
-    .await
-    .expect("seal");
-    store.compare_and_swap(None, &stored).await.expect("create");
-    (dir, store, registry)
-}
-
-/// Writes `keys` as the next generation, tagged as a KEK holder would.
-async fn write_keys(store: &dyn KeysetStore, registry: &ProviderRegistry, keys: Vec<KeyEntry>) {
-    keysets::resealed(store, registry, |d| d.keys = keys).await;
-}
-
-#[tokio::test]
-async fn a_rewrapped_entry_is_unwrapped_again_only_to_the_same_key() {
-    let (dir, store, registry) = transparent_store("faults-rewrap").await;
-    let a = instance(store.clone(), &registry);
-    a.sched.refresh_at(T0).await.expect("refresh");
-    assert_eq!(a.primary(), Some(kid_of(1)));
-    let calls = a.sched.kms_calls();
-    // The same entry and key, wrapped differently (re-wrapped under a new KEK, or repaired).
-    let mut rewrapped = entry("k_a", 1, T0);
-    rewrapped.wrapped.extend_from_slice(b"salt");
-    write_keys(&*store, &registry, vec![rewrapped]).await;
-    a.sched.refresh_at(T0 + 1.0).await.expect("refresh");
-    assert!(a.sched.kms_calls() > calls, "the new wrap was unwrapped");
-    assert_eq!(a.primary(), Some(kid_of(1)));
-    assert_eq!(a.sched.status().generation, Some(2));
-    // "Re-wrapped" to another key under the recorded key id: refused, nothing changes.
-    let mut swapped = entry("k_a", 1, T0);
-    swapped.wrapped = vec![2; 32];
-    write_keys(&*store, &registry, vec![swapped]).await;
-    let err = a.sched.refresh_at(T0 + 2.0).await.unwrap_err();
-    assert!(
-        matches!(
-            &err,
-            Error::KeysetRefused {
-                reason: "key_changed",
-                ..
-            }
-        ),
-        "{err}"
-    );
-    assert_eq!(a.primary(), Some(kid_of(1)));
-    assert_eq!(a.sched.status().generation, Some(2));
-    assert!(a.sched.is_ready());
-    let _ = std::fs::remove_dir_all(dir);
-}
-
-#[tokio::test]
-async fn a_document_with_a_duplicate_key_is_refused() {
-    let (dir, store, registry) = transparent_store("faults-dup").await;
-    let a = instance(store.clone(), &registry);
-    a.sched.refresh_at(T0).await.expect("refresh");
-    write_keys(
-        &*store,
-        &registry,
-        vec![entry("k_a", 1, T0), entry("k_b", 1, T0 + 1.0)],
-    )
-    .await;
-    let err = a.sched.refresh_at(T0 + 2.0).await.unwrap_err();
-    assert!(
-        matches!(
-            &err,
-            Error::KeysetRefused {
-                reason: "duplicate_key",
-                ..
-            }
-        ),
-        "{err}"
-    );
-    assert_eq!(a.kids(), vec![kid_of(1)]);
-    assert_eq!(a.sched.status().generation, Some(1));
-    assert!(a.sched.is_ready());
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// A store that lets another writer in just before the first write it forwards.

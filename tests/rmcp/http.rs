@@ -11,7 +11,7 @@ use stateseal::boundary::Boundary;
 use stateseal::rmcp_adapter::StateSealed;
 use stateseal::{AesGcmCodec, Envelope, KeyRing, RingHandle, Secret};
 
-use crate::e2e::Confirming;
+use crate::conversation::Confirming;
 
 /// The `_meta` of a 2026-07-28 stateless request.
 pub(crate) fn request_meta() -> Value {

@@ -4,6 +4,7 @@
 
 #[path = "../../cli/src/demo/bearer_auth.rs"]
 mod bearer_auth;
+mod conversation;
 #[path = "../../cli/src/demo/confirming.rs"]
 mod demo_confirming;
 mod e2e;

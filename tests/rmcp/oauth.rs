@@ -15,7 +15,7 @@ use stateseal::{AesGcmCodec, Envelope, KeyRing, RingHandle, Secret};
 use stateseal_oauth::{ResourceServer, ResourceServerConfig, require_bearer};
 use stateseal_testkit::issuer::Issuer;
 
-use crate::e2e::Confirming;
+use crate::conversation::Confirming;
 
 const AUDIENCE: &str = "http://127.0.0.1/mcp";
 

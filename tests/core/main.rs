@@ -14,6 +14,7 @@ mod one_rotator;
 mod outage;
 mod provider_contract;
 mod recorded;
+mod restored_backups;
 mod revocation;
 mod revocation_document;
 mod seal_budget;

@@ -26,4 +26,5 @@ mod store_faults;
 mod timeline_props;
 mod token_vectors;
 mod vectors;
+mod vectors_keys;
 mod vectors_verify;

@@ -25,10 +25,10 @@ thread_local! {
     static ENVELOPES: RefCell<Envelopes> = RefCell::new(Envelopes::default());
 }
 
-/// Hashes an envelope's number with one multiplication (Fibonacci hashing):
-/// the numbers come from the process's own counter, never from a caller, so
-/// the flooding SipHash guards against cannot happen, and it cost a tenth of
-/// the lookup done on every call.
+/// Hashes an envelope's number with one multiplication (Fibonacci hashing),
+/// for the lookup every call makes: the numbers come from the process's own
+/// counter, never from a caller, so the flooding SipHash guards against
+/// cannot happen here.
 #[derive(Default)]
 struct NumberHasher(u64);
 

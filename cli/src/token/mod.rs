@@ -40,7 +40,7 @@ pub(crate) enum TokenCmd {
     Open {
         #[command(flatten)]
         keys: KeyArgs,
-        /// The token (`v1.…`), or `-` to read it from stdin (one trailing newline is dropped).
+        /// The token (`v1.…` or `v2.…`), or `-` to read it from stdin (one trailing newline is dropped).
         token: String,
         /// One JSON object on stdout: {"payload_base64": …}.
         #[arg(long)]

@@ -170,20 +170,21 @@ pub fn envelope_mint_named() -> std::result::Result<Latin1String, Error<Code>> {
 pub fn envelope_verify() -> std::result::Result<Either<Latin1String, String>, Error<Code>> {
     with_frame(|frame| {
         let envelope = envelope_of(frame)?;
-        with_open(&envelope.shared, |_| Ok(()))?;
-        let round = round_of(&envelope, frame)?;
-        let text = envelope
-            .envelope
-            .verify_at(
-                identity(&round)?,
-                token_of(text_of(frame)?)?,
-                round.principal.as_ref(),
-                at(frame),
-            )
-            .map_err(|e| thrown(&e))?;
-        text.into_string()
-            .map(js_text)
-            .map_err(|_| fail(Code::Rejected, "malformed"))
+        with_open(&envelope.shared, |_| {
+            let round = round_of(&envelope, frame)?;
+            let text = envelope
+                .envelope
+                .verify_at(
+                    identity(&round)?,
+                    token_of(text_of(frame)?)?,
+                    round.principal.as_ref(),
+                    at(frame),
+                )
+                .map_err(|e| thrown(&e))?;
+            text.into_string()
+                .map(js_text)
+                .map_err(|_| fail(Code::Rejected, "malformed"))
+        })
     })
 }
 

@@ -15,6 +15,7 @@
 //! scripts/calibrate-sim.sh --instances 40 --duration 600
 //! ```
 
+mod fleet;
 mod real;
 mod traffic;
 

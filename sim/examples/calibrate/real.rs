@@ -3,13 +3,14 @@
 //! fleet asked of the store and the KMS.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use stateseal::keyset::NEWEST_COPY_SUFFIX;
-use stateseal_testkit::http::http_get;
 use stateseal_testkit::moto::Moto;
 
+use super::fleet::Fleet;
 use super::{Args, CREATED_BEFORE, Counts, REFRESH, ROTATION_PERIOD, SKEW, TTL};
 
 const BUCKET: &str = "calibration";
@@ -18,75 +19,6 @@ const OBJECT: &str = "keyset.json";
 const ROTATED: &str = "rotated the keyset automatically";
 /// What a server logs (at debug) when another writer's keyset write landed first.
 const LOST: &str = "another writer's keyset write landed first";
-
-/// The servers, each on its own port, killed (by PID) when dropped,
-/// whatever happens in between.
-struct Fleet {
-    children: Vec<Child>,
-    ports: Vec<u16>,
-    server: PathBuf,
-    config: PathBuf,
-    dir: PathBuf,
-    env: Vec<(&'static str, String)>,
-    oauth: [String; 2],
-}
-
-impl Fleet {
-    /// Starts server `i` on its port, its log appended to `server-{i}.log`.
-    fn spawn(&self, i: usize) -> Result<Child, String> {
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.dir.join(format!("server-{i}.log")))
-            .map_err(|e| e.to_string())?;
-        let err = log.try_clone().map_err(|e| e.to_string())?;
-        Command::new(&self.server)
-            .args([
-                "--addr",
-                &format!("127.0.0.1:{}", self.ports[i]),
-                "--config",
-                &self.config.display().to_string(),
-                "--oauth-issuer",
-                &self.oauth[0],
-                "--oauth-jwks-uri",
-                &self.oauth[1],
-            ])
-            .envs(self.env.iter().map(|(k, v)| (*k, v)))
-            // Scheduler info (rotations) and the store writes lost to another writer (debug).
-            .env(
-                "RUST_LOG",
-                "warn,stateseal::rotation::scheduler=info,stateseal::rotation::newest=debug",
-            )
-            .stdout(Stdio::from(log))
-            .stderr(Stdio::from(err))
-            .spawn()
-            .map_err(|e| format!("start {}: {e}", self.server.display()))
-    }
-
-    /// Server `i` stops (killed) and a new process starts on its port.
-    fn restart(&mut self, i: usize) -> Result<(), String> {
-        let _ = self.children[i].kill();
-        let _ = self.children[i].wait();
-        self.children[i] = self.spawn(i)?;
-        Ok(())
-    }
-}
-
-impl Drop for Fleet {
-    fn drop(&mut self) {
-        for c in &mut self.children {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-fn free_port() -> Result<u16, String> {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| format!("free port: {e}"))
-}
 
 fn cli(args: &Args, env: &[(&str, String)], argv: &[&str]) -> Result<Output, String> {
     Command::new(&args.cli)
@@ -212,11 +144,12 @@ pub(crate) fn run(args: &Args) -> Result<(Counts, f64), String> {
         .unwrap_or(0);
     // The servers take callers' access tokens from this issuer.
     let oauth = [issuer.url.clone(), issuer.jwks_uri()];
-    let (mut fleet, started, spread) = start_fleet(args, &env, &config, &dir, oauth)?;
+    let (mut fleet, started, spread) =
+        Fleet::spawn_all(args.instances, &args.server, &env, &config, &dir, oauth)?;
     let end = started + Duration::from_secs_f64(args.duration);
-    wait_ready(&fleet.ports, started + Duration::from_secs(30))?;
+    fleet.wait_ready(started + Duration::from_secs(30))?;
     let traffic = (args.scenario.rounds_per_second > 0.0).then(|| {
-        let ports = fleet.ports.clone();
+        let ports = Arc::clone(&fleet.ports);
         let bearer = issuer.access_token("calibration-user", "stateseal-example", 3600);
         let rate = args.scenario.rounds_per_second;
         // As in the model: conversations from TRAFFIC_FROM on.
@@ -240,6 +173,7 @@ pub(crate) fn run(args: &Args) -> Result<(Counts, f64), String> {
         }
     }
     std::thread::sleep(end.saturating_duration_since(Instant::now()));
+    fleet.check_running()?;
     let tally = traffic
         .map(|t| t.join().map_err(|_| "the traffic thread panicked"))
         .transpose()?
@@ -252,6 +186,15 @@ pub(crate) fn run(args: &Args) -> Result<(Counts, f64), String> {
             .map_err(|e| format!("server log: {e}"))?;
         counts.rotations += said.matches(ROTATED).count() as u64;
         counts.lost_writes += said.matches(LOST).count() as u64;
+        // A call went unanswered: what each server warned of says why.
+        if tally.unanswered > 0 {
+            for line in said
+                .lines()
+                .filter(|l| l.contains("WARN") || l.contains("ERROR"))
+            {
+                eprintln!("calibrate: server {i}: {line}");
+            }
+        }
     }
     counts.rounds = tally.verified + tally.rejected;
     counts.rejected = tally.rejected;
@@ -263,50 +206,4 @@ pub(crate) fn run(args: &Args) -> Result<(Counts, f64), String> {
 
 fn moto_log(dir: &Path) -> PathBuf {
     dir.join("moto").join("moto.log")
-}
-
-/// Spawns every server without waiting for any; the fleet, when the first
-/// was spawned and how long spawning them all took.
-fn start_fleet(
-    args: &Args,
-    env: &[(&'static str, String)],
-    config: &Path,
-    dir: &Path,
-    oauth: [String; 2],
-) -> Result<(Fleet, Instant, f64), String> {
-    let mut fleet = Fleet {
-        children: Vec::new(),
-        ports: (0..args.instances)
-            .map(|_| free_port())
-            .collect::<Result<_, _>>()?,
-        server: args.server.clone(),
-        config: config.to_owned(),
-        dir: dir.to_owned(),
-        env: env.to_vec(),
-        oauth,
-    };
-    let started = Instant::now();
-    for i in 0..args.instances {
-        let child = fleet.spawn(i)?;
-        fleet.children.push(child);
-    }
-    Ok((fleet, started, started.elapsed().as_secs_f64()))
-}
-
-fn wait_ready(ports: &[u16], deadline: Instant) -> Result<(), String> {
-    for &port in ports {
-        loop {
-            let ready = http_get(port, "/stats")
-                .and_then(|b| serde_json::from_str::<serde_json::Value>(&b).ok())
-                .is_some_and(|s| s["ready"] == true);
-            if ready {
-                break;
-            }
-            if Instant::now() > deadline {
-                return Err(format!("the server on port {port} was not ready in 30 s"));
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-    Ok(())
 }

@@ -4,6 +4,7 @@
 //! another random instance. An instance that does not answer (down, or
 //! restarting) is skipped for another, as a load balancer would.
 
+use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -71,7 +72,7 @@ fn params(env: &str, state: Option<&str>) -> Value {
 fn call(port: u16, bearer: &str, p: &Value) -> Option<Answer> {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": p});
     let auth = format!("Bearer {bearer}");
-    let (_, text) = http_post_json(
+    let (status, text) = http_post_json(
         port,
         "/mcp",
         &[
@@ -91,7 +92,10 @@ fn call(port: u16, bearer: &str, p: &Value) -> Option<Answer> {
             .find(|v| v.get("id").is_some())
     });
     let Some(msg) = msg else {
-        return Some(Answer::Other(format!("unparsable ({} bytes)", text.len())));
+        return Some(Answer::Other(format!(
+            "HTTP {status}, not a JSON-RPC answer ({} bytes)",
+            text.len()
+        )));
     };
     if let Some(err) = msg.get("error") {
         if err["code"] == -32602 && err["message"] == REJECTED {
@@ -107,10 +111,12 @@ fn call(port: u16, bearer: &str, p: &Value) -> Option<Answer> {
     })
 }
 
-/// A call to a random instance, moving on while one does not answer (bounded).
-fn call_any(pick: &mut Pick, ports: &[u16], bearer: &str, p: &Value) -> Option<Answer> {
+/// A call to a random instance, moving on while one does not answer or is
+/// not listening (port 0), within a bound.
+fn call_any(pick: &mut Pick, ports: &[AtomicU16], bearer: &str, p: &Value) -> Option<Answer> {
     for _ in 0..3 * ports.len() {
-        if let Some(a) = call(ports[pick.below(ports.len())], bearer, p) {
+        let port = ports[pick.below(ports.len())].load(Ordering::SeqCst);
+        if let Some(a) = (port != 0).then(|| call(port, bearer, p)).flatten() {
             return Some(a);
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -119,7 +125,7 @@ fn call_any(pick: &mut Pick, ports: &[u16], bearer: &str, p: &Value) -> Option<A
 }
 
 /// Runs the traffic until `until`; second rounds still pending then are dropped.
-pub(crate) fn run(ports: &[u16], bearer: &str, rate: f64, ttl: f64, until: Instant) -> Tally {
+pub(crate) fn run(ports: &[AtomicU16], bearer: &str, rate: f64, ttl: f64, until: Instant) -> Tally {
     let mut pick = Pick(0x9e37_79b9_7f4a_7c15 ^ u64::from(std::process::id()));
     let mut tally = Tally::default();
     let mut pending: Vec<(Instant, String, &'static str)> = Vec::new();

@@ -32,8 +32,8 @@ pub(crate) struct Fleet {
 }
 
 impl Fleet {
-    /// Spawns `instances` servers without waiting for any; the fleet, when the
-    /// first was spawned and how long spawning them all took.
+    /// Spawns `instances` servers without waiting for any; the fleet and when
+    /// the first was spawned.
     pub(crate) fn spawn_all(
         instances: usize,
         server: &Path,
@@ -41,7 +41,7 @@ impl Fleet {
         config: &Path,
         dir: &Path,
         oauth: [String; 2],
-    ) -> Result<(Self, Instant, f64), String> {
+    ) -> Result<(Self, Instant), String> {
         let mut fleet = Self {
             children: Vec::new(),
             ports: Arc::new((0..instances).map(|_| AtomicU16::new(0)).collect()),
@@ -56,7 +56,7 @@ impl Fleet {
             let child = fleet.spawn(i)?;
             fleet.children.push(child);
         }
-        Ok((fleet, started, started.elapsed().as_secs_f64()))
+        Ok((fleet, started))
     }
 
     fn log(&self, i: usize) -> PathBuf {
@@ -94,38 +94,66 @@ impl Fleet {
             .map_err(|e| format!("start {}: {e}", self.server.display()))
     }
 
-    /// Waits until server `i` says where it listens (its log after `from`
-    /// bytes) and publishes the port; fails when the process exits first or
-    /// `deadline` passes.
-    fn publish_port(&mut self, i: usize, from: u64, deadline: Instant) -> Result<(), String> {
-        loop {
-            let text = std::fs::read(self.log(i)).map_err(|e| format!("server log: {e}"))?;
-            let said = String::from_utf8_lossy(text.get(from as usize..).unwrap_or_default());
-            let port = said.lines().find_map(|l| {
-                let rest = &l[l.find(LISTENING)? + LISTENING.len()..];
-                rest.split('/').next()?.parse::<u16>().ok()
-            });
-            if let Some(port) = port {
-                self.ports[i].store(port, Ordering::SeqCst);
-                return Ok(());
+    /// The port server `i` says it listens on, in its log after `from` bytes.
+    fn said_port(&self, i: usize, from: u64) -> Result<Option<u16>, String> {
+        let text = std::fs::read(self.log(i)).map_err(|e| format!("server log: {e}"))?;
+        let said = String::from_utf8_lossy(text.get(from as usize..).unwrap_or_default());
+        Ok(said.lines().find_map(|l| {
+            let rest = &l[l.find(LISTENING)? + LISTENING.len()..];
+            rest.split('/').next()?.parse::<u16>().ok()
+        }))
+    }
+
+    /// An error naming server `i` and its log when its process has exited.
+    fn exited(&mut self, i: usize, when: &str) -> Result<(), String> {
+        match self.children[i].try_wait() {
+            Ok(Some(status)) => {
+                let said = std::fs::read_to_string(self.log(i)).unwrap_or_default();
+                Err(format!("server {i} exited ({status}) {when}:\n{said}"))
             }
-            if let Ok(Some(status)) = self.children[i].try_wait() {
-                return Err(format!(
-                    "server {i} exited ({status}) before listening:\n{said}"
-                ));
-            }
-            if Instant::now() > deadline {
-                return Err(format!("server {i} did not listen within 30 s:\n{said}"));
-            }
-            std::thread::sleep(Duration::from_millis(20));
+            _ => Ok(()),
         }
     }
 
-    /// Every server's port, then every server ready (`/stats`), by `deadline`.
-    pub(crate) fn wait_ready(&mut self, deadline: Instant) -> Result<(), String> {
-        for i in 0..self.children.len() {
-            self.publish_port(i, 0, deadline)?;
+    /// Waits until each server in `which` (its log after the offset given)
+    /// listens, publishes its port and notes when it was first seen
+    /// listening; fails when a process exits first or `deadline` passes.
+    fn publish_ports(
+        &mut self,
+        which: &[(usize, u64)],
+        deadline: Instant,
+    ) -> Result<Vec<Instant>, String> {
+        let mut seen: Vec<Option<Instant>> = vec![None; which.len()];
+        while seen.iter().any(Option::is_none) {
+            for (k, &(i, from)) in which.iter().enumerate() {
+                if seen[k].is_some() {
+                    continue;
+                }
+                if let Some(port) = self.said_port(i, from)? {
+                    self.ports[i].store(port, Ordering::SeqCst);
+                    seen[k] = Some(Instant::now());
+                } else {
+                    self.exited(i, "before listening")?;
+                }
+            }
+            if Instant::now() > deadline {
+                return Err("a server did not listen within 30 s".into());
+            }
+            std::thread::sleep(Duration::from_millis(10));
         }
+        Ok(seen.into_iter().flatten().collect())
+    }
+
+    /// Every server's port, then every server ready (`/stats`), by
+    /// `deadline`; how far apart the servers began to listen, that is
+    /// finished loading the keyset, which sets their refresh phases.
+    pub(crate) fn wait_ready(&mut self, deadline: Instant) -> Result<f64, String> {
+        let all: Vec<(usize, u64)> = (0..self.children.len()).map(|i| (i, 0)).collect();
+        let seen = self.publish_ports(&all, deadline)?;
+        let spread = match (seen.iter().min(), seen.iter().max()) {
+            (Some(first), Some(last)) => last.duration_since(*first).as_secs_f64(),
+            _ => 0.0,
+        };
         for port in self.ports.iter().map(|p| p.load(Ordering::SeqCst)) {
             loop {
                 let ready = http_get(port, "/stats")
@@ -140,7 +168,7 @@ impl Fleet {
                 std::thread::sleep(Duration::from_millis(100));
             }
         }
-        Ok(())
+        Ok(spread)
     }
 
     /// Server `i` stops (killed) and a new process starts, on a new port.
@@ -150,19 +178,15 @@ impl Fleet {
         let _ = self.children[i].wait();
         let from = std::fs::metadata(self.log(i)).map_or(0, |m| m.len());
         self.children[i] = self.spawn(i)?;
-        self.publish_port(i, from, Instant::now() + Duration::from_secs(30))
+        self.publish_ports(&[(i, from)], Instant::now() + Duration::from_secs(30))?;
+        Ok(())
     }
 
     /// Fails when a server is no longer running: its instance would be
     /// missing from the counts without a word.
     pub(crate) fn check_running(&mut self) -> Result<(), String> {
-        for (i, child) in self.children.iter_mut().enumerate() {
-            if let Ok(Some(status)) = child.try_wait() {
-                let said = std::fs::read_to_string(self.log(i)).unwrap_or_default();
-                return Err(format!(
-                    "server {i} exited ({status}) during the run:\n{said}"
-                ));
-            }
+        for i in 0..self.children.len() {
+            self.exited(i, "during the run")?;
         }
         Ok(())
     }

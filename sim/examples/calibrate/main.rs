@@ -129,7 +129,7 @@ struct Counts {
     unanswered: u64,
 }
 
-fn simulated(args: &Args, start_spread: f64) -> Result<(Counts, Report), String> {
+fn simulated(args: &Args, measured: &real::Measured) -> Result<(Counts, Report), String> {
     let mut s = Scenario::capacity(args.instances, StoreKind::S3, KmsKind::Aws);
     s.days = args.duration / 86_400.0;
     s.timing = Timing::new(REFRESH, SKEW, TTL);
@@ -137,7 +137,10 @@ fn simulated(args: &Args, start_spread: f64) -> Result<(Counts, Report), String>
     s.restart_every = args.scenario.restarts.map(|(every, _)| every);
     s.restart_window = args.scenario.restarts.map_or(0.0, |(_, window)| window);
     s.rounds_per_second = args.scenario.rounds_per_second;
-    s.start_spread = start_spread;
+    s.start_spread = measured.spread;
+    // On loopback, moto answers in milliseconds, not a cloud's tens of them.
+    s.store.latency = measured.latency;
+    s.kms.latency = measured.latency;
     // The real fleet: servers that write (rotation_period in their
     // configuration), on one machine's clock, ready_timeout 30 s.
     s.topology = Topology::Servers;
@@ -173,14 +176,14 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let (real, spread) = match real::run(&args) {
+    let (real, measured) = match real::run(&args) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("calibration failed: {e}");
             return ExitCode::from(1);
         }
     };
-    let (model, report) = match simulated(&args, spread) {
+    let (model, report) = match simulated(&args, &measured) {
         Ok(m) => m,
         Err(e) => {
             eprintln!("calibration failed: {e}");
@@ -236,10 +239,12 @@ fn main() -> ExitCode {
         ("rounds rejected", real.rejected, model.rejected, 0.0, 0),
     ];
     println!(
-        "{} scenario: {} instances, {} s, R = {REFRESH} s, rotation every {ROTATION_PERIOD} s, start spread {spread:.1} s, {} conversations/s, restarts {:?}",
+        "{} scenario: {} instances, {} s, R = {REFRESH} s, rotation every {ROTATION_PERIOD} s, ready spread {:.1} s, moto latency {:.1} ms, {} conversations/s, restarts {:?}",
         args.scenario.name,
         args.instances,
         args.duration,
+        measured.spread,
+        measured.latency * 1e3,
         args.scenario.rounds_per_second,
         args.scenario.restarts
     );

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use stateseal::keyset::NEWEST_COPY_SUFFIX;
+use stateseal_testkit::http::http_get;
 use stateseal_testkit::moto::Moto;
 
 use super::fleet::Fleet;
@@ -77,8 +78,16 @@ fn count_log(log: &Path, from: usize) -> Result<Counts, String> {
     Ok(c)
 }
 
-/// Runs the real fleet; its counts and how far apart its instances started.
-pub(crate) fn run(args: &Args) -> Result<(Counts, f64), String> {
+/// What the model takes from the real run besides the scenario.
+pub(crate) struct Measured {
+    /// How far apart the instances became ready (the model starts as spread).
+    pub(crate) spread: f64,
+    /// moto's median answer time during the run, seconds.
+    pub(crate) latency: f64,
+}
+
+/// Runs the real fleet; its counts and what the model takes from it.
+pub(crate) fn run(args: &Args) -> Result<(Counts, Measured), String> {
     let issuer = stateseal_testkit::issuer::Issuer::start();
     let dir = std::env::temp_dir().join(format!("stateseal-calibrate-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
@@ -144,10 +153,14 @@ pub(crate) fn run(args: &Args) -> Result<(Counts, f64), String> {
         .unwrap_or(0);
     // The servers take callers' access tokens from this issuer.
     let oauth = [issuer.url.clone(), issuer.jwks_uri()];
-    let (mut fleet, started, spread) =
+    let (mut fleet, started) =
         Fleet::spawn_all(args.instances, &args.server, &env, &config, &dir, oauth)?;
     let end = started + Duration::from_secs_f64(args.duration);
-    fleet.wait_ready(started + Duration::from_secs(30))?;
+    let spread = fleet.wait_ready(started + Duration::from_secs(30))?;
+    let probe = {
+        let port = moto_port(&moto.endpoint)?;
+        std::thread::spawn(move || probe_latency(port, end))
+    };
     let traffic = (args.scenario.rounds_per_second > 0.0).then(|| {
         let ports = Arc::clone(&fleet.ports);
         let bearer = issuer.access_token("calibration-user", "stateseal-example", 3600);
@@ -174,6 +187,7 @@ pub(crate) fn run(args: &Args) -> Result<(Counts, f64), String> {
     }
     std::thread::sleep(end.saturating_duration_since(Instant::now()));
     fleet.check_running()?;
+    let latency = probe.join().map_err(|_| "the latency probe panicked")?;
     let tally = traffic
         .map(|t| t.join().map_err(|_| "the traffic thread panicked"))
         .transpose()?
@@ -201,9 +215,35 @@ pub(crate) fn run(args: &Args) -> Result<(Counts, f64), String> {
     counts.unanswered = tally.unanswered;
     drop(moto);
     let _ = std::fs::remove_dir_all(&dir);
-    Ok((counts, spread))
+    Ok((counts, Measured { spread, latency }))
 }
 
 fn moto_log(dir: &Path) -> PathBuf {
     dir.join("moto").join("moto.log")
+}
+
+fn moto_port(endpoint: &str) -> Result<u16, String> {
+    endpoint
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .ok_or_else(|| format!("moto endpoint {endpoint:?}: no port"))
+}
+
+/// moto's median answer time until `end`, from a request every 200 ms for
+/// an object that does not exist (404: not among the counted requests).
+/// The model's store and KMS answer after this long: the gap between a
+/// rotation's claim and its write, and so how many instances read the claim
+/// in between, follows from it.
+fn probe_latency(port: u16, end: Instant) -> f64 {
+    let path = format!("/{BUCKET}/latency-probe");
+    let mut times = Vec::new();
+    while Instant::now() < end {
+        let t = Instant::now();
+        let _ = http_get(port, &path);
+        times.push(t.elapsed().as_secs_f64());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    times.sort_by(f64::total_cmp);
+    times.get(times.len() / 2).copied().unwrap_or(0.0)
 }

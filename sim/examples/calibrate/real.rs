@@ -230,7 +230,7 @@ fn moto_port(endpoint: &str) -> Result<u16, String> {
         .ok_or_else(|| format!("moto endpoint {endpoint:?}: no port"))
 }
 
-/// moto's median answer time until `end`, from a request every 200 ms for
+/// moto's median answer time until `end`, from a request every second for
 /// an object that does not exist (404: not among the counted requests).
 /// The model's store and KMS answer after this long: the gap between a
 /// rotation's claim and its write, and so how many instances read the claim
@@ -242,7 +242,7 @@ fn probe_latency(port: u16, end: Instant) -> f64 {
         let t = Instant::now();
         let _ = http_get(port, &path);
         times.push(t.elapsed().as_secs_f64());
-        std::thread::sleep(Duration::from_millis(200));
+        std::thread::sleep(Duration::from_secs(1));
     }
     times.sort_by(f64::total_cmp);
     times.get(times.len() / 2).copied().unwrap_or(0.0)

@@ -172,14 +172,18 @@ impl Fleet {
     }
 
     /// Server `i` stops (killed) and a new process starts, on a new port.
-    pub(crate) fn restart(&mut self, i: usize) -> Result<(), String> {
+    /// How long it was down: from the kill until it listened again.
+    pub(crate) fn restart(&mut self, i: usize) -> Result<f64, String> {
         self.ports[i].store(0, Ordering::SeqCst);
+        let killed = Instant::now();
         let _ = self.children[i].kill();
         let _ = self.children[i].wait();
         let from = std::fs::metadata(self.log(i)).map_or(0, |m| m.len());
         self.children[i] = self.spawn(i)?;
-        self.publish_ports(&[(i, from)], Instant::now() + Duration::from_secs(30))?;
-        Ok(())
+        let seen = self.publish_ports(&[(i, from)], killed + Duration::from_secs(30))?;
+        Ok(seen
+            .first()
+            .map_or(0.0, |s| s.duration_since(killed).as_secs_f64()))
     }
 
     /// Fails when a server is no longer running: its instance would be

@@ -136,6 +136,7 @@ fn simulated(args: &Args, measured: &real::Measured) -> Result<(Counts, Report),
     s.rotation_period = ROTATION_PERIOD;
     s.restart_every = args.scenario.restarts.map(|(every, _)| every);
     s.restart_window = args.scenario.restarts.map_or(0.0, |(_, window)| window);
+    s.restart_downtime = measured.downtime;
     s.rounds_per_second = args.scenario.rounds_per_second;
     s.start_spread = measured.spread;
     // On loopback, moto answers in milliseconds, not a cloud's tens of them.
@@ -239,14 +240,15 @@ fn main() -> ExitCode {
         ("rounds rejected", real.rejected, model.rejected, 0.0, 0),
     ];
     println!(
-        "{} scenario: {} instances, {} s, R = {REFRESH} s, rotation every {ROTATION_PERIOD} s, ready spread {:.1} s, moto latency {:.1} ms, {} conversations/s, restarts {:?}",
+        "{} scenario: {} instances, {} s, R = {REFRESH} s, rotation every {ROTATION_PERIOD} s, ready spread {:.1} s, moto latency {:.1} ms, {} conversations/s, restarts {:?} (down {:.2} s each)",
         args.scenario.name,
         args.instances,
         args.duration,
         measured.spread,
         measured.latency * 1e3,
         args.scenario.rounds_per_second,
-        args.scenario.restarts
+        args.scenario.restarts,
+        measured.downtime
     );
     println!("| figure | real fleet (moto) | simulation | agree |\n|---|---:|---:|---|");
     let mut agree = true;

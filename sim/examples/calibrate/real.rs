@@ -84,6 +84,9 @@ pub(crate) struct Measured {
     pub(crate) spread: f64,
     /// moto's median answer time during the run, seconds.
     pub(crate) latency: f64,
+    /// How long a restarted server was down, on average: from the kill
+    /// until it listened again.
+    pub(crate) downtime: f64,
 }
 
 /// Runs the real fleet; its counts and what the model takes from it.
@@ -173,6 +176,7 @@ pub(crate) fn run(args: &Args) -> Result<(Counts, Measured), String> {
         })
     });
     // The rolling restarts: instance i at every + window * i / n, then every `every`.
+    let mut downtimes = Vec::new();
     if let Some((every, window)) = args.scenario.restarts {
         let mut at = every;
         while at < args.duration {
@@ -180,7 +184,7 @@ pub(crate) fn run(args: &Args) -> Result<(Counts, Measured), String> {
                 let when = started
                     + Duration::from_secs_f64(at + window * i as f64 / args.instances as f64);
                 std::thread::sleep(when.saturating_duration_since(Instant::now()));
-                fleet.restart(i)?;
+                downtimes.push(fleet.restart(i)?);
             }
             at += every;
         }
@@ -188,6 +192,12 @@ pub(crate) fn run(args: &Args) -> Result<(Counts, Measured), String> {
     std::thread::sleep(end.saturating_duration_since(Instant::now()));
     fleet.check_running()?;
     let latency = probe.join().map_err(|_| "the latency probe panicked")?;
+    // Without restarts the model's default stands (it is never used).
+    let downtime = if downtimes.is_empty() {
+        1.0
+    } else {
+        downtimes.iter().sum::<f64>() / downtimes.len() as f64
+    };
     let tally = traffic
         .map(|t| t.join().map_err(|_| "the traffic thread panicked"))
         .transpose()?
@@ -215,7 +225,14 @@ pub(crate) fn run(args: &Args) -> Result<(Counts, Measured), String> {
     counts.unanswered = tally.unanswered;
     drop(moto);
     let _ = std::fs::remove_dir_all(&dir);
-    Ok((counts, Measured { spread, latency }))
+    Ok((
+        counts,
+        Measured {
+            spread,
+            latency,
+            downtime,
+        },
+    ))
 }
 
 fn moto_log(dir: &Path) -> PathBuf {

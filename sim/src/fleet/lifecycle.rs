@@ -87,7 +87,7 @@ impl Fleet {
     /// A rolling restart reaches instance `i`.
     pub(super) fn restart(&mut self, i: usize, t: f64) -> Result<(), Error> {
         self.restarts += 1;
-        self.replace(i, 0, t + 1.0)
+        self.replace(i, 0, t + self.scenario.restart_downtime)
     }
 
     /// Instance `i`'s process stops now; a new one (cold cache) starts at `at`.

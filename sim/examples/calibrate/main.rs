@@ -240,15 +240,20 @@ fn main() -> ExitCode {
         ("rounds rejected", real.rejected, model.rejected, 0.0, 0),
     ];
     println!(
-        "{} scenario: {} instances, {} s, R = {REFRESH} s, rotation every {ROTATION_PERIOD} s, ready spread {:.1} s, moto latency {:.1} ms, {} conversations/s, restarts {:?} (down {:.2} s each)",
+        "{} scenario: {} instances, {} s, R = {REFRESH} s, rotation every {ROTATION_PERIOD} s, ready spread {:.1} s, moto latency {:.1} ms, {} conversations/s, restarts {}",
         args.scenario.name,
         args.instances,
         args.duration,
         measured.spread,
         measured.latency * 1e3,
         args.scenario.rounds_per_second,
-        args.scenario.restarts,
-        measured.downtime
+        match args.scenario.restarts {
+            Some((every, window)) => format!(
+                "every {every} s over {window} s (down {:.2} s each)",
+                measured.downtime
+            ),
+            None => "none".into(),
+        }
     );
     println!("| figure | real fleet (moto) | simulation | agree |\n|---|---:|---:|---|");
     let mut agree = true;

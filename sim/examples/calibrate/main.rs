@@ -136,7 +136,9 @@ fn simulated(args: &Args, measured: &real::Measured) -> Result<(Counts, Report),
     s.rotation_period = ROTATION_PERIOD;
     s.restart_every = args.scenario.restarts.map(|(every, _)| every);
     s.restart_window = args.scenario.restarts.map_or(0.0, |(_, window)| window);
-    s.restart_downtime = measured.downtime;
+    if let Some(downtime) = measured.downtime {
+        s.restart_downtime = downtime;
+    }
     s.rounds_per_second = args.scenario.rounds_per_second;
     s.start_spread = measured.spread;
     // On loopback, moto answers in milliseconds, not a cloud's tens of them.
@@ -247,12 +249,10 @@ fn main() -> ExitCode {
         measured.spread,
         measured.latency * 1e3,
         args.scenario.rounds_per_second,
-        match args.scenario.restarts {
-            Some((every, window)) => format!(
-                "every {every} s over {window} s (down {:.2} s each)",
-                measured.downtime
-            ),
-            None => "none".into(),
+        match (args.scenario.restarts, measured.downtime) {
+            (Some((every, window)), Some(down)) =>
+                format!("every {every} s over {window} s (down {down:.2} s each)"),
+            _ => "none".into(),
         }
     );
     println!("| figure | real fleet (moto) | simulation | agree |\n|---|---:|---:|---|");

@@ -85,8 +85,8 @@ pub(crate) struct Measured {
     /// moto's median answer time during the run, seconds.
     pub(crate) latency: f64,
     /// How long a restarted server was down, on average: from the kill
-    /// until it listened again.
-    pub(crate) downtime: f64,
+    /// until it listened again (`None` without restarts).
+    pub(crate) downtime: Option<f64>,
 }
 
 /// Runs the real fleet; its counts and what the model takes from it.
@@ -192,12 +192,8 @@ pub(crate) fn run(args: &Args) -> Result<(Counts, Measured), String> {
     std::thread::sleep(end.saturating_duration_since(Instant::now()));
     fleet.check_running()?;
     let latency = probe.join().map_err(|_| "the latency probe panicked")?;
-    // Without restarts the model's default stands (it is never used).
-    let downtime = if downtimes.is_empty() {
-        1.0
-    } else {
-        downtimes.iter().sum::<f64>() / downtimes.len() as f64
-    };
+    let downtime =
+        (!downtimes.is_empty()).then(|| downtimes.iter().sum::<f64>() / downtimes.len() as f64);
     let tally = traffic
         .map(|t| t.join().map_err(|_| "the traffic thread panicked"))
         .transpose()?

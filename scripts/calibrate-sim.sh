@@ -11,5 +11,5 @@ STATESEAL_SVC_PYTHON="${STATESEAL_SVC_PYTHON:-$(scripts/svc-env.sh)/python}"
 export STATESEAL_SVC_PYTHON
 cargo build --quiet -p stateseal-cli --bin stateseal
 cargo build --quiet --example http_server
-cargo build --quiet -p stateseal-sim --example calibrate
-exec target/debug/examples/calibrate --cli target/debug/stateseal --server target/debug/examples/http_server "$@"
+cargo build --quiet -p stateseal-sim-calibrate
+exec target/debug/calibrate --cli target/debug/stateseal --server target/debug/examples/http_server "$@"

@@ -104,7 +104,7 @@ done
 node_s=$((SECONDS - started - python_s))
 log "Rust: every published crate packaged and built from its .crate, in dependency order"
 # --allow-dirty: CI packages a clean clone; on a work tree this checks what is there.
-unpublished=(--exclude stateseal-testkit --exclude stateseal-binding --exclude stateseal-python --exclude stateseal-node --exclude outside-provider)
+unpublished=(--exclude stateseal-testkit --exclude stateseal-binding --exclude stateseal-python --exclude stateseal-node --exclude stateseal-sim-calibrate --exclude outside-provider)
 # cargo unpacks a registry's crate once per name and version and never again,
 # and the dry run's local registry serves every run's crates under the same
 # ones: drop what an earlier run left unpacked, or a crate is verified against

@@ -77,7 +77,7 @@ scripts/nonce-path-check.sh "$pypkg_python"
 echo "== [${SECONDS}s] fleet soak, short form (OpenBao + 3 server processes: rotations, kill, outage, store faults, secret id rotation)"
 scripts/soak.sh --duration 60
 echo "== [${SECONDS}s] the fleet simulation against a real fleet on moto's S3 and KMS, then the same scenario simulated: quiet (24 servers) and, alongside, traffic with rolling restarts (12 servers)"
-cargo build --quiet -p stateseal-sim --example calibrate
+cargo build --quiet -p stateseal-sim-calibrate
 scripts/calibrate-sim.sh --scenario traffic >target/calibrate-traffic.log 2>&1 &
 calibrate_traffic=$!
 scripts/calibrate-sim.sh
@@ -92,7 +92,7 @@ echo "== [${SECONDS}s] Kubernetes overlays and the Dockerfile (kubectl kustomize
 echo "== [${SECONDS}s] MCP conformance suite (input-required-result-*)"
 scripts/conformance.sh
 echo "== [${SECONDS}s] the fuzz targets build (fuzz/ is outside the workspace; running them: docs/testing.md#fuzzing)"
-cargo check --quiet --manifest-path fuzz/Cargo.toml --bins --target-dir target/fuzz-check
+cargo check --quiet --manifest-path fuzz/Cargo.toml --bins --target-dir target
 echo "== [${SECONDS}s] cargo doc"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
 echo "== [${SECONDS}s] public API unchanged (api/*.txt; scripts/public-api.py rewrites them)"

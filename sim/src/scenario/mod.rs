@@ -175,6 +175,8 @@ impl Scenario {
         self.timing.validate()?;
         let bad = |m: &str| Err(Error::Config(m.to_owned()));
         let positive = |v: f64| v.is_finite() && v > 0.0;
+        // NaN and the infinities fall outside any such range.
+        let seconds_up_to = |v: f64, max: f64| (0.0..=max).contains(&v);
         if self.instances == 0 || self.instances > 1_000_000 {
             return bad("instances must be between 1 and 1,000,000");
         }
@@ -189,14 +191,13 @@ impl Scenario {
         if !(self.rounds_per_second.is_finite() && self.rounds_per_second >= 0.0) {
             return bad("rounds_per_second must be zero or positive");
         }
-        if !(self.clock_skew.is_finite() && (0.0..=86_400.0).contains(&self.clock_skew)) {
+        if !seconds_up_to(self.clock_skew, 86_400.0) {
             return bad("clock_skew must be between 0 and 86,400 seconds");
         }
-        if !(self.start_spread.is_finite() && (0.0..=86_400.0).contains(&self.start_spread)) {
+        if !seconds_up_to(self.start_spread, 86_400.0) {
             return bad("start_spread must be between 0 and 86,400 seconds");
         }
-        if !(self.restart_downtime.is_finite() && (0.0..=3_600.0).contains(&self.restart_downtime))
-        {
+        if !seconds_up_to(self.restart_downtime, 3_600.0) {
             return bad("restart_downtime must be between 0 and 3,600 seconds");
         }
         if !(positive(self.ready_timeout) && positive(self.rotator_every)) {

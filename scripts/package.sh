@@ -104,7 +104,10 @@ done
 node_s=$((SECONDS - started - python_s))
 log "Rust: every published crate packaged and built from its .crate, in dependency order"
 # --allow-dirty: CI packages a clean clone; on a work tree this checks what is there.
-unpublished=(--exclude stateseal-testkit --exclude stateseal-binding --exclude stateseal-python --exclude stateseal-node --exclude stateseal-sim-calibrate --exclude outside-provider)
+# Which crates are published is each crate's own `publish` setting (scripts/crates.py).
+excludes="$(python3 scripts/crates.py excludes)"
+published="$(python3 scripts/crates.py published)"
+mapfile -t unpublished < <(printf '%s' "$excludes")
 # cargo unpacks a registry's crate once per name and version and never again,
 # and the dry run's local registry serves every run's crates under the same
 # ones: drop what an earlier run left unpacked, or a crate is verified against
@@ -124,8 +127,7 @@ CARGO_PROFILE_DEV_DEBUG=false CARGO_INCREMENTAL=0 \
   cargo publish --dry-run --allow-dirty --workspace "${unpublished[@]}" >&2
 # The same .crate files, kept (the dry run verified and discarded them).
 cargo package --quiet --no-verify --allow-dirty --workspace "${unpublished[@]}" >&2
-for crate in stateseal stateseal-contract stateseal-vault stateseal-aws-kms stateseal-gcp-kms stateseal-azure-kv stateseal-object-store \
-  stateseal-redis stateseal-providers stateseal-oauth stateseal-sim stateseal-cli; do
+for crate in $published; do
   cp "$CARGO_TARGET_DIR/package/$crate-$version.crate" "$dist/crates/"
 done
 

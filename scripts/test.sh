@@ -59,6 +59,7 @@ cargo run --quiet --example aws_kms -- --dev
 cargo run --quiet --example gcp_kms -- --dev
 echo "== [${SECONDS}s] packages: scripts/package.sh (the wheel, the sdist built from itself, the npm tarballs, every .crate built from itself, into dist/), and the release workflow (scripts/workflow-check.sh)"
 python3 scripts/test_versions.py
+python3 scripts/test_crates.py
 python3 scripts/test_artifacts.py
 scripts/package.sh
 scripts/workflow-check.sh

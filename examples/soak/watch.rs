@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::fleet::free_port;
+
 /// The production rules, with thresholds and `for:` durations scaled from the
 /// default timing (R 30 s, T 600 s) to the soak's (R 1 s, T 20 s).
 fn soak_rules(production: &str) -> Result<String, String> {
@@ -62,13 +64,6 @@ impl Drop for Watch {
     }
 }
 
-fn free_port() -> Result<u16, String> {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| e.to_string())
-}
-
 impl Watch {
     /// Starts Prometheus scraping `ports` with the scaled rules, and waits until it is ready.
     pub(crate) fn start(bin: &Path, dir: &Path, ports: &[u16]) -> Result<Self, String> {
@@ -89,7 +84,7 @@ impl Watch {
             ),
         )
         .map_err(|e| e.to_string())?;
-        let port = free_port()?;
+        let port = free_port();
         let log = std::fs::File::create(dir.join("prometheus.log")).map_err(|e| e.to_string())?;
         let child = Command::new(bin)
             .arg(format!(

@@ -73,6 +73,35 @@ pub fn custom_endpoints_allowed(var: &impl Fn(&str) -> Option<String>) -> Result
     }
 }
 
+/// The variable both Google providers (Cloud KMS, Cloud Storage) read for
+/// whose credentials their requests carry.
+pub const GCP_CREDENTIALS_VAR: &str = "STATESEAL_GCP_CREDENTIALS";
+
+/// Whether the variables ask for unauthenticated Google API requests
+/// ([`GCP_CREDENTIALS_VAR`]: `anonymous` yes, for an emulator; unset or `adc`
+/// no, Application Default Credentials).
+///
+/// ```
+/// use stateseal::provider::gcp_anonymous_credentials;
+/// let vars = |v: &'static str| move |k: &str| (k == "STATESEAL_GCP_CREDENTIALS").then(|| v.to_owned());
+/// assert!(gcp_anonymous_credentials(&vars("anonymous"))?);
+/// assert!(!gcp_anonymous_credentials(&|_: &str| None)?);
+/// assert!(gcp_anonymous_credentials(&vars("oauth")).is_err());
+/// # Ok::<(), stateseal::Error>(())
+/// ```
+///
+/// # Errors
+/// [`Error::Config`] naming the variable for any other value.
+pub fn gcp_anonymous_credentials(var: &impl Fn(&str) -> Option<String>) -> Result<bool, Error> {
+    match var(GCP_CREDENTIALS_VAR).as_deref() {
+        None | Some("adc") => Ok(false),
+        Some("anonymous") => Ok(true),
+        Some(other) => Err(Error::Config(format!(
+            "{GCP_CREDENTIALS_VAR}={other:?}: expected adc or anonymous"
+        ))),
+    }
+}
+
 /// Checks a Google API endpoint override: as [`check_endpoint`], and, unless
 /// `allow_custom`, on loopback or under `googleapis.com` (regional,
 /// `private.`, `restricted.` and Private Service Connect `*.p.googleapis.com`

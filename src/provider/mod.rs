@@ -14,8 +14,8 @@ mod registry;
 use std::fmt;
 
 pub use endpoint::{
-    ALLOW_CUSTOM_ENDPOINTS_VAR, check_endpoint, check_google_endpoint, custom_endpoints_allowed,
-    is_loopback_http,
+    ALLOW_CUSTOM_ENDPOINTS_VAR, GCP_CREDENTIALS_VAR, check_endpoint, check_google_endpoint,
+    custom_endpoints_allowed, gcp_anonymous_credentials, is_loopback_http,
 };
 pub use failure::{MAX_PROVIDER_TEXT, bounded_text, cause_chain, provider_failure};
 pub use local::LocalProvider;

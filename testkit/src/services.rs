@@ -1,7 +1,9 @@
 //! Where the test services come from, and where they listen.
 
+use std::collections::BTreeSet;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 
 /// The workspace root (the test kit is one of its members).
 pub(crate) fn workspace() -> PathBuf {
@@ -24,12 +26,32 @@ pub(crate) fn program(var: &str, name: &str) -> PathBuf {
     panic!("{name} is needed: run scripts/svc-env.sh (or set {var} to it)")
 }
 
-/// A loopback port free right now.
+/// A loopback port free right now, and never one this process was given before.
+///
+/// The probe's listener is closed before the caller's service binds the
+/// port, and the kernel may hand a closed port out again: two services a test
+/// starts side by side would then both be told the same port. So the ports
+/// handed out are remembered, and a probe that lands on one draws again.
+///
+/// # Panics
+/// When loopback cannot be bound, or a thousand probes in a row land on ports
+/// already handed out.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port()
+    static GIVEN: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
+    let mut given = GIVEN.lock().unwrap_or_else(PoisonError::into_inner);
+    for _ in 0..1000 {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("free port")
+            .port();
+        if given.insert(port) {
+            return port;
+        }
+    }
+    panic!(
+        "free port: a thousand probes in a row gave ports already handed out ({} of them)",
+        given.len()
+    )
 }
 
 /// Polls `up` every 100 ms until it answers true.
@@ -57,5 +79,23 @@ pub(crate) fn wait_until(
             );
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::free_port;
+
+    /// The kernel draws an ephemeral port at random from about 28,000, so
+    /// 2,000 bare probes repeat one almost surely (the birthday bound);
+    /// handed-out ports never repeat.
+    #[test]
+    fn ports_handed_out_never_repeat() {
+        let mut ports: Vec<u16> = (0..2000).map(|_| free_port()).collect();
+        ports.sort_unstable();
+        let drawn = ports.len();
+        ports.dedup();
+        assert_eq!(ports.len(), drawn, "a port was handed out twice");
+        assert!(ports.iter().all(|&p| p > 0));
     }
 }

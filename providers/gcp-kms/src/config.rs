@@ -3,7 +3,9 @@
 use std::time::Duration;
 
 use stateseal::Error;
-use stateseal::provider::{check_google_endpoint, custom_endpoints_allowed, is_loopback_http};
+use stateseal::provider::{
+    check_google_endpoint, custom_endpoints_allowed, gcp_anonymous_credentials, is_loopback_http,
+};
 
 /// Settings of the GCP KMS provider, built with [`GcpKmsConfig::builder`] or [`GcpKmsConfig::from_env`].
 ///
@@ -71,16 +73,8 @@ impl GcpKmsConfig {
             b = b.endpoint(e);
         }
         b = b.allow_custom_endpoint(custom_endpoints_allowed(&var)?);
-        match var("STATESEAL_GCP_CREDENTIALS").as_deref() {
-            None | Some("adc") => {}
-            Some("anonymous") => b = b.anonymous_credentials(true),
-            Some(other) => {
-                return Err(Error::Config(format!(
-                    "STATESEAL_GCP_CREDENTIALS={other:?}: expected adc or anonymous"
-                )));
-            }
-        }
-        b.build()
+        b.anonymous_credentials(gcp_anonymous_credentials(&var)?)
+            .build()
     }
 
     /// The endpoint override, if any.

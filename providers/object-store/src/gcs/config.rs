@@ -1,7 +1,9 @@
 //! Where Cloud Storage is, which credentials to use, and how hard to retry.
 
 use stateseal::Error;
-use stateseal::provider::{check_google_endpoint, custom_endpoints_allowed, is_loopback_http};
+use stateseal::provider::{
+    check_google_endpoint, custom_endpoints_allowed, gcp_anonymous_credentials, is_loopback_http,
+};
 
 use crate::document::{Limits, limit_setters};
 
@@ -62,16 +64,8 @@ impl GcsConfig {
             b = b.endpoint(e);
         }
         b = b.allow_custom_endpoint(custom_endpoints_allowed(&var)?);
-        match var("STATESEAL_GCP_CREDENTIALS").as_deref() {
-            None | Some("adc") => {}
-            Some("anonymous") => b = b.anonymous_credentials(true),
-            Some(other) => {
-                return Err(Error::Config(format!(
-                    "STATESEAL_GCP_CREDENTIALS={other:?}: expected adc or anonymous"
-                )));
-            }
-        }
-        b.build()
+        b.anonymous_credentials(gcp_anonymous_credentials(&var)?)
+            .build()
     }
 
     /// The endpoint override, if any.

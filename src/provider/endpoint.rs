@@ -91,13 +91,15 @@ pub const GCP_CREDENTIALS_VAR: &str = "STATESEAL_GCP_CREDENTIALS";
 /// ```
 ///
 /// # Errors
-/// [`Error::Config`] naming the variable for any other value.
+/// [`Error::Config`] naming the variable for any other value, without the
+/// value: a variable named for credentials may have been given one (a key
+/// file's contents), and errors end up in logs.
 pub fn gcp_anonymous_credentials(var: &impl Fn(&str) -> Option<String>) -> Result<bool, Error> {
     match var(GCP_CREDENTIALS_VAR).as_deref() {
         None | Some("adc") => Ok(false),
         Some("anonymous") => Ok(true),
-        Some(other) => Err(Error::Config(format!(
-            "{GCP_CREDENTIALS_VAR}={other:?}: expected adc or anonymous"
+        Some(_) => Err(Error::Config(format!(
+            "{GCP_CREDENTIALS_VAR}: expected adc or anonymous (the value given is not repeated here; a service account key goes in GOOGLE_APPLICATION_CREDENTIALS)"
         ))),
     }
 }
@@ -211,5 +213,41 @@ mod tests {
         }
         // The opt-in never allows plain HTTP off loopback.
         assert!(check_google_endpoint("gcs", "http://kms.invalid", true).is_err());
+    }
+
+    /// A credentials variable holding anything unexpected, a key file's
+    /// contents say, is refused by name alone.
+    #[test]
+    fn gcp_credentials_refused_without_their_value() {
+        let key = r#"{"type":"service_account","private_key":"-----BEGIN PRIVATE KEY-----MIIEv"}"#;
+        for given in [key, "oauth", "ADC"] {
+            let e = gcp_anonymous_credentials(&|k: &str| {
+                (k == GCP_CREDENTIALS_VAR).then(|| given.to_owned())
+            })
+            .unwrap_err()
+            .to_string();
+            assert!(
+                e.contains("STATESEAL_GCP_CREDENTIALS: expected adc or anonymous"),
+                "{e}"
+            );
+            assert!(!e.contains(given), "the value is echoed: {e}");
+            assert!(!e.contains("PRIVATE KEY"), "{e}");
+        }
+        for (given, anonymous) in [
+            (None, false),
+            (Some("adc"), false),
+            (Some("anonymous"), true),
+        ] {
+            let var = |k: &str| {
+                (k == GCP_CREDENTIALS_VAR)
+                    .then(|| given.map(str::to_owned))
+                    .flatten()
+            };
+            assert_eq!(
+                gcp_anonymous_credentials(&var).unwrap(),
+                anonymous,
+                "{given:?}"
+            );
+        }
     }
 }

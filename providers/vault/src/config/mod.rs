@@ -229,10 +229,11 @@ impl VaultConfig {
                 jwt_path: var("STATESEAL_VAULT_JWT_PATH")
                     .map_or_else(|| PathBuf::from(KUBERNETES_JWT_PATH), PathBuf::from),
             },
-            other => {
-                return Err(Error::Config(format!(
-                    "STATESEAL_VAULT_AUTH={other:?}: expected token, approle or kubernetes"
-                )));
+            // Not repeated: a token set here by mistake would end up in logs.
+            _ => {
+                return Err(Error::Config(
+                    "STATESEAL_VAULT_AUTH: expected token, approle or kubernetes (the value given is not repeated here; a token goes in VAULT_TOKEN)".into(),
+                ));
             }
         };
         let mut b = Self::builder(address).auth(auth);

@@ -24,12 +24,19 @@ const SLOT = {
   issuer: 12,
   subject: 13,
 };
-/** Methods named by a number rather than written out. */
-const METHODS = new Map([
-  ['tools/call', 1],
-  ['prompts/get', 2],
-  ['resources/read', 3],
-]);
+/** The number a method is named by, or 0 when it is written out (a switch: no map lookup per round). */
+function methodCode(method) {
+  switch (method) {
+    case 'tools/call':
+      return 1;
+    case 'prompts/get':
+      return 2;
+    case 'resources/read':
+      return 3;
+    default:
+      return 0;
+  }
+}
 
 const encoder = new TextEncoder();
 
@@ -101,7 +108,7 @@ class Frame {
   name(body, method, id, text, clientId, issuer, subject) {
     const n = this.#numbers;
     n[SLOT.body] = body;
-    const code = METHODS.get(method) ?? 0;
+    const code = methodCode(method);
     n[SLOT.method] = code;
     if (code === 0) this.#string(SLOT.methodText, method);
     if (typeof id === 'number') {

@@ -266,7 +266,12 @@ impl NativeCodec {
     /// Stops the background refresh; later calls throw `ERR_STATESEAL_CLOSED`.
     #[napi]
     pub fn close(&self) {
-        // Dropping the engine shuts its runtime down without waiting on I/O in flight.
-        drop(self.shared.swap(None));
+        if let Some(engine) = self.shared.swap(None) {
+            let ring = Arc::clone(engine.codec.ring());
+            // Dropping the engine shuts its runtime down without waiting on I/O in flight.
+            drop(engine);
+            // Envelopes hold the codec until JavaScript collects them: its keys go now.
+            ring.clear();
+        }
     }
 }

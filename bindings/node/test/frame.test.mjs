@@ -111,6 +111,9 @@ test('bad frames and bad numbers in a frame are refused, and the attached frame 
   for (const [slot, value] of [
     [SLOT.round, NaN],
     [SLOT.round, 1.5],
+    // A fraction a double still holds near the top of the range, and one below 1.
+    [SLOT.round, 2 ** 52 - 0.5],
+    [SLOT.body, 0.25],
     [SLOT.envelope, -1],
     [SLOT.body, 2 ** 60],
     [SLOT.text, Infinity],

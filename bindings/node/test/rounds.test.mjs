@@ -267,3 +267,22 @@ test('states of any text cross the boundary unchanged; a token with a character 
   }
   assert.equal(await serve(text, body, (s) => s.verify(token, ctx(3))), 'state');
 });
+
+test('once its codec is closed, every call refuses: rounds named before the close and after', async () => {
+  const own = KeysetCodec.fromKeys(['c'.repeat(32)]);
+  const states = createStatesealCodec({ codec: own, audience: 'svc', format: 'text' });
+  const body = JSON.stringify(call(4, 'prod'));
+  const closed = (e) => e instanceof StatesealError && e.code === 'ERR_STATESEAL_CLOSED' && e.message === 'the codec is closed';
+  const token = await serve(states, body, async (s) => {
+    const t = await s.mint('state', ctx(4));
+    assert.equal(await s.verify(t, ctx(4)), 'state');
+    own.close();
+    // The same round again (already named), then a round of its own.
+    await assert.rejects(s.verify(t, ctx(4)), closed);
+    await assert.rejects(s.mint('state', ctx(4)), closed);
+    return t;
+  });
+  await assert.rejects(serve(states, body, (s) => s.verify(token, ctx(4))), closed);
+  await assert.rejects(serve(states, body, (s) => s.mint('state', ctx(4))), closed);
+  assert.throws(() => own.seal('x'), closed);
+});

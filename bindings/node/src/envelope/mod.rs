@@ -31,55 +31,6 @@ pub(crate) struct EnvelopeCore {
     requests: Requests,
 }
 
-/// Seals through whatever engine the codec has open, refusing once it is closed.
-struct Through(Shared);
-
-impl std::fmt::Debug for Through {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Through { .. }")
-    }
-}
-
-impl StateCodec for Through {
-    fn seal(&self, payload: &[u8]) -> std::result::Result<String, stateseal::Error> {
-        self.with(|codec| codec.seal(payload))
-    }
-
-    fn seal_with_headroom(&self, buffer: Vec<u8>) -> std::result::Result<String, stateseal::Error> {
-        self.with(|codec| codec.seal_with_headroom(buffer))
-    }
-
-    fn unseal(&self, token: &str) -> std::result::Result<Vec<u8>, stateseal::Error> {
-        self.with(|codec| codec.unseal(token))
-    }
-
-    fn unseal_in_place(
-        &self,
-        token: &str,
-    ) -> std::result::Result<(Vec<u8>, std::ops::Range<usize>), stateseal::Error> {
-        self.with(|codec| codec.unseal_in_place(token))
-    }
-
-    /// The engine's ring's revocations (a closed codec revokes everything).
-    fn revoked(&self, iat: f64, principal: Option<&[u8]>) -> bool {
-        self.with(|codec| Ok(codec.revoked(iat, principal)))
-            .unwrap_or(true)
-    }
-}
-
-impl Through {
-    /// `call` on the open engine's codec, borrowed for the call (no count taken).
-    fn with<R>(
-        &self,
-        call: impl FnOnce(&stateseal::AesGcmCodec) -> std::result::Result<R, stateseal::Error>,
-    ) -> std::result::Result<R, stateseal::Error> {
-        match &*self.0.load() {
-            Some(engine) => call(&engine.codec),
-            None => Err(stateseal::Error::Config(crate::CLOSED.into())),
-        }
-    }
-}
-
 impl EnvelopeCore {
     pub(crate) fn new(
         shared: Shared,
@@ -97,11 +48,14 @@ impl EnvelopeCore {
                 ),
             ));
         }
-        let envelope =
-            Envelope::builder(Arc::new(Through(Arc::clone(&shared))), audience.as_deref())
-                .ttl(ttl)
-                .build()
-                .map_err(|e| fail(Code::Config, e.to_string()))?;
+        // The engine's own codec, not one that looks the engine up again: every call
+        // goes through `with_open` first, which refuses once the codec is closed (and
+        // `close` empties the ring, so this reference keeps no keys).
+        let codec: Arc<dyn StateCodec> = engine.codec.clone();
+        let envelope = Envelope::builder(codec, audience.as_deref())
+            .ttl(ttl)
+            .build()
+            .map_err(|e| fail(Code::Config, e.to_string()))?;
         Ok(Self {
             shared,
             envelope,

@@ -96,6 +96,15 @@ pub(crate) struct Engine {
     pub(crate) running: Option<Running>,
 }
 
+impl Drop for Engine {
+    /// Stops the scheduler, then empties the ring: envelopes hold the codec
+    /// until JavaScript collects them, and keep no keys meanwhile.
+    fn drop(&mut self) {
+        drop(self.running.take());
+        self.codec.ring().clear();
+    }
+}
+
 /// The engine while the codec is open; `None` once closed.
 pub(crate) type Shared = Arc<ArcSwapOption<Engine>>;
 
@@ -266,12 +275,31 @@ impl NativeCodec {
     /// Stops the background refresh; later calls throw `ERR_STATESEAL_CLOSED`.
     #[napi]
     pub fn close(&self) {
-        if let Some(engine) = self.shared.swap(None) {
-            let ring = Arc::clone(engine.codec.ring());
-            // Dropping the engine shuts its runtime down without waiting on I/O in flight.
-            drop(engine);
-            // Envelopes hold the codec until JavaScript collects them: its keys go now.
-            ring.clear();
-        }
+        // Dropping the engine shuts its runtime down without waiting on I/O in flight
+        // (a single-use record on a pool thread may hold it a moment longer).
+        drop(self.shared.swap(None));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_closed_engine_leaves_its_envelopes_no_keys() {
+        let ring = KeyRing::from_bytes(vec![vec![7; 32]]).unwrap();
+        let shared: Shared = Arc::new(ArcSwapOption::from_pointee(Engine {
+            codec: Arc::new(AesGcmCodec::new(Arc::new(RingHandle::new(ring)))),
+            ttl: None,
+            running: None,
+        }));
+        let core = EnvelopeCore::new(Arc::clone(&shared), Some("svc".into()), 60.0).unwrap();
+        let codec = Arc::clone(&open(&shared).unwrap().codec);
+        assert!(codec.seal(b"s").is_ok());
+        // As `NativeCodec::close`: the envelope still holds the codec, but not its keys.
+        drop(shared.swap(None));
+        assert!(codec.ring().current().is_none());
+        assert!(matches!(codec.seal(b"s"), Err(stateseal::Error::NotReady)));
+        drop(core);
     }
 }

@@ -50,7 +50,7 @@ impl EnvelopeCore {
         }
         // The engine's own codec, not one that looks the engine up again: every call
         // goes through `with_open` first, which refuses once the codec is closed (and
-        // `close` empties the ring, so this reference keeps no keys).
+        // the engine empties the ring when it goes, so this reference keeps no keys).
         let codec: Arc<dyn StateCodec> = engine.codec.clone();
         let envelope = Envelope::builder(codec, audience.as_deref())
             .ttl(ttl)

@@ -3,8 +3,8 @@
 // not reuse), through stateseal's codec (the Rust envelope's claims, AES-GCM or
 // XAES-256-GCM in Rust) against the SDK's own `createRequestStateCodec` (HMAC-SHA256 over
 // readable JSON) in the same process. With STATESEAL_BENCH_CLI (a release `stateseal`
-// binary), the Rust round of `stateseal bench` is measured in the same run, alternating
-// with the Node rounds, and the Node/Rust ratio printed. Medians; reported, not gated.
+// binary), the Rust round of `stateseal bench` is measured just before and just after each
+// Node measurement, and the ratio of Node to their mean printed. Medians; reported, not gated.
 import { execFileSync } from 'node:child_process';
 
 import { createRequestStateCodec } from '@modelcontextprotocol/server';
@@ -54,22 +54,25 @@ async function median(c, payload, req) {
   return times[times.length >> 1];
 }
 
-/** The Rust round of `stateseal bench` with a v2 key, as a keyset seals (µs per size); nothing without a CLI. */
-function rustRounds() {
-  if (!CLI) return {};
-  const out = execFileSync(CLI, ['bench', '--json', '--sizes', SIZES.join(','), '--millis', '200'], { encoding: 'utf8' });
-  const rounds = {};
+/**
+ * The Rust round of `stateseal bench` with a v2 key, as a keyset seals, at `size` bytes (µs);
+ * `undefined` without a CLI. Measured next to each Node measurement (before and after it),
+ * so that the ratio compares the two at the same moment of a machine whose speed drifts.
+ */
+function rustRound(size) {
+  if (!CLI) return undefined;
+  const out = execFileSync(CLI, ['bench', '--json', '--sizes', String(size), '--millis', '100'], { encoding: 'utf8' });
   for (const line of out.split('\n').filter(Boolean)) {
     const r = JSON.parse(line);
-    if (r.op === 'round_v2') rounds[r.state_bytes] = r.ns_per_op / 1000;
+    if (r.op === 'round_v2') return r.ns_per_op / 1000;
   }
-  return rounds;
+  throw new Error('stateseal bench printed no round_v2 line');
 }
 
 // Our codec binds the round's request: run inside the handler that keeps it.
 const run = (f) => ours.handler({ fetch: f }).fetch(new Request('http://127.0.0.1/mcp', { method: 'POST', body }));
 await run(async (req) => {
-  console.log('round: verify + mint (µs, median of batches)   stateseal   SDK HMAC   ours/SDK   Rust round   Node/Rust');
+  console.log('round: verify + mint (µs, median of batches)   stateseal   SDK HMAC   ours/SDK  Rust before, after  Node/Rust');
   // One pass over every size first, not reported: the first size measured otherwise ran
   // while V8 was still optimising the round (its first run 10-25% slower than the rest).
   for (const size of SIZES) {
@@ -77,14 +80,19 @@ await run(async (req) => {
     await median(sdk, 'x'.repeat(size), req);
   }
   for (let r = 0; r < RUNS; r++) {
-    const rust = rustRounds();
     for (const size of SIZES) {
       const payload = 'x'.repeat(size);
       await median(ours, payload, req); // warm-up
       await median(sdk, payload, req);
-      const [a, b] = [await median(ours, payload, req), await median(sdk, payload, req)];
+      const before = rustRound(size);
+      const a = await median(ours, payload, req);
+      const after = rustRound(size);
+      const b = await median(sdk, payload, req);
       const cols = [a.toFixed(2).padStart(34), b.toFixed(1).padStart(10), (a / b).toFixed(2).padStart(10)];
-      if (rust[size]) cols.push(rust[size].toFixed(2).padStart(12), (a / rust[size]).toFixed(2).padStart(11));
+      if (before !== undefined) {
+        const rust = (before + after) / 2;
+        cols.push(`${before.toFixed(2)}, ${after.toFixed(2)}`.padStart(16), (a / rust).toFixed(2).padStart(11));
+      }
       console.log(`  ${String(size).padStart(5)} B ${cols.join(' ')}`);
     }
   }

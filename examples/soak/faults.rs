@@ -44,7 +44,8 @@ impl Seen {
     }
 }
 
-fn generations(servers: &[Server]) -> Vec<Option<u64>> {
+/// The generation each process serves (`None` when it does not answer).
+pub(crate) fn generations(servers: &[Server]) -> Vec<Option<u64>> {
     servers
         .iter()
         .map(|s| s.stats().and_then(|st| st["generation"].as_u64()))
@@ -69,6 +70,22 @@ fn count_until(
         }
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// After a rotation: waits up to `within` until every process serves a
+/// generation newer than the one it served before (`before`); returns how
+/// many do. The plan keeps rotations out of the store outage's way, but its
+/// events run late on a slow machine (each fault waits for the processes to
+/// report it): a rotation 0.6 s before the outage left two processes without
+/// the new key, and the third, whose clock is ahead, sealed with it.
+pub(crate) fn await_rotation(
+    servers: &[Server],
+    before: &[Option<u64>],
+    within: Duration,
+) -> usize {
+    count_until(servers, within, |i, st| {
+        st["refresh_ok"] == true && st["generation"].as_u64() > before.get(i).copied().flatten()
+    })
 }
 
 /// Runs `break_it`, checks every process reports it while it keeps serving

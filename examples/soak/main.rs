@@ -136,6 +136,7 @@ fn run(args: &Args) -> Result<bool, String> {
         let t = started.elapsed().as_secs_f64();
         match event {
             Event::Rotate => {
+                let before = faults::generations(&servers);
                 let mut argv = vec!["rotate", "--store", STORE];
                 let mut out = cli(&args.cli, &env, &argv);
                 if out.status.code() == Some(1) {
@@ -147,6 +148,14 @@ fn run(args: &Args) -> Result<bool, String> {
                 if out.status.success() {
                     rotations += 1;
                     println!("{t:>6.1}s rotate #{rotations} ok");
+                    // The next event (the outage, say) waits until every process holds the new keys.
+                    let loaded = faults::await_rotation(&servers, &before, Duration::from_secs(10));
+                    if loaded < servers.len() {
+                        failures.push(format!(
+                            "rotate #{rotations}: {loaded} of {} processes loaded it within 10 s",
+                            servers.len()
+                        ));
+                    }
                 } else {
                     failures.push(format!(
                         "rotate at {t:.1}s: {}",

@@ -201,14 +201,16 @@ pub(super) fn run(
             .iter()
             .position(|b| *b == chosen)
             .unwrap_or(0);
-        let mut rounds = Vec::new();
+        // Each backend's v1 rounds, for its ratio to the chosen one's and the verdict.
+        let rounds: Vec<Vec<f64>> = (0..AeadBackend::ALL.len())
+            .map(|b| (0..s[0].len()).map(|r| round(b, false, r)).collect())
+            .collect();
         for (b, backend) in AeadBackend::ALL.iter().enumerate() {
-            rounds.push((0..s[0].len()).map(|r| round(b, false, r)).collect());
             let seal = median_of_rounds(&s, |r| s[at(b, 4)][r]);
             let open = median_of_rounds(&s, |r| s[at(b, 5)][r]);
             let round_ns = median_of_rounds(&s, |r| round(b, false, r));
             let round_v2_ns = median_of_rounds(&s, |r| round(b, true, r));
-            let ratio = median_of_rounds(&s, |r| round(b, false, r) / round(chosen_at, false, r));
+            let ratio = paired_ratio(&rounds, b, chosen_at);
             let ratio_v2 = median_of_rounds(&s, |r| round(b, true, r) / round(chosen_at, true, r));
             if json {
                 let tenth = |x: f64| (x * 10.0).round() / 10.0;
@@ -242,28 +244,24 @@ pub(super) fn run(
     Ok(())
 }
 
+/// Backend `b`'s round over the chosen one's, taken round by round: the
+/// median of the per-round ratios (the `/chosen` column, and the verdict's).
+fn paired_ratio(rounds: &[Vec<f64>], b: usize, chosen: usize) -> f64 {
+    median_of_rounds(rounds, |r| rounds[b][r] / rounds[chosen][r])
+}
+
 /// Whether the chosen backend (`rounds[chosen]`) is the fastest, from each
 /// backend's rounds (`rounds[b][r]`: backend `b`'s round `r`, measured in the
 /// same pass over the ops as every other backend's round `r`).
 ///
-/// Each backend is compared with the chosen one round by round, as the
-/// `/chosen` column is: the median of the per-round ratios. The medians of the
+/// Each backend is compared with the chosen one by [`paired_ratio`]. The medians of the
 /// rounds themselves are not compared: on a machine whose speed drifts
 /// between rounds they named a backend faster than the chosen one whose own
 /// paired ratio, printed beside it, said it was slower.
 fn verdict(chosen: usize, rounds: &[Vec<f64>]) -> String {
     let name = |b: usize| AeadBackend::ALL.get(b).map_or("?", |b| b.name());
-    let paired = |b: usize| {
-        let mut ratios: Vec<f64> = rounds[b]
-            .iter()
-            .zip(&rounds[chosen])
-            .map(|(x, c)| x / c)
-            .collect();
-        ratios.sort_by(f64::total_cmp);
-        ratios.get(ratios.len() / 2).copied().unwrap_or(1.0)
-    };
     let (fastest, ratio) = (0..rounds.len())
-        .map(|b| (b, paired(b)))
+        .map(|b| (b, paired_ratio(rounds, b, chosen)))
         .min_by(|a, b| a.1.total_cmp(&b.1))
         .unwrap_or((chosen, 1.0));
     // Medians of one run move by about 1%: closer than that is a tie.

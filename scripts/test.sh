@@ -46,13 +46,15 @@ done
 echo "== [${SECONDS}s] cargo test"
 cargo test --workspace
 echo "== [${SECONDS}s] the Python SDK's vectors and the live interop under each AES-256-GCM backend (same bytes whichever seals)"
+# --workspace (one package has these targets): the features `cargo test --workspace`
+# built with, so nothing is compiled again (-p would build the package's own set).
 for aead in aws-lc ring split; do
-  STATESEAL_AEAD=$aead cargo test --quiet -p stateseal --test core -- vectors interop
+  STATESEAL_AEAD=$aead cargo test --quiet --workspace --test core -- vectors interop
 done
 echo "== [${SECONDS}s] fleet simulation: 10,000 instances for a simulated week, in deploy/'s topology and with writing servers (release build; sim/tests/fleet.rs)"
 cargo test --release -p stateseal-sim --test fleet ten_thousand -- --nocapture
 # The live Cloud KMS and Cloud Storage tests skip without credentials; show that they said so.
-cargo test --quiet -p stateseal-cli --test cli live_ -- --nocapture
+cargo test --quiet --workspace --test cli live_ -- --nocapture
 echo "== [${SECONDS}s] examples against real services"
 cargo run --quiet --example vault -- --dev
 cargo run --quiet --example aws_kms -- --dev

@@ -26,6 +26,7 @@ use crate::store_model::StoreModel;
 use crate::virtual_time::{Clock, OPERATOR, SimTime, Task, run_now};
 
 pub(crate) use instances::Member;
+use lifecycle::RestartPlan;
 
 /// Unix time of the run's second 0 (document times must be real dates).
 const T0: f64 = 1_782_345_600.0;
@@ -38,7 +39,8 @@ enum Event {
     Refresh(usize, u32),
     /// Instance `i`'s task is due to be polled again.
     Resume(usize, u32),
-    Restart(usize),
+    /// Instance `i`'s restart in wave `w` of the rolling restarts.
+    Restart(usize, u32),
     ColdRestart,
     /// The rotator job starts (its retry number within one scheduled run).
     Rotator(u32),
@@ -113,6 +115,7 @@ pub(crate) struct Fleet {
     offsets: Vec<f64>,
     queue: BinaryHeap<Scheduled>,
     seq: u64,
+    restart_plan: RestartPlan,
     /// States in flight, by slot (kept out of the queue: small events move fast).
     tokens: Vec<Option<String>>,
     free_tokens: Vec<u32>,
@@ -232,6 +235,7 @@ impl Fleet {
             offsets,
             queue: BinaryHeap::new(),
             seq: 0,
+            restart_plan: RestartPlan::default(),
             tokens: Vec::new(),
             free_tokens: Vec::new(),
             holders: BTreeMap::new(),
@@ -278,14 +282,7 @@ impl Fleet {
         let s = self.scenario.clone();
         let span = s.span();
         if let Some(every) = s.restart_every {
-            let mut at = every;
-            while at < span {
-                for i in 0..s.instances {
-                    let offset = s.restart_window * i as f64 / s.instances as f64;
-                    self.push(at + offset, Event::Restart(i));
-                }
-                at += every;
-            }
+            self.plan_restarts(every, span);
         }
         if let Some(at) = s.cold_restart_at {
             self.push(at, Event::ColdRestart);
@@ -322,7 +319,10 @@ impl Fleet {
                 Event::Refresh(i, epoch) if current(&self, i, epoch) => self.refresh(i, at)?,
                 Event::Resume(i, epoch) if current(&self, i, epoch) => self.resume(i, at)?,
                 Event::Start(..) | Event::Refresh(..) | Event::Resume(..) => {}
-                Event::Restart(i) => self.restart(i, at)?,
+                Event::Restart(i, wave) => {
+                    self.queue_restart(i, wave + 1);
+                    self.restart(i, at)?;
+                }
                 Event::ColdRestart => self.cold_start(at)?,
                 Event::Rotator(attempt) => self.rotator_start(attempt, at)?,
                 Event::RotatorResume => self.rotator_resume(at)?,

@@ -17,7 +17,7 @@ suite="$tools/conformance/node_modules/@modelcontextprotocol/conformance/dist/in
 if [ ! -f "$suite" ]; then
   npm install --silent --no-audit --no-fund --prefix "$tools/conformance" "@modelcontextprotocol/conformance@$suite_version" >&2
 fi
-cargo build -q --example conformance_server
+cargo build -q --workspace --example conformance_server
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
 target/debug/examples/conformance_server --addr "127.0.0.1:$port" --failure-mode reject 2>"$tools/conformance-server.log" &
 server=$!

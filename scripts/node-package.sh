@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 project=bindings/node/test
 packaged="$(python3 scripts/artifacts.py node-binary --dist "${STATESEAL_DIST:-dist}")"
-cargo build --quiet -p stateseal-cli --bin stateseal
+cargo build --quiet --workspace --bin stateseal
 # `npm ci` installs exactly the lock file's versions; the install script's cargo build is incremental.
 (cd "$project" && STATESEAL_NODE_PROFILE=debug npm ci --no-audit --no-fund --foreground-scripts --loglevel=error) >&2
 # The source build loads and seals.

@@ -23,7 +23,20 @@ export CARGO_TARGET_DIR="$PWD/target"
 rm -rf "$dist"
 mkdir -p "$dist/python" "$dist/node" "$dist/crates"
 
-log "Python: abi3 wheel for manylinux_2_17 x86_64 (zig links against glibc 2.17), sdist"
+log "Python: the sdist, then the abi3 wheel for manylinux_2_17 x86_64 built from it (zig links against glibc 2.17)"
+maturin sdist -m bindings/python/Cargo.toml --out "$dist/python" >&2
+# The wheel users get is built from the sdist, unpacked away from this checkout,
+# by pip through the package's own build backend (maturin's PEP 517 hooks; no
+# build isolation, so this venv's pinned maturin and zig): the sdist builds from
+# itself alone, and what it builds is what ships. One release build, where a
+# wheel from the checkout and a dev build of the sdist took two.
+sdist_dir="$(mktemp -d)"
+tar -xzf "$(python3 scripts/artifacts.py sdist --dist "$dist")" -C "$sdist_dir"
+# The archive's files carry fixed old times (a reproducible sdist), and the
+# workspace's crates get the same artifact names wherever they are built: in
+# the shared target directory cargo would take an older build of them for
+# fresh. Newer files make it compile the sdist's own sources.
+find "$sdist_dir" -type f -exec touch {} +
 # maturin sets up zig (wrappers for the C compiler, archiver and linker) in the
 # environment it runs cargo in. A cargo shim records that environment once the
 # build's own cargo call has it, so the Node binary below is compiled and linked
@@ -31,7 +44,7 @@ log "Python: abi3 wheel for manylinux_2_17 x86_64 (zig links against glibc 2.17)
 # ones included, are the wheel's builds, not a second build of each.
 zig_env="$CARGO_TARGET_DIR/zig-env.sh"
 shim_dir="$(mktemp -d)"
-trap 'rm -rf "$shim_dir"' EXIT
+trap 'rm -rf "$shim_dir" "$sdist_dir"' EXIT
 rm -f "$zig_env"
 cat > "$shim_dir/cargo" <<SHIM
 #!/bin/sh
@@ -41,13 +54,13 @@ fi
 exec "$(command -v cargo)" "\$@"
 SHIM
 chmod +x "$shim_dir/cargo"
-CARGO="$shim_dir/cargo" maturin build --quiet --release --strip --zig --compatibility manylinux2014 \
-  -m bindings/python/Cargo.toml --out "$dist/python" >&2
+CARGO="$shim_dir/cargo" MATURIN_PEP517_ARGS="--zig --compatibility manylinux2014 --strip" \
+  "$tools/python" -m pip wheel --quiet --disable-pip-version-check --no-deps --no-build-isolation \
+  --wheel-dir "$dist/python" "$sdist_dir/stateseal-$version" >&2
 if ! grep -q '^export CC_x86_64_unknown_linux_gnu=' "$zig_env" 2>/dev/null; then
   echo "package.sh: maturin ran cargo without its zig environment (CC_x86_64_unknown_linux_gnu): $zig_env was not written" >&2
   exit 1
 fi
-maturin sdist -m bindings/python/Cargo.toml --out "$dist/python" >&2
 # The wheel under the name every other script looks for (scripts/artifacts.py).
 if ! wheel="$(python3 scripts/artifacts.py wheel --dist "$dist")"; then
   echo "package.sh: maturin built $(cd "$dist/python" && echo *.whl), not the wheel expected" >&2
@@ -62,20 +75,6 @@ if ! grep -q 'manylinux_2_17_x86_64' "$dist/python/auditwheel.txt"; then
 fi
 rm "$dist/python/auditwheel.txt"
 twine check --strict "$dist"/python/* >&2
-# The sdist builds from itself alone: unpacked away from this checkout, built by
-# pip through its own build backend (the target directory is only a cache).
-sdist_dir="$(mktemp -d)"
-tar -xzf "$(python3 scripts/artifacts.py sdist --dist "$dist")" -C "$sdist_dir"
-# The archive's files carry fixed old times (a reproducible sdist), and the
-# workspace's crates get the same artifact names wherever they are built: in
-# the shared target directory cargo would take an older build of them for
-# fresh. Newer files make it compile the sdist's own sources.
-find "$sdist_dir" -type f -exec touch {} +
-# A dev build: it proves the sdist is complete; the wheel users get is the one above.
-MATURIN_PEP517_ARGS="--profile dev" "$tools/python" -m pip wheel --quiet --disable-pip-version-check --no-deps \
-  --wheel-dir "$sdist_dir/wheel" "$sdist_dir/stateseal-$version" >&2
-ls "$sdist_dir"/wheel/stateseal-"$version"-*.whl >/dev/null
-rm -rf "$sdist_dir"
 
 python_s=$((SECONDS - started))
 log "Node: linux-x64-gnu binary (glibc 2.17), the main package and the binary package"

@@ -46,8 +46,9 @@ done
 echo "== [${SECONDS}s] cargo test"
 cargo test --workspace
 echo "== [${SECONDS}s] the Python SDK's vectors and the live interop under each AES-256-GCM backend (same bytes whichever seals)"
-# --workspace (one package has these targets): the features `cargo test --workspace`
-# built with, so nothing is compiled again (-p would build the package's own set).
+# Builds and runs after `cargo test --workspace` select their targets with --workspace
+# (one package has each): its features, so nothing is compiled again (-p, or a package's
+# own directory, would build that package's own set: 2.5 minutes cold for the CLI).
 for aead in aws-lc ring split; do
   STATESEAL_AEAD=$aead cargo test --quiet --workspace --test core -- vectors interop
 done
@@ -56,9 +57,10 @@ cargo test --release -p stateseal-sim --test fleet ten_thousand -- --nocapture
 # The live Cloud KMS and Cloud Storage tests skip without credentials; show that they said so.
 cargo test --quiet --workspace --test cli live_ -- --nocapture
 echo "== [${SECONDS}s] examples against real services"
-cargo run --quiet --example vault -- --dev
-cargo run --quiet --example aws_kms -- --dev
-cargo run --quiet --example gcp_kms -- --dev
+cargo build --quiet --workspace --example vault --example aws_kms --example gcp_kms
+target/debug/examples/vault --dev
+target/debug/examples/aws_kms --dev
+target/debug/examples/gcp_kms --dev
 echo "== [${SECONDS}s] packages: scripts/package.sh (the wheel, the sdist built from itself, the npm tarballs, every .crate built from itself, into dist/), and the release workflow (scripts/workflow-check.sh)"
 python3 scripts/test_versions.py
 python3 scripts/test_crates.py
@@ -80,7 +82,7 @@ scripts/nonce-path-check.sh "$pypkg_python"
 echo "== [${SECONDS}s] fleet soak, short form (OpenBao + 3 server processes: rotations, kill, outage, store faults, secret id rotation)"
 scripts/soak.sh --duration 60
 echo "== [${SECONDS}s] the fleet simulation against a real fleet on moto's S3 and KMS, then the same scenario simulated: quiet (24 servers) and, alongside, traffic with rolling restarts (12 servers)"
-cargo build --quiet -p stateseal-sim-calibrate
+cargo build --quiet --workspace --bin calibrate
 scripts/calibrate-sim.sh --scenario traffic >target/calibrate-traffic.log 2>&1 &
 calibrate_traffic=$!
 scripts/calibrate-sim.sh

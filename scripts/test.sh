@@ -61,7 +61,7 @@ cargo build --quiet --workspace --example vault --example aws_kms --example gcp_
 target/debug/examples/vault --dev
 target/debug/examples/aws_kms --dev
 target/debug/examples/gcp_kms --dev
-echo "== [${SECONDS}s] packages: scripts/package.sh (the wheel, the sdist built from itself, the npm tarballs, every .crate built from itself, into dist/), and the release workflow (scripts/workflow-check.sh)"
+echo "== [${SECONDS}s] packages: scripts/package.sh (the sdist and the wheel pip builds from it, the npm tarballs, every .crate built from itself, into dist/), and the release workflow (scripts/workflow-check.sh)"
 python3 scripts/test_versions.py
 python3 scripts/test_crates.py
 python3 scripts/test_artifacts.py

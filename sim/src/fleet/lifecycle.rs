@@ -197,3 +197,38 @@ impl Fleet {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Event, Fleet};
+    use crate::scenario::{KmsKind, Scenario, StoreKind};
+
+    /// Twelve instances restarted every 60 s for three minutes: two waves,
+    /// one restart per instance in the queue at a time, in the wave's order.
+    #[test]
+    fn one_restart_per_instance_is_queued_at_a_time() {
+        let mut s = Scenario::capacity(12, StoreKind::S3, KmsKind::Aws);
+        s.days = 180.0 / 86_400.0;
+        s.restart_every = Some(60.0);
+        s.restart_window = 40.0;
+        let fleet = Fleet::new(&s).expect("fleet");
+        assert_eq!(fleet.restart_plan.waves, [60.0, 120.0]);
+        let mut queued: Vec<(f64, u64, usize, u32)> = fleet
+            .queue
+            .iter()
+            .filter_map(|e| match e.event {
+                Event::Restart(i, wave) => Some((e.at, e.seq, i, wave)),
+                _ => None,
+            })
+            .collect();
+        queued.sort_by_key(|a| a.1);
+        assert_eq!(queued.len(), 12, "{queued:?}");
+        for (k, &(at, seq, i, wave)) in queued.iter().enumerate() {
+            assert_eq!((i, wave), (k, 0));
+            assert_eq!(at, 60.0 + 40.0 * k as f64 / 12.0);
+            assert_eq!(seq, fleet.restart_plan.first_seq + k as u64);
+        }
+        // The second wave's numbers are set aside: nothing else takes them.
+        assert!(fleet.seq >= fleet.restart_plan.first_seq + 24 - 1);
+    }
+}

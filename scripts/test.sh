@@ -18,6 +18,12 @@ export STATESEAL_REDIS_SERVER
 # Azurite (npm), the Azure Storage emulator, unpacked into target/ (the az-blob store's tests start their own).
 STATESEAL_AZURITE="$(scripts/azurite-env.sh)"
 export STATESEAL_AZURITE
+echo "== [${SECONDS}s] README.md under 200 lines (a user's front page; the rest lives in docs/)"
+readme_lines="$(wc -l < README.md)"
+if [ "$readme_lines" -ge 200 ]; then
+  echo "README.md has $readme_lines lines: move detail into docs/" >&2
+  exit 1
+fi
 echo "== [${SECONDS}s] cargo fmt --check"
 cargo fmt --all -- --check
 echo "== [${SECONDS}s] cargo clippy"

@@ -201,17 +201,21 @@ pub(super) fn run(
             .iter()
             .position(|b| *b == chosen)
             .unwrap_or(0);
-        // Each backend's v1 rounds, for its ratio to the chosen one's and the verdict.
-        let rounds: Vec<Vec<f64>> = (0..AeadBackend::ALL.len())
-            .map(|b| (0..s[0].len()).map(|r| round(b, false, r)).collect())
-            .collect();
+        // Each backend's v1 and v2 rounds, for their medians, their ratios to
+        // the chosen backend's and the verdict.
+        let rounds_of = |v2: bool| -> Vec<Vec<f64>> {
+            (0..AeadBackend::ALL.len())
+                .map(|b| (0..s[0].len()).map(|r| round(b, v2, r)).collect())
+                .collect()
+        };
+        let (rounds, rounds_v2) = (rounds_of(false), rounds_of(true));
         for (b, backend) in AeadBackend::ALL.iter().enumerate() {
             let seal = median_of_rounds(&s, |r| s[at(b, 4)][r]);
             let open = median_of_rounds(&s, |r| s[at(b, 5)][r]);
-            let round_ns = median_of_rounds(&s, |r| round(b, false, r));
-            let round_v2_ns = median_of_rounds(&s, |r| round(b, true, r));
+            let round_ns = median_of_rounds(&rounds, |r| rounds[b][r]);
+            let round_v2_ns = median_of_rounds(&rounds_v2, |r| rounds_v2[b][r]);
             let ratio = paired_ratio(&rounds, b, chosen_at);
-            let ratio_v2 = median_of_rounds(&s, |r| round(b, true, r) / round(chosen_at, true, r));
+            let ratio_v2 = paired_ratio(&rounds_v2, b, chosen_at);
             if json {
                 let tenth = |x: f64| (x * 10.0).round() / 10.0;
                 let cents = |x: f64| (x * 100.0).round() / 100.0;
@@ -245,7 +249,7 @@ pub(super) fn run(
 }
 
 /// Backend `b`'s round over the chosen one's, taken round by round: the
-/// median of the per-round ratios (the `/chosen` column, and the verdict's).
+/// median of the per-round ratios (the `/chosen` columns, and the verdict's).
 fn paired_ratio(rounds: &[Vec<f64>], b: usize, chosen: usize) -> f64 {
     median_of_rounds(rounds, |r| rounds[b][r] / rounds[chosen][r])
 }

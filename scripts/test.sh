@@ -3,13 +3,28 @@
 # interop), and the docs. What CI runs; what a newcomer runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# background LOG COMMAND...: COMMAND in a session of its own (stopped by PID, with all it
+# started, if the run fails before it is joined), its output in LOG; its PID in $started.
+# join PID LOG: waits for it; if it failed, shows LOG and fails the run.
+background() {
+  local log="$1"
+  shift
+  setsid "$@" > "$log" 2>&1 &
+  started=$!
+  trap "kill -- -$started 2>/dev/null || true" EXIT
+}
+join() {
+  if ! wait "$1"; then
+    cat "$2" >&2
+    exit 1
+  fi
+  trap - EXIT
+}
 # The test tools install in the background while the checks before `cargo test` run: pip,
-# npm, apt and curl mostly wait on one core or the network (scripts/tools-prefetch.sh). It has
-# a process group of its own, stopped by PID if a check fails first.
+# npm, apt and curl mostly wait on one core or the network (scripts/tools-prefetch.sh).
 mkdir -p target
-setsid scripts/tools-prefetch.sh > target/tools-prefetch.log 2>&1 &
-prefetch=$!
-trap 'kill -- "-$prefetch" 2>/dev/null || true' EXIT
+background target/tools-prefetch.log scripts/tools-prefetch.sh
+prefetch=$started
 echo "== [${SECONDS}s] README.md under 200 lines (a user's front page; the rest lives in docs/)"
 readme_lines="$(wc -l < README.md)"
 if [ "$readme_lines" -ge 200 ]; then
@@ -42,11 +57,7 @@ for only in gcs azure; do
   fi
 done
 echo "== [${SECONDS}s] the test tools in place (scripts/tools-prefetch.sh, started at the beginning)"
-if ! wait "$prefetch"; then
-  cat target/tools-prefetch.log >&2
-  exit 1
-fi
-trap - EXIT
+join "$prefetch" target/tools-prefetch.log
 # The real Python MCP SDK (mcp==2.3.0) in a project-local venv, for the interop tests.
 STATESEAL_PYTHON="$(scripts/py-env.sh)"
 export STATESEAL_PYTHON
@@ -77,17 +88,14 @@ cargo test --release -p stateseal-sim --test fleet ten_thousand -- --nocapture
 cargo test --quiet --workspace --test cli live_ -- --nocapture
 # The wheel and the Node binary are release builds of 13 minutes or more on two cores, and
 # the steps up to the Node package's need neither: they build in the background, at the
-# lowest priority (they take the cores those steps leave idle, and never slow a timed
-# one), in a process group of their own, stopped by PID if a step fails first.
+# lowest priority (they take the cores those steps leave idle, and never slow a timed one).
+# Where the kernel groups tasks by session (autogroup), it shares the cores between sessions
+# evenly whatever each task's nice value: the new session's own nice value is raised as well
+# (without it, the soak's debug build ran on one core while the wheel's took the other).
 binaries_started=$SECONDS
-# setsid gives it a session of its own, and where the kernel groups tasks by session
-# (autogroup) it shares the cores between sessions evenly whatever each task's nice value:
-# the new session's own nice value is raised as well (without it, the soak's debug build
-# ran on one core while the wheel's took the other).
-setsid sh -c 'echo 19 > /proc/self/autogroup 2>/dev/null; exec nice -n 19 scripts/package.sh python node' \
-  > target/package-binaries.log 2>&1 &
-binaries=$!
-trap 'kill -- "-$binaries" 2>/dev/null || true' EXIT
+background target/package-binaries.log \
+  sh -c 'echo 19 > /proc/self/autogroup 2>/dev/null; exec nice -n 19 scripts/package.sh python node'
+binaries=$started
 echo "== [${SECONDS}s] examples against real services"
 cargo build --quiet --workspace --example vault --example aws_kms --example gcp_kms
 target/debug/examples/vault --dev
@@ -127,11 +135,7 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
 echo "== [${SECONDS}s] public API unchanged (api/*.txt; scripts/public-api.py rewrites them)"
 python3 scripts/public-api.py --check
 echo "== [${SECONDS}s] packages: the sdist, the wheel pip builds from it, the npm tarballs (scripts/package.sh python node, in the background since ${binaries_started}s)"
-if ! wait "$binaries"; then
-  cat target/package-binaries.log
-  exit 1
-fi
-trap - EXIT
+join "$binaries" target/package-binaries.log
 cat target/package-binaries.log
 echo "== [${SECONDS}s] the Node package (bindings/node installed beside the TypeScript MCP SDK from npm, built from source, then dist/'s binary: node --test, tsc, benchmark)"
 scripts/node-package.sh

@@ -9,7 +9,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 STATESEAL_SVC_PYTHON="${STATESEAL_SVC_PYTHON:-$(scripts/svc-env.sh)/python}"
 export STATESEAL_SVC_PYTHON
-cargo build --quiet --workspace --bin stateseal
-cargo build --quiet --workspace --example http_server
-cargo build --quiet --workspace --bin calibrate
+scripts/build-cli.sh --bin calibrate
 exec target/debug/calibrate --cli target/debug/stateseal --server target/debug/examples/http_server "$@"

@@ -3,7 +3,8 @@
 # is a project depending on it (`file:..`, so npm links the package and runs its
 # install script, which builds the native module from source with cargo) and on
 # the SDK from npm (versions pinned by its package-lock.json). The from-source
-# build is a debug one: it proves the contributors' path; the tests and the
+# build proves the contributors' path (the install script runs cargo, finds the
+# library it built, puts it in place, and it loads and seals); the tests and the
 # benchmark then run on the binary users get, the one in dist/'s linux-x64-gnu
 # package (scripts/package.sh, run first). Then the package's tests (node --test;
 # the single-use ones on a real Redis), a type check of the documented TypeScript
@@ -12,9 +13,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 project=bindings/node/test
 packaged="$(python3 scripts/artifacts.py node-binary --dist "${STATESEAL_DIST:-dist}")"
-cargo build --quiet --workspace --bin stateseal
-# `npm ci` installs exactly the lock file's versions; the install script's cargo build is incremental.
-(cd "$project" && STATESEAL_NODE_PROFILE=debug npm ci --no-audit --no-fund --foreground-scripts --loglevel=error) >&2
+scripts/build-cli.sh
+# `npm ci` installs exactly the lock file's versions. The install script's cargo build runs
+# with the target and the zig environment package.sh built the packaged binary with, so it
+# is the same build: cargo finds it done. (A debug build of the crate alone compiled 99
+# units the workspace's builds do not share, two minutes on two cores.)
+zig_env="${CARGO_TARGET_DIR:-target}/zig-env.sh"
+[ -f "$zig_env" ] || { echo "node-package.sh: $zig_env is missing: run scripts/package.sh python node first" >&2; exit 1; }
+(
+  # shellcheck source=/dev/null
+  . "$zig_env"
+  cd "$project" && CARGO_BUILD_TARGET=x86_64-unknown-linux-gnu npm ci --no-audit --no-fund --foreground-scripts --loglevel=error
+) >&2
 # The source build loads and seals.
 (cd "$project" && node -e '
   const { KeysetCodec } = require("stateseal");

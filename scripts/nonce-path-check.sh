@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 py="${1:?usage: scripts/nonce-path-check.sh PYTHON}"
 under="$(scripts/glibc-env.sh)"
 # The debug build: the check counts system calls, it does not time anything.
-cargo build -q --workspace --bin stateseal
+scripts/build-cli.sh
 bin=target/debug/stateseal
 if ! command -v strace >/dev/null; then
   # Debian's strace, unpacked into target/ like the other tools, never installed system-wide.

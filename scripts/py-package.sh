@@ -13,8 +13,7 @@ wheel="$(python3 scripts/artifacts.py wheel --dist "${STATESEAL_DIST:-dist}")"
 packages=("mcp==2.3.0" "pytest==8.3.5")
 scripts/venv.sh "$venv" "${packages[@]}"
 # The CLI and the Rust example server the tests run beside the Python server.
-cargo build --quiet --workspace --bin stateseal
-cargo build --quiet --workspace --example http_server
+scripts/build-cli.sh
 "$venv/bin/pip" install --quiet --disable-pip-version-check --only-binary=:all: \
   --force-reinstall --no-deps "$wheel" >&2
 SVC_BIN="$(scripts/svc-env.sh)"

@@ -14,6 +14,5 @@ fi
 STATESEAL_BAO="${STATESEAL_BAO:-$(scripts/svc-env.sh)/bao}"
 STATESEAL_PROMETHEUS="${STATESEAL_PROMETHEUS:-$(scripts/prometheus-env.sh)/prometheus}"
 export STATESEAL_BAO STATESEAL_PROMETHEUS
-cargo build --quiet "${profile[@]}" --workspace --bin stateseal
-cargo build --quiet "${profile[@]}" --workspace --example http_server --example soak
+scripts/build-cli.sh "${profile[@]}" --example soak
 exec "target/$dir/examples/soak" --cli "target/$dir/stateseal" --server "target/$dir/examples/http_server" "$@"

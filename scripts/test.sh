@@ -114,7 +114,7 @@ scripts/tools-env-check.sh
 echo "== [${SECONDS}s] fleet soak, short form (OpenBao + 3 server processes: rotations, kill, outage, store faults, secret id rotation)"
 scripts/soak.sh --duration 60
 echo "== [${SECONDS}s] the fleet simulation against a real fleet on moto's S3 and KMS, then the same scenario simulated: quiet (24 servers) and, alongside, traffic with rolling restarts (12 servers)"
-cargo build --quiet --workspace --bin calibrate
+scripts/build-cli.sh --bin calibrate
 scripts/calibrate-sim.sh --scenario traffic >target/calibrate-traffic.log 2>&1 &
 calibrate_traffic=$!
 scripts/calibrate-sim.sh

@@ -9,4 +9,7 @@
 # Usage: scripts/build-cli.sh [--release] [cargo build arguments: --example X, --bin Y]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# scripts/test.sh builds them once before the crates' dry run, which holds cargo's lock on
+# target/debug while it builds, and says so: then the scripts it runs beside it build nothing.
+if [ -n "${STATESEAL_CLI_BUILT:-}" ]; then exit 0; fi
 cargo build --quiet --workspace --bin stateseal --example http_server "$@"

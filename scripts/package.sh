@@ -148,10 +148,13 @@ if want crates; then
   rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/stateseal-"$version" \
     "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/stateseal-*-"$version"
   # Nor does cargo look at a registry crate's sources again once built (a
-  # published version never changes): drop our crates' builds, whichever source
-  # they came from, so each is built from this run's .crate.
-  rm -rf "$CARGO_TARGET_DIR"/debug/.fingerprint/stateseal-* "$CARGO_TARGET_DIR"/debug/.fingerprint/stateseal_* \
-    "$CARGO_TARGET_DIR"/debug/deps/libstateseal*
+  # published version never changes): drop the builds of our crates that an
+  # earlier dry run made from its registry, so each is built from this run's
+  # .crate. The crates verified in their package directories are path builds,
+  # which cargo checks by their files' times, and the workspace's own builds
+  # stay: the steps that run its binaries need not build them again, and can
+  # run beside this one.
+  python3 scripts/crates.py drop-registry-builds "$CARGO_TARGET_DIR"
   # Each crate is built alone, outside the workspace, so without the workspace's
   # [profile.dev]: the same settings given here let it reuse the dependencies the
   # workspace's builds compiled (cold, the default full debug info rebuilt every

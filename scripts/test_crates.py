@@ -1,6 +1,7 @@
 """scripts/crates.py: which crates are published, from each crate's own
 `publish` setting, and its refusal of unreadable metadata (message, exit code 2,
-nothing printed)."""
+nothing printed); `drop-registry-builds` removes a dry run's registry builds of
+our crates and nothing else."""
 
 from __future__ import annotations
 
@@ -62,6 +63,54 @@ class Crates(unittest.TestCase):
         self.assertEqual(words[::2], ["--exclude"] * (len(words) // 2))
         self.assertIn("stateseal-testkit", words[1::2])
         self.assertTrue(set(names).isdisjoint(words[1::2]))
+
+
+def build(target: pathlib.Path, file: str, build_hash: str, fingerprint: str, sources: str) -> list[pathlib.Path]:
+    """One build in `target`'s debug directory: its dep-info naming `sources`,
+    its library and metadata, its fingerprint directory. Returns its paths."""
+    deps = target / "debug" / "deps"
+    fp = target / "debug" / ".fingerprint" / f"{fingerprint}-{build_hash}"
+    deps.mkdir(parents=True, exist_ok=True)
+    fp.mkdir(parents=True)
+    (fp / "lib").write_text("fingerprint")
+    paths = [deps / f"{file}-{build_hash}.d", deps / f"lib{file}-{build_hash}.rlib", deps / f"lib{file}-{build_hash}.rmeta"]
+    paths[0].write_text(f"{deps}/{file}-{build_hash}.d: {sources}\n")
+    for p in paths[1:]:
+        p.write_text("build")
+    return [*paths, fp]
+
+
+class DropRegistryBuilds(unittest.TestCase):
+    def test_drops_registry_builds_of_our_crates_only(self) -> None:
+        with tempfile.TemporaryDirectory() as d:
+            target = pathlib.Path(d)
+            registry = "/root/.cargo/registry/src/-edb66b17a71311d3/stateseal-aws-kms-0.1.0/src/lib.rs"
+            dropped = build(target, "stateseal_aws_kms", "ccf02fc600232f57", "stateseal-aws-kms", registry)
+            kept = [
+                # The workspace's build (a path relative to the workspace), and a crate
+                # verified in its package directory (a path relative to it).
+                *build(target, "stateseal_aws_kms", "57c9f2b07946208a", "stateseal-aws-kms", "providers/aws-kms/src/lib.rs"),
+                *build(target, "stateseal", "11d3d89d9cf5a14a", "stateseal", "src/lib.rs"),
+                # Another crate from the registry: not ours.
+                *build(target, "tokio", "0123456789abcdef", "tokio", "/root/.cargo/registry/src/x/tokio-1.0.0/src/lib.rs"),
+            ]
+            out = subprocess.run([sys.executable, str(SCRIPT), "drop-registry-builds", d], capture_output=True, text=True)
+            self.assertEqual((out.returncode, out.stdout), (0, ""), out.stderr)
+            self.assertIn("dropped 1 registry builds", out.stderr)
+            self.assertEqual([p for p in dropped if p.exists()], [])
+            self.assertEqual([p for p in kept if not p.exists()], [])
+
+    def test_bad_arguments_are_refused_and_nothing_removed(self) -> None:
+        with tempfile.TemporaryDirectory() as d:
+            registry = "/root/.cargo/registry/src/r/stateseal-0.1.0/src/lib.rs"
+            paths = build(pathlib.Path(d), "stateseal", "04e50d48a7def874", "stateseal", registry)
+            for args, message in (([], "usage: crates.py drop-registry-builds TARGET_DIR"),
+                                  ([d, d], "usage: crates.py drop-registry-builds TARGET_DIR"),
+                                  ([f"{d}/missing"], f"crates: {d}/missing is not a directory")):
+                out = subprocess.run([sys.executable, str(SCRIPT), "drop-registry-builds", *args], capture_output=True, text=True)
+                self.assertEqual((out.returncode, out.stdout), (2, ""), args)
+                self.assertIn(message, out.stderr)
+            self.assertEqual([p for p in paths if not p.exists()], [])
 
 
 if __name__ == "__main__":

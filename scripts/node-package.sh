@@ -13,13 +13,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 project=bindings/node/test
 packaged="$(python3 scripts/artifacts.py node-binary --dist "${STATESEAL_DIST:-dist}")"
-scripts/build-cli.sh
-# `npm ci` installs exactly the lock file's versions. The install script's cargo build runs
-# with the target and the zig environment package.sh built the packaged binary with, so it
-# is the same build: cargo finds it done. (A debug build of the crate alone compiled 99
-# units the workspace's builds do not share, two minutes on two cores.)
+# The install script's cargo build (below) runs with the target and the zig environment
+# package.sh built the packaged binary with, so it is the same build: cargo finds it done.
+# (A debug build of the crate alone compiled 99 units the workspace's builds do not share,
+# two minutes on two cores.)
 zig_env="${CARGO_TARGET_DIR:-target}/zig-env.sh"
-[ -f "$zig_env" ] || { echo "node-package.sh: $zig_env is missing: run scripts/package.sh python node first" >&2; exit 1; }
+if [ ! -f "$zig_env" ]; then
+  echo "node-package.sh: $zig_env is missing: run scripts/package.sh python node first" >&2
+  exit 2
+fi
+scripts/build-cli.sh
+# `npm ci` installs exactly the lock file's versions.
 (
   # shellcheck source=/dev/null
   . "$zig_env"

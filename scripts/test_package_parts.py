@@ -1,6 +1,6 @@
 """scripts/package.sh's parts: an unknown part, and the Node part without the wheel
 build's zig wrappers, are refused (message, exit code 2) before anything in dist/ or
-the target directory is touched."""
+the target directory is touched; so is scripts/node-package.sh without them."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import tempfile
 import unittest
 
 SCRIPT = pathlib.Path(__file__).resolve().parent / "package.sh"
+NODE_PACKAGE = SCRIPT.parent / "node-package.sh"
 
 
 def run(*parts: str, dist: pathlib.Path, target: pathlib.Path) -> subprocess.CompletedProcess[str]:
@@ -56,6 +57,27 @@ class Parts(unittest.TestCase):
             f"package.sh: the node part links with the python part's zig wrappers ({self.target}/zig-env.sh): build python first",
         )
         self.assert_untouched()
+
+    def test_the_node_package_without_the_zig_wrappers_is_refused(self) -> None:
+        # The binary package it would test is there; the environment it was built in is not.
+        version = subprocess.run(
+            ["python3", "-c", "import sys; sys.path.insert(0, 'scripts'); from versions import CARGO, NODE, problems; print(problems(CARGO, NODE)[0])"],
+            cwd=SCRIPT.parent.parent, capture_output=True, text=True, check=True,
+        ).stdout.strip()
+        binary = self.dist / "node" / f"stateseal-linux-x64-gnu-{version}.tgz"
+        binary.write_text("tarball")
+        loaded = SCRIPT.parent.parent / "bindings" / "node" / "stateseal.node"
+        before = loaded.stat().st_mtime_ns if loaded.exists() else None
+        env = dict(os.environ, STATESEAL_DIST=str(self.dist), CARGO_TARGET_DIR=str(self.target))
+        r = subprocess.run([str(NODE_PACKAGE)], capture_output=True, text=True, env=env, check=False)
+        self.assertEqual((r.returncode, r.stdout), (2, ""), r.stderr)
+        self.assertEqual(
+            r.stderr.splitlines()[-1],
+            f"node-package.sh: {self.target}/zig-env.sh is missing: run scripts/package.sh python node first",
+        )
+        binary.unlink()
+        self.assert_untouched()
+        self.assertEqual(loaded.stat().st_mtime_ns if loaded.exists() else None, before)
 
 
 if __name__ == "__main__":

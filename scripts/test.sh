@@ -93,8 +93,8 @@ cargo test --quiet --workspace --test cli live_ -- --nocapture
 # evenly whatever each task's nice value: the new session's own nice value is raised as well
 # (without it, the soak's debug build ran on one core while the wheel's took the other).
 binaries_started=$SECONDS
-background target/package-binaries.log \
-  sh -c 'echo 19 > /proc/self/autogroup 2>/dev/null; exec nice -n 19 scripts/package.sh python node'
+lowest=(sh -c 'echo 19 > /proc/self/autogroup 2>/dev/null; exec nice -n 19 "$@"' lowest)
+background target/package-binaries.log "${lowest[@]}" scripts/package.sh python node
 binaries=$started
 echo "== [${SECONDS}s] examples against real services"
 cargo build --quiet --workspace --example vault --example aws_kms --example gcp_kms
@@ -144,8 +144,7 @@ cat target/package-binaries.log
 scripts/build-cli.sh
 export STATESEAL_CLI_BUILT=1
 crates_started=$SECONDS
-background target/crates-dry-run.log \
-  sh -c 'echo 19 > /proc/self/autogroup 2>/dev/null; exec nice -n 19 scripts/package.sh crates'
+background target/crates-dry-run.log "${lowest[@]}" scripts/package.sh crates
 crates=$started
 echo "== [${SECONDS}s] the Node package (bindings/node installed beside the TypeScript MCP SDK from npm, built from source, then dist/'s binary: node --test, tsc, benchmark)"
 scripts/node-package.sh

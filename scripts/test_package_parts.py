@@ -10,6 +10,9 @@ import subprocess
 import tempfile
 import unittest
 
+from artifacts import NAMES
+from versions import CARGO, NODE, problems
+
 SCRIPT = pathlib.Path(__file__).resolve().parent / "package.sh"
 NODE_PACKAGE = SCRIPT.parent / "node-package.sh"
 
@@ -60,11 +63,7 @@ class Parts(unittest.TestCase):
 
     def test_the_node_package_without_the_zig_wrappers_is_refused(self) -> None:
         # The binary package it would test is there; the environment it was built in is not.
-        version = subprocess.run(
-            ["python3", "-c", "import sys; sys.path.insert(0, 'scripts'); from versions import CARGO, NODE, problems; print(problems(CARGO, NODE)[0])"],
-            cwd=SCRIPT.parent.parent, capture_output=True, text=True, check=True,
-        ).stdout.strip()
-        binary = self.dist / "node" / f"stateseal-linux-x64-gnu-{version}.tgz"
+        binary = self.dist / NAMES["node-binary"].format(v=problems(CARGO, NODE)[0])
         binary.write_text("tarball")
         loaded = SCRIPT.parent.parent / "bindings" / "node" / "stateseal.node"
         before = loaded.stat().st_mtime_ns if loaded.exists() else None

@@ -5,12 +5,12 @@ and the release workflow never keep a list of their own.
 
     scripts/crates.py published   # one name a line
     scripts/crates.py excludes    # `--exclude NAME` for each unpublished crate, one word a line
-    scripts/crates.py drop-registry-builds TARGET_DIR
+    scripts/crates.py check-packaged PACKAGE_DIR  # each .crate there checked alone
 
-`drop-registry-builds` removes the debug builds of our crates that a dry run
-made from its local registry (cargo never checks a registry crate's sources
-again once built, and every run's registry serves the same names and versions),
-and nothing else: a build's dep-info file names the sources it read.
+Crates are listed in dependency order. `check-packaged` checks each published
+crate from its `.crate` in PACKAGE_DIR (what `cargo package --no-verify
+--workspace` writes), alone and in that order: exit 1 naming the first that does
+not build or whose build writes into its sources, 2 when a `.crate` is missing.
 
 `--metadata FILE` reads `cargo metadata --no-deps --format-version 1`'s output
 from FILE instead of running cargo. Exits 2 with the reason when the metadata
@@ -20,11 +20,15 @@ cannot be read.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
 import pathlib
 import shutil
 import subprocess
 import sys
+import tarfile
+import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -58,50 +62,121 @@ def split(meta: dict) -> tuple[list[str], list[str]]:
     return sorted(published), sorted(unpublished)
 
 
-def drop_registry_builds(target: pathlib.Path) -> list[str]:
-    """Removes the debug builds of `stateseal*` crates whose dep-info names a
-    source under a registry's `src/`: their fingerprints and their files in
-    `deps/`, all named by the build's hash. Returns the hashes dropped."""
-    debug = target / "debug"
-    dropped = []
-    for dep_info in sorted((debug / "deps").glob("stateseal*.d")):
-        if "/registry/src/" not in dep_info.read_text(errors="replace"):
-            continue
-        build = dep_info.stem.rsplit("-", 1)[1]
-        for path in [*(debug / ".fingerprint").glob(f"stateseal*-{build}"), *(debug / "deps").glob(f"*stateseal*-{build}*")]:
-            if path.is_dir():
-                shutil.rmtree(path)
-            else:
-                path.unlink()
-        dropped.append(build)
-    return dropped
+def dependencies(meta: dict, names: list[str]) -> dict[str, set[str]]:
+    """The crates of `names` each of them builds on, directly or not. Dev-dependencies
+    do not count: they are not part of a published crate's build."""
+    direct = {
+        p["name"]: {
+            d["name"] for d in p.get("dependencies", [])
+            if d.get("path") and d["name"] in names and d.get("kind") != "dev"
+        }
+        for p in meta["packages"] if p["name"] in names
+    }
+    closure = {}
+    for name in names:
+        seen, todo = set(), list(direct.get(name, ()))
+        while todo:
+            dep = todo.pop()
+            if dep not in seen:
+                seen.add(dep)
+                todo.extend(direct.get(dep, ()))
+        closure[name] = seen
+    return closure
+
+
+def order(meta: dict, names: list[str]) -> list[str]:
+    """`names` in dependency order (a crate after the crates of `names` it
+    builds on; otherwise by name), as cargo publishes them."""
+    deps = dependencies(meta, names)
+    done: list[str] = []
+    while len(done) < len(names):
+        ready = sorted(n for n in names if n not in done and deps[n] <= set(done))
+        if not ready:
+            raise ValueError(f"the crates depend on each other in a cycle: {sorted(set(names) - set(done))}")
+        done.append(ready[0])
+    return done
+
+
+def digest(tree: pathlib.Path) -> dict[str, str]:
+    """Each file's SHA-256 under `tree`, but the lockfile (a patched check rewrites it)."""
+    return {
+        str(f.relative_to(tree)): hashlib.sha256(f.read_bytes()).hexdigest()
+        for f in sorted(tree.rglob("*")) if f.is_file() and f.name != "Cargo.lock"
+    }
+
+
+def check_packaged(package_dir: pathlib.Path, deps: dict[str, set[str]], names: list[str], version: str) -> int:
+    """Checks each crate from its own `.crate` alone: unpacked under
+    `package_dir/checked/`, `cargo check` of its library and binaries with its
+    own default features and the lockfile packaged with it, every crate of ours
+    it depends on taken from its unpacked `.crate` too (a path patch). Then, as
+    cargo's own verification does, its sources must be as unpacked."""
+    crates = [package_dir / f"{name}-{version}.crate" for name in names]
+    missing = [str(c) for c in crates if not c.is_file()]
+    if missing:
+        print(f"crates: no packaged crate {', '.join(missing)} (cargo package --no-verify --workspace writes them)", file=sys.stderr)
+        return 2
+    root = package_dir / "checked"
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    for crate in crates:
+        with tarfile.open(crate) as archive:
+            archive.extractall(root, filter="data")
+    # The archive's files carry their old times, and each crate is unpacked at the
+    # same path every run: newer files make cargo check these sources, never
+    # take an earlier run's check of other ones for fresh.
+    for f in root.rglob("*"):
+        os.utime(f)
+    # Outside the unpacked sources (cargo's default would be a `target/` among them).
+    target = os.environ.get("CARGO_TARGET_DIR") or str(package_dir.parent)
+    for name in names:
+        tree = root / f"{name}-{version}"
+        patches = [
+            word for dep in sorted(deps[name])
+            for word in ("--config", f'patch.crates-io.{dep}.path="{root / f"{dep}-{version}"}"')
+        ]
+        before = digest(tree)
+        started = time.monotonic()
+        checked = subprocess.run(
+            ["cargo", "check", "--manifest-path", str(tree / "Cargo.toml"), "--target-dir", target, *patches],
+            check=False,
+        )
+        if checked.returncode != 0:
+            print(f"crates: {name} does not build from its .crate (cargo check exit {checked.returncode})", file=sys.stderr)
+            return 1
+        if digest(tree) != before:
+            print(f"crates: checking {name} changed its unpacked sources (a build script writes into them)", file=sys.stderr)
+            return 1
+        print(f"crates: {name} checked from its .crate in {time.monotonic() - started:.0f} s", file=sys.stderr)
+    return 0
 
 
 def main(argv: list[str]) -> int:
-    if argv[:1] == ["drop-registry-builds"]:
-        if len(argv) != 2:
-            print("usage: crates.py drop-registry-builds TARGET_DIR", file=sys.stderr)
-            return 2
-        target = pathlib.Path(argv[1])
-        if not target.is_dir():
-            print(f"crates: {target} is not a directory", file=sys.stderr)
-            return 2
-        dropped = drop_registry_builds(target)
-        print(f"crates: dropped {len(dropped)} registry builds of our crates", file=sys.stderr)
-        return 0
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=["published", "excludes"])
+    parser.add_argument("what", choices=["published", "excludes", "check-packaged"])
+    parser.add_argument("package_dir", nargs="?", type=pathlib.Path, help="check-packaged: where the .crate files are")
     parser.add_argument("--metadata", type=pathlib.Path)
     args = parser.parse_args(argv)
+    if (args.what == "check-packaged") != (args.package_dir is not None):
+        parser.error("a package directory goes with check-packaged, and only with it")
     try:
-        published, unpublished = split(metadata(args.metadata))
+        meta = metadata(args.metadata)
+        published, unpublished = split(meta)
+        deps = dependencies(meta, published)
+        published = order(meta, published)
+        versions = {p["version"] for p in meta["packages"] if p["name"] in published}
     except (OSError, ValueError, KeyError, TypeError) as e:
         print(f"crates: cannot read the workspace's crates: {e}", file=sys.stderr)
         return 2
     if args.what == "published":
         print("\n".join(published))
-    else:
+    elif args.what == "excludes":
         print("\n".join(word for name in unpublished for word in ("--exclude", name)))
+    else:
+        if len(versions) != 1:
+            print(f"crates: expected one version for the published crates, found {sorted(versions)}", file=sys.stderr)
+            return 2
+        return check_packaged(args.package_dir, deps, published, versions.pop())
     return 0
 
 

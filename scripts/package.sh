@@ -2,7 +2,7 @@
 # Everything users install, built from this checkout into dist/:
 #   dist/python/  the abi3 manylinux_2_17 x86_64 wheel and the sdist
 #   dist/node/    the main npm package and its linux-x64-gnu binary package (tarballs)
-#   dist/crates/  the .crate of every published crate, each built from itself
+#   dist/crates/  the .crate of every published crate, each checked from itself
 #   dist/SHA256SUMS
 # The other platforms come from .github/workflows/release.yml (this host has
 # one Rust target). Refuses (exit 2) when the versions disagree.
@@ -135,34 +135,25 @@ if want node; then
 fi
 
 if want crates; then
-  log "Rust: every published crate packaged and built from its .crate, in dependency order"
+  log "Rust: every published crate packaged (cargo publish --dry-run), then checked from its .crate alone, in dependency order"
   # --allow-dirty: CI packages a clean clone; on a work tree this checks what is there.
   # Which crates are published is each crate's own `publish` setting (scripts/crates.py).
   excludes="$(python3 scripts/crates.py excludes)"
   published="$(python3 scripts/crates.py published)"
   mapfile -t unpublished < <(printf '%s' "$excludes")
-  # cargo unpacks a registry's crate once per name and version and never again,
-  # and the dry run's local registry serves every run's crates under the same
-  # ones: drop what an earlier run left unpacked, or a crate is verified against
-  # the last run's sources of its dependencies.
-  rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/stateseal-"$version" \
-    "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/stateseal-*-"$version"
-  # Nor does cargo look at a registry crate's sources again once built (a
-  # published version never changes): drop the builds of our crates that an
-  # earlier dry run made from its registry, so each is built from this run's
-  # .crate. The crates verified in their package directories are path builds,
-  # which cargo checks by their files' times, and the workspace's own builds
-  # stay: the steps that run its binaries need not build them again, and can
-  # run beside this one.
-  python3 scripts/crates.py drop-registry-builds "$CARGO_TARGET_DIR"
-  # Each crate is built alone, outside the workspace, so without the workspace's
-  # [profile.dev]: the same settings given here let it reuse the dependencies the
-  # workspace's builds compiled (cold, the default full debug info rebuilt every
-  # dependency of every crate: 9 minutes).
-  CARGO_PROFILE_DEV_DEBUG=false CARGO_INCREMENTAL=0 \
-    cargo publish --dry-run --allow-dirty --workspace "${unpublished[@]}" >&2
-  # The same .crate files, kept (the dry run verified and discarded them).
+  # What crates.io would be sent, in publishing order (manifests normalised, path
+  # dependencies versioned). cargo's own verification builds each crate apart,
+  # every dependency again in each crate's feature set: twelve builds, 11 minutes
+  # here. crates.py checks the same .crate files instead, each alone with its own
+  # features and packaged lockfile (docs/testing.md says what that leaves out).
+  cargo publish --dry-run --no-verify --allow-dirty --workspace "${unpublished[@]}" >&2
+  # The same .crate files, kept (the dry run removes them).
   cargo package --quiet --no-verify --allow-dirty --workspace "${unpublished[@]}" >&2
+  # Each crate is checked alone, outside the workspace, so without the workspace's
+  # [profile.dev]: the same settings given here let it reuse what clippy and
+  # cargo doc checked of its dependencies.
+  CARGO_PROFILE_DEV_DEBUG=false CARGO_INCREMENTAL=0 \
+    python3 scripts/crates.py check-packaged "$CARGO_TARGET_DIR/package" >&2
   for crate in $published; do
     cp "$CARGO_TARGET_DIR/package/$crate-$version.crate" "$dist/crates/"
   done

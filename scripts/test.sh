@@ -137,7 +137,7 @@ python3 scripts/public-api.py --check
 echo "== [${SECONDS}s] packages: the sdist, the wheel pip builds from it, the npm tarballs (scripts/package.sh python node, in the background since ${binaries_started}s)"
 join "$binaries" target/package-binaries.log
 cat target/package-binaries.log
-# The crates' dry run (the longest step left) builds beside the package steps below, which
+# The crates' packaging and check (the longest step left) runs beside the package steps below, which
 # mostly wait on their servers: in the background at the lowest priority, as the binaries
 # above. It holds cargo's lock on target/debug while it builds, so what those steps run is
 # built first, and they build nothing (STATESEAL_CLI_BUILT, scripts/build-cli.sh).
@@ -155,7 +155,7 @@ scripts/install-check.sh
 echo "== [${SECONDS}s] nonce path (strace): a system call per seal on the host C library, the vDSO on glibc 2.41, fork test on it"
 python3 scripts/test_strace_window.py
 scripts/nonce-path-check.sh "$pypkg_python"
-echo "== [${SECONDS}s] packages: every published crate packaged and built from its .crate (scripts/package.sh crates: cargo publish --dry-run, in the background since ${crates_started}s)"
+echo "== [${SECONDS}s] packages: every published crate packaged and checked from its .crate (scripts/package.sh crates: cargo publish --dry-run, scripts/crates.py check-packaged; in the background since ${crates_started}s)"
 join "$crates" target/crates-dry-run.log
 cat target/crates-dry-run.log
 echo "== [${SECONDS}s] target/ holds $(du -sh target | cut -f1) ($(df -h --output=avail . | tail -1 | tr -d " ") left on the disk)"

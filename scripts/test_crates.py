@@ -1,11 +1,12 @@
 """scripts/crates.py: which crates are published, from each crate's own
 `publish` setting, and its refusal of unreadable metadata (message, exit code 2,
-nothing printed); `drop-registry-builds` removes a dry run's registry builds of
-our crates and nothing else."""
+nothing printed), in dependency order; `check-packaged` checks each crate from
+its own `.crate` (toy crates) and refuses what does not build from it."""
 
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -15,14 +16,21 @@ import unittest
 SCRIPT = pathlib.Path(__file__).resolve().parent / "crates.py"
 
 
-def package(name: str, publish: list[str] | None) -> dict:
-    return {"id": f"path+file:///w/{name}#0.1.0", "name": name, "publish": publish}
+def package(name: str, publish: list[str] | None, deps: tuple[tuple[str, str | None], ...] = ()) -> dict:
+    return {
+        "id": f"path+file:///w/{name}#0.1.0", "name": name, "version": "0.1.0", "publish": publish,
+        "dependencies": [{"name": d, "path": f"/w/{d}", "kind": kind} for d, kind in deps],
+    }
 
 
 #: Three members (any registry, one named registry, `publish = false`) and a
-#: package outside the workspace, which is never listed.
+#: package outside the workspace, which is never listed. lib-a builds on lib-b,
+#: which dev-depends on lib-a (a test's dependency: no cycle for publishing).
 META = {
-    "packages": [package("lib-b", None), package("lib-a", ["crates-io"]), package("kit", []), package("outside", [])],
+    "packages": [
+        package("lib-b", None, (("lib-a", "dev"),)), package("lib-a", ["crates-io"], (("lib-b", None), ("kit", "dev"))),
+        package("kit", []), package("outside", []),
+    ],
     "workspace_members": [package(n, None)["id"] for n in ("lib-b", "lib-a", "kit")],
 }
 
@@ -38,9 +46,9 @@ def run(*args: str, meta: str | None = json.dumps(META)) -> subprocess.Completed
 
 
 class Crates(unittest.TestCase):
-    def test_published_are_the_members_without_publish_false(self) -> None:
+    def test_published_are_the_members_without_publish_false_in_dependency_order(self) -> None:
         out = run("published")
-        self.assertEqual((out.returncode, out.stdout, out.stderr), (0, "lib-a\nlib-b\n", ""))
+        self.assertEqual((out.returncode, out.stdout, out.stderr), (0, "lib-b\nlib-a\n", ""))
 
     def test_excludes_name_each_unpublished_member_once(self) -> None:
         out = run("excludes")
@@ -65,52 +73,82 @@ class Crates(unittest.TestCase):
         self.assertTrue(set(names).isdisjoint(words[1::2]))
 
 
-def build(target: pathlib.Path, file: str, build_hash: str, fingerprint: str, sources: str) -> list[pathlib.Path]:
-    """One build in `target`'s debug directory: its dep-info naming `sources`,
-    its library and metadata, its fingerprint directory. Returns its paths."""
-    deps = target / "debug" / "deps"
-    fp = target / "debug" / ".fingerprint" / f"{fingerprint}-{build_hash}"
-    deps.mkdir(parents=True, exist_ok=True)
-    fp.mkdir(parents=True)
-    (fp / "lib").write_text("fingerprint")
-    paths = [deps / f"{file}-{build_hash}.d", deps / f"lib{file}-{build_hash}.rlib", deps / f"lib{file}-{build_hash}.rmeta"]
-    paths[0].write_text(f"{deps}/{file}-{build_hash}.d: {sources}\n")
-    for p in paths[1:]:
-        p.write_text("build")
-    return [*paths, fp]
+def toy(root: pathlib.Path, *, exclude_data: bool = False, writing_build: bool = False) -> pathlib.Path:
+    """A workspace of two crates, `b` building on `a`, packaged (no verify) into
+    `root/target/package`; `a` reads `data.txt`. Returns its metadata's path."""
+    (root / "Cargo.toml").write_text('[workspace]\nmembers = ["a", "b"]\nresolver = "2"\n')
+    meta = '[package]\nname = "{}"\nversion = "0.1.0"\nedition = "2021"\nlicense = "MIT"\ndescription = "toy"\n'
+    (root / "a" / "src").mkdir(parents=True)
+    (root / "a" / "Cargo.toml").write_text(meta.format("a") + ('exclude = ["data.txt"]\n' if exclude_data else ""))
+    (root / "a" / "data.txt").write_text("data")
+    (root / "a" / "src" / "lib.rs").write_text('pub const DATA: &str = include_str!("../data.txt");\n')
+    if writing_build:
+        (root / "a" / "build.rs").write_text(
+            'fn main() { std::fs::write(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("made.txt"), "x").unwrap(); }\n'
+        )
+    (root / "b" / "src").mkdir(parents=True)
+    (root / "b" / "Cargo.toml").write_text(meta.format("b") + '[dependencies]\na = { path = "../a", version = "0.1.0" }\n')
+    (root / "b" / "src" / "lib.rs").write_text("pub fn data() -> &'static str { a::DATA }\n")
+    cargo = {"cwd": root, "env": {**os.environ, "CARGO_TARGET_DIR": str(root / "target"), "CARGO_NET_OFFLINE": "true"}}
+    subprocess.run(["cargo", "package", "--quiet", "--no-verify", "--workspace"], check=True, **cargo)
+    path = root / "metadata.json"
+    path.write_text(subprocess.run(["cargo", "metadata", "--no-deps", "--format-version", "1"], check=True, capture_output=True, text=True, **cargo).stdout)
+    return path
 
 
-class DropRegistryBuilds(unittest.TestCase):
-    def test_drops_registry_builds_of_our_crates_only(self) -> None:
+def check(root: pathlib.Path, meta: pathlib.Path, package_dir: pathlib.Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "CARGO_TARGET_DIR": str(root / "target"), "CARGO_NET_OFFLINE": "true"}
+    package_dir = package_dir or root / "target" / "package"
+    return subprocess.run([sys.executable, str(SCRIPT), "check-packaged", str(package_dir), "--metadata", str(meta)],
+                          capture_output=True, text=True, env=env, cwd=root)
+
+
+class CheckPackaged(unittest.TestCase):
+    def test_each_crate_is_checked_from_its_crate_in_order(self) -> None:
         with tempfile.TemporaryDirectory() as d:
-            target = pathlib.Path(d)
-            registry = "/root/.cargo/registry/src/-edb66b17a71311d3/stateseal-aws-kms-0.1.0/src/lib.rs"
-            dropped = build(target, "stateseal_aws_kms", "ccf02fc600232f57", "stateseal-aws-kms", registry)
-            kept = [
-                # The workspace's build (a path relative to the workspace), and a crate
-                # verified in its package directory (a path relative to it).
-                *build(target, "stateseal_aws_kms", "57c9f2b07946208a", "stateseal-aws-kms", "providers/aws-kms/src/lib.rs"),
-                *build(target, "stateseal", "11d3d89d9cf5a14a", "stateseal", "src/lib.rs"),
-                # Another crate from the registry: not ours.
-                *build(target, "tokio", "0123456789abcdef", "tokio", "/root/.cargo/registry/src/x/tokio-1.0.0/src/lib.rs"),
-            ]
-            out = subprocess.run([sys.executable, str(SCRIPT), "drop-registry-builds", d], capture_output=True, text=True)
-            self.assertEqual((out.returncode, out.stdout), (0, ""), out.stderr)
-            self.assertIn("dropped 1 registry builds", out.stderr)
-            self.assertEqual([p for p in dropped if p.exists()], [])
-            self.assertEqual([p for p in kept if not p.exists()], [])
+            root = pathlib.Path(d)
+            out = check(root, toy(root))
+            self.assertEqual(out.returncode, 0, out.stderr)
+            lines = [line for line in out.stderr.splitlines() if line.startswith("crates:")]
+            self.assertEqual([line.split()[1] for line in lines], ["a", "b"], out.stderr)
+            # b's dependency is a's unpacked .crate, not the workspace's a.
+            self.assertIn(f"checked{os.sep}a-0.1.0", out.stderr)
 
-    def test_bad_arguments_are_refused_and_nothing_removed(self) -> None:
+    def test_a_file_left_out_of_the_crate_fails_it(self) -> None:
         with tempfile.TemporaryDirectory() as d:
-            registry = "/root/.cargo/registry/src/r/stateseal-0.1.0/src/lib.rs"
-            paths = build(pathlib.Path(d), "stateseal", "04e50d48a7def874", "stateseal", registry)
-            for args, message in (([], "usage: crates.py drop-registry-builds TARGET_DIR"),
-                                  ([d, d], "usage: crates.py drop-registry-builds TARGET_DIR"),
-                                  ([f"{d}/missing"], f"crates: {d}/missing is not a directory")):
-                out = subprocess.run([sys.executable, str(SCRIPT), "drop-registry-builds", *args], capture_output=True, text=True)
-                self.assertEqual((out.returncode, out.stdout), (2, ""), args)
-                self.assertIn(message, out.stderr)
-            self.assertEqual([p for p in paths if not p.exists()], [])
+            root = pathlib.Path(d)
+            out = check(root, toy(root, exclude_data=True))
+            self.assertEqual(out.returncode, 1, out.stderr)
+            self.assertIn("crates: a does not build from its .crate (cargo check exit 101)", out.stderr)
+            self.assertNotIn("crates: b", out.stderr)
+            # The workspace's own copy is untouched.
+            self.assertEqual((root / "a" / "data.txt").read_text(), "data")
+
+    def test_a_build_that_writes_into_its_sources_fails_it(self) -> None:
+        with tempfile.TemporaryDirectory() as d:
+            root = pathlib.Path(d)
+            out = check(root, toy(root, writing_build=True))
+            self.assertEqual(out.returncode, 1, out.stderr)
+            self.assertIn("crates: checking a changed its unpacked sources (a build script writes into them)", out.stderr)
+
+    def test_a_missing_crate_is_refused_before_any_check(self) -> None:
+        with tempfile.TemporaryDirectory() as d:
+            root = pathlib.Path(d)
+            meta = toy(root)
+            package_dir = root / "target" / "package"
+            (package_dir / "b-0.1.0.crate").unlink()
+            kept = sorted(p.name for p in package_dir.iterdir())
+            out = check(root, meta)
+            self.assertEqual((out.returncode, out.stdout), (2, ""))
+            self.assertIn(f"crates: no packaged crate {package_dir}/b-0.1.0.crate", out.stderr)
+            self.assertEqual(sorted(p.name for p in package_dir.iterdir()), kept)
+            self.assertFalse((package_dir / "checked").exists())
+
+    def test_a_package_directory_goes_with_check_packaged_only(self) -> None:
+        for args in (["check-packaged"], ["published", "somewhere"]):
+            out = run(*args)
+            self.assertEqual((out.returncode, out.stdout), (2, ""), args)
+            self.assertIn("a package directory goes with check-packaged, and only with it", out.stderr)
 
 
 if __name__ == "__main__":

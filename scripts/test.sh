@@ -73,23 +73,6 @@ export STATESEAL_REDIS_SERVER
 # Azurite (npm), the Azure Storage emulator, unpacked into target/ (the az-blob store's tests start their own).
 STATESEAL_AZURITE="$(scripts/azurite-env.sh)"
 export STATESEAL_AZURITE
-# The simulation's release build comes first: the wheel's and the Node binary's builds below
-# hold cargo's lock on target/release (their build scripts' host builds), so the simulation
-# runs its test binary directly.
-echo "== [${SECONDS}s] the fleet simulation's release build (sim/tests/fleet.rs)"
-fleet_test="$(cargo test --release -p stateseal-sim --test fleet --no-run --message-format=json-render-diagnostics \
-  | python3 -c 'import json, sys
-print(next(m["executable"] for m in map(json.loads, sys.stdin) if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "fleet" and m.get("executable")))')"
-# The wheel and the Node binary are release builds of 13 minutes or more on two cores, and
-# the steps up to the Node package's need neither: they build in the background, at the
-# lowest priority (they take the cores those steps leave idle, and never slow a timed one).
-# Where the kernel groups tasks by session (autogroup), it shares the cores between sessions
-# evenly whatever each task's nice value: the new session's own nice value is raised as well
-# (without it, the soak's debug build ran on one core while the wheel's took the other).
-binaries_started=$SECONDS
-lowest=(sh -c 'echo 19 > /proc/self/autogroup 2>/dev/null; exec nice -n 19 "$@"' lowest)
-background target/package-binaries.log "${lowest[@]}" scripts/package.sh python node
-binaries=$started
 echo "== [${SECONDS}s] cargo test"
 cargo test --workspace
 echo "== [${SECONDS}s] the Python SDK's vectors and the live interop under each AES-256-GCM backend (same bytes whichever seals)"
@@ -100,9 +83,19 @@ for aead in aws-lc ring split; do
   STATESEAL_AEAD=$aead cargo test --quiet --workspace --test core -- vectors interop
 done
 echo "== [${SECONDS}s] fleet simulation: 10,000 instances for a simulated week, in deploy/'s topology and with writing servers (release build; sim/tests/fleet.rs)"
-(cd sim && "$fleet_test" ten_thousand --nocapture)
+cargo test --release -p stateseal-sim --test fleet ten_thousand -- --nocapture
 # The live Cloud KMS and Cloud Storage tests skip without credentials; show that they said so.
 cargo test --quiet --workspace --test cli live_ -- --nocapture
+# The wheel and the Node binary are release builds of 13 minutes or more on two cores, and
+# the steps up to the Node package's need neither: they build in the background, at the
+# lowest priority (they take the cores those steps leave idle, and never slow a timed one).
+# Where the kernel groups tasks by session (autogroup), it shares the cores between sessions
+# evenly whatever each task's nice value: the new session's own nice value is raised as well
+# (without it, the soak's debug build ran on one core while the wheel's took the other).
+binaries_started=$SECONDS
+lowest=(sh -c 'echo 19 > /proc/self/autogroup 2>/dev/null; exec nice -n 19 "$@"' lowest)
+background target/package-binaries.log "${lowest[@]}" scripts/package.sh python node
+binaries=$started
 echo "== [${SECONDS}s] examples against real services"
 cargo build --quiet --workspace --example vault --example aws_kms --example gcp_kms
 target/debug/examples/vault --dev

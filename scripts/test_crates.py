@@ -104,32 +104,31 @@ def check(root: pathlib.Path, meta: pathlib.Path, package_dir: pathlib.Path | No
 
 
 class CheckPackaged(unittest.TestCase):
+    def checked(self, **options: bool) -> tuple[pathlib.Path, subprocess.CompletedProcess[str]]:
+        """A toy workspace (`toy`'s options), packaged and checked; its root lives as long as the test."""
+        root = pathlib.Path(self.enterContext(tempfile.TemporaryDirectory()))
+        return root, check(root, toy(root, **options))
+
     def test_each_crate_is_checked_from_its_crate_in_order(self) -> None:
-        with tempfile.TemporaryDirectory() as d:
-            root = pathlib.Path(d)
-            out = check(root, toy(root))
-            self.assertEqual(out.returncode, 0, out.stderr)
-            lines = [line for line in out.stderr.splitlines() if line.startswith("crates:")]
-            self.assertEqual([line.split()[1] for line in lines], ["a", "b"], out.stderr)
-            # b's dependency is a's unpacked .crate, not the workspace's a.
-            self.assertIn(f"checked{os.sep}a-0.1.0", out.stderr)
+        _, out = self.checked()
+        self.assertEqual(out.returncode, 0, out.stderr)
+        lines = [line for line in out.stderr.splitlines() if line.startswith("crates:")]
+        self.assertEqual([line.split()[1] for line in lines], ["a", "b"], out.stderr)
+        # b's dependency is a's unpacked .crate, not the workspace's a.
+        self.assertIn(f"checked{os.sep}a-0.1.0", out.stderr)
 
     def test_a_file_left_out_of_the_crate_fails_it(self) -> None:
-        with tempfile.TemporaryDirectory() as d:
-            root = pathlib.Path(d)
-            out = check(root, toy(root, exclude_data=True))
-            self.assertEqual(out.returncode, 1, out.stderr)
-            self.assertIn("crates: a does not build from its .crate (cargo check exit 101)", out.stderr)
-            self.assertNotIn("crates: b", out.stderr)
-            # The workspace's own copy is untouched.
-            self.assertEqual((root / "a" / "data.txt").read_text(), "data")
+        root, out = self.checked(exclude_data=True)
+        self.assertEqual(out.returncode, 1, out.stderr)
+        self.assertIn("crates: a does not build from its .crate (cargo check exit 101)", out.stderr)
+        self.assertNotIn("crates: b", out.stderr)
+        # The workspace's own copy is untouched.
+        self.assertEqual((root / "a" / "data.txt").read_text(), "data")
 
     def test_a_build_that_writes_into_its_sources_fails_it(self) -> None:
-        with tempfile.TemporaryDirectory() as d:
-            root = pathlib.Path(d)
-            out = check(root, toy(root, writing_build=True))
-            self.assertEqual(out.returncode, 1, out.stderr)
-            self.assertIn("crates: checking a changed its unpacked sources (a build script writes into them)", out.stderr)
+        _, out = self.checked(writing_build=True)
+        self.assertEqual(out.returncode, 1, out.stderr)
+        self.assertIn("crates: checking a changed its unpacked sources (a build script writes into them)", out.stderr)
 
     def test_a_missing_crate_is_refused_before_any_check(self) -> None:
         with tempfile.TemporaryDirectory() as d:

@@ -11,6 +11,8 @@ Crates are listed in dependency order. `check-packaged` checks each published
 crate from its `.crate` in PACKAGE_DIR (what `cargo package --no-verify
 --workspace` writes), alone and in that order: exit 1 naming the first that does
 not build or whose build writes into its sources, 2 when a `.crate` is missing.
+It unpacks into PACKAGE_DIR/checked/ and, without CARGO_TARGET_DIR, builds in
+PACKAGE_DIR's parent: it is meant for cargo's own `target/package`.
 
 `--metadata FILE` reads `cargo metadata --no-deps --format-version 1`'s output
 from FILE instead of running cargo. Exits 2 with the reason when the metadata
@@ -62,24 +64,24 @@ def split(meta: dict) -> tuple[list[str], list[str]]:
     return sorted(published), sorted(unpublished)
 
 
-def dependencies(meta: dict, names: list[str]) -> dict[str, set[str]]:
-    """The crates of `names` each of them builds on, directly or not. Dev-dependencies
-    do not count: they are not part of a published crate's build."""
-    direct = {
-        p["name"]: {
-            d["name"] for d in p.get("dependencies", [])
-            if d.get("path") and d["name"] in names and d.get("kind") != "dev"
+def dependencies(meta: dict, names: list[str], kinds: tuple[str | None, ...] = (None, "build")) -> dict[str, set[str]]:
+    """The crates of `names` each of them builds on, directly or not: by its
+    dependencies of `kinds` (normal and build ones by default; dev-dependencies
+    are not part of a published crate's build), then by theirs' normal and build ones."""
+    def direct(of: tuple[str | None, ...]) -> dict[str, set[str]]:
+        return {
+            p["name"]: {d["name"] for d in p.get("dependencies", []) if d.get("path") and d["name"] in names and d.get("kind") in of}
+            for p in meta["packages"] if p["name"] in names
         }
-        for p in meta["packages"] if p["name"] in names
-    }
+    first, then = direct(kinds), direct((None, "build"))
     closure = {}
     for name in names:
-        seen, todo = set(), list(direct.get(name, ()))
+        seen, todo = set(), list(first.get(name, ()))
         while todo:
             dep = todo.pop()
             if dep not in seen:
                 seen.add(dep)
-                todo.extend(direct.get(dep, ()))
+                todo.extend(then.get(dep, ()))
         closure[name] = seen
     return closure
 
@@ -132,8 +134,8 @@ def check_packaged(package_dir: pathlib.Path, deps: dict[str, set[str]], names: 
     for name in names:
         tree = root / f"{name}-{version}"
         patches = [
-            word for dep in sorted(deps[name])
-            for word in ("--config", f'patch.crates-io.{dep}.path="{root / f"{dep}-{version}"}"')
+            word for dep in sorted(deps[name] - {name})
+            for word in ("--config", f"patch.crates-io.{dep}.path={json.dumps(str(root / f'{dep}-{version}'))}")
         ]
         before = digest(tree)
         started = time.monotonic()
@@ -162,7 +164,8 @@ def main(argv: list[str]) -> int:
     try:
         meta = metadata(args.metadata)
         published, unpublished = split(meta)
-        deps = dependencies(meta, published)
+        # A check resolves the crate's own dev-dependencies too (cargo keeps those with a version).
+        deps = dependencies(meta, published, (None, "build", "dev"))
         published = order(meta, published)
         versions = {p["version"] for p in meta["packages"] if p["name"] in published}
     except (OSError, ValueError, KeyError, TypeError) as e:

@@ -139,8 +139,9 @@ join "$binaries" target/package-binaries.log
 cat target/package-binaries.log
 # The crates' packaging and check (the longest step left) runs beside the package steps below, which
 # mostly wait on their servers: in the background at the lowest priority, as the binaries
-# above. It holds cargo's lock on target/debug while it builds, so what those steps run is
-# built first, and they build nothing (STATESEAL_CLI_BUILT, scripts/build-cli.sh).
+# above. Each of its cargo commands holds cargo's lock on the target directory while it runs,
+# so what those steps run is built first, and they build nothing (STATESEAL_CLI_BUILT,
+# scripts/build-cli.sh).
 scripts/build-cli.sh
 export STATESEAL_CLI_BUILT=1
 crates_started=$SECONDS

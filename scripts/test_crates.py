@@ -74,33 +74,46 @@ class Crates(unittest.TestCase):
 
 
 def toy(root: pathlib.Path, *, exclude_data: bool = False, writing_build: bool = False) -> pathlib.Path:
-    """A workspace of two crates, `b` building on `a`, packaged (no verify) into
-    `root/target/package`; `a` reads `data.txt`. Returns its metadata's path."""
-    (root / "Cargo.toml").write_text('[workspace]\nmembers = ["a", "b"]\nresolver = "2"\n')
-    meta = '[package]\nname = "{}"\nversion = "0.1.0"\nedition = "2021"\nlicense = "MIT"\ndescription = "toy"\n'
-    (root / "a" / "src").mkdir(parents=True)
-    (root / "a" / "Cargo.toml").write_text(meta.format("a") + ('exclude = ["data.txt"]\n' if exclude_data else ""))
-    (root / "a" / "data.txt").write_text("data")
-    (root / "a" / "src" / "lib.rs").write_text('pub const DATA: &str = include_str!("../data.txt");\n')
+    """A workspace of four crates packaged (no verify) into `root/target/package`:
+    `a` builds on `m`, which builds on `z` (which reads `data.txt`), and `a`
+    dev-depends on `d`; dependency order (d, z, m, a) is not the names' order.
+    Returns its metadata's path."""
+    (root / "Cargo.toml").write_text('[workspace]\nmembers = ["a", "d", "m", "z"]\nresolver = "2"\n')
+    manifest = '[package]\nname = "{}"\nversion = "0.1.0"\nedition = "2021"\nlicense = "MIT"\ndescription = "toy"\n'
+    crates = {
+        "z": ('exclude = ["data.txt"]\n' if exclude_data else "", 'pub const DATA: &str = include_str!("../data.txt");\n'),
+        "m": ('[dependencies]\nz = { path = "../z", version = "0.1.0" }\n', "pub fn data() -> &'static str { z::DATA }\n"),
+        "a": ('[dependencies]\nm = { path = "../m", version = "0.1.0" }\n[dev-dependencies]\nd = { path = "../d", version = "0.1.0" }\n',
+              "pub fn data() -> &'static str { m::data() }\n"),
+        "d": ("", "pub const D: u8 = 1;\n"),
+    }
+    for name, (extra, lib) in crates.items():
+        (root / name / "src").mkdir(parents=True)
+        (root / name / "Cargo.toml").write_text(manifest.format(name) + extra)
+        (root / name / "src" / "lib.rs").write_text(lib)
+    (root / "z" / "data.txt").write_text("data")
     if writing_build:
-        (root / "a" / "build.rs").write_text(
+        (root / "z" / "build.rs").write_text(
             'fn main() { std::fs::write(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("made.txt"), "x").unwrap(); }\n'
         )
-    (root / "b" / "src").mkdir(parents=True)
-    (root / "b" / "Cargo.toml").write_text(meta.format("b") + '[dependencies]\na = { path = "../a", version = "0.1.0" }\n')
-    (root / "b" / "src" / "lib.rs").write_text("pub fn data() -> &'static str { a::DATA }\n")
-    cargo = {"cwd": root, "env": {**os.environ, "CARGO_TARGET_DIR": str(root / "target"), "CARGO_NET_OFFLINE": "true"}}
-    subprocess.run(["cargo", "package", "--quiet", "--no-verify", "--workspace"], check=True, **cargo)
+    package(root)
     path = root / "metadata.json"
-    path.write_text(subprocess.run(["cargo", "metadata", "--no-deps", "--format-version", "1"], check=True, capture_output=True, text=True, **cargo).stdout)
+    path.write_text(subprocess.run(["cargo", "metadata", "--no-deps", "--format-version", "1"], check=True, capture_output=True, text=True, **cargo(root)).stdout)
     return path
 
 
-def check(root: pathlib.Path, meta: pathlib.Path, package_dir: pathlib.Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CARGO_TARGET_DIR": str(root / "target"), "CARGO_NET_OFFLINE": "true"}
-    package_dir = package_dir or root / "target" / "package"
-    return subprocess.run([sys.executable, str(SCRIPT), "check-packaged", str(package_dir), "--metadata", str(meta)],
-                          capture_output=True, text=True, env=env, cwd=root)
+def cargo(root: pathlib.Path) -> dict:
+    """How the tests run cargo on a toy: in it, its own target directory, offline."""
+    return {"cwd": root, "env": {**os.environ, "CARGO_TARGET_DIR": str(root / "target"), "CARGO_NET_OFFLINE": "true"}}
+
+
+def package(root: pathlib.Path) -> None:
+    subprocess.run(["cargo", "package", "--quiet", "--no-verify", "--workspace"], check=True, **cargo(root))
+
+
+def check(root: pathlib.Path, meta: pathlib.Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(SCRIPT), "check-packaged", str(root / "target" / "package"), "--metadata", str(meta)],
+                          capture_output=True, text=True, **cargo(root))
 
 
 class CheckPackaged(unittest.TestCase):
@@ -110,36 +123,50 @@ class CheckPackaged(unittest.TestCase):
         return root, check(root, toy(root, **options))
 
     def test_each_crate_is_checked_from_its_crate_in_order(self) -> None:
-        _, out = self.checked()
+        root = pathlib.Path(self.enterContext(tempfile.TemporaryDirectory()))
+        meta = toy(root)
+        # The checkout's z no longer builds: each check must take z (and d) from the .crate files.
+        (root / "z" / "src" / "lib.rs").write_text("not rust\n")
+        out = check(root, meta)
         self.assertEqual(out.returncode, 0, out.stderr)
         lines = [line for line in out.stderr.splitlines() if line.startswith("crates:")]
-        self.assertEqual([line.split()[1] for line in lines], ["a", "b"], out.stderr)
-        # b's dependency is a's unpacked .crate, not the workspace's a.
-        self.assertIn(f"checked{os.sep}a-0.1.0", out.stderr)
+        self.assertEqual([line.split()[1] for line in lines], ["d", "z", "m", "a"], out.stderr)
+
+    def test_a_crate_packaged_again_is_checked_again(self) -> None:
+        root = pathlib.Path(self.enterContext(tempfile.TemporaryDirectory()))
+        meta = toy(root)
+        self.assertEqual(check(root, meta).returncode, 0)
+        # Packaged anew with an error: its files carry the archive's old times, and the
+        # earlier check at the same path must not be taken for fresh.
+        (root / "z" / "src" / "lib.rs").write_text("pub const DATA: &str = 1;\n")
+        package(root)
+        out = check(root, meta)
+        self.assertEqual(out.returncode, 1, out.stderr)
+        self.assertIn("crates: z does not build from its .crate (cargo check exit 101)", out.stderr)
 
     def test_a_file_left_out_of_the_crate_fails_it(self) -> None:
         root, out = self.checked(exclude_data=True)
         self.assertEqual(out.returncode, 1, out.stderr)
-        self.assertIn("crates: a does not build from its .crate (cargo check exit 101)", out.stderr)
-        self.assertNotIn("crates: b", out.stderr)
+        self.assertIn("crates: z does not build from its .crate (cargo check exit 101)", out.stderr)
+        self.assertNotIn("crates: m", out.stderr)
         # The workspace's own copy is untouched.
-        self.assertEqual((root / "a" / "data.txt").read_text(), "data")
+        self.assertEqual((root / "z" / "data.txt").read_text(), "data")
 
     def test_a_build_that_writes_into_its_sources_fails_it(self) -> None:
         _, out = self.checked(writing_build=True)
         self.assertEqual(out.returncode, 1, out.stderr)
-        self.assertIn("crates: checking a changed its unpacked sources (a build script writes into them)", out.stderr)
+        self.assertIn("crates: checking z changed its unpacked sources (a build script writes into them)", out.stderr)
 
     def test_a_missing_crate_is_refused_before_any_check(self) -> None:
         with tempfile.TemporaryDirectory() as d:
             root = pathlib.Path(d)
             meta = toy(root)
             package_dir = root / "target" / "package"
-            (package_dir / "b-0.1.0.crate").unlink()
+            (package_dir / "m-0.1.0.crate").unlink()
             kept = sorted(p.name for p in package_dir.iterdir())
             out = check(root, meta)
             self.assertEqual((out.returncode, out.stdout), (2, ""))
-            self.assertIn(f"crates: no packaged crate {package_dir}/b-0.1.0.crate", out.stderr)
+            self.assertIn(f"crates: no packaged crate {package_dir}/m-0.1.0.crate", out.stderr)
             self.assertEqual(sorted(p.name for p in package_dir.iterdir()), kept)
             self.assertFalse((package_dir / "checked").exists())
 

@@ -122,8 +122,13 @@ def check_packaged(package_dir: pathlib.Path, deps: dict[str, set[str]], names: 
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
     for crate in crates:
-        with tarfile.open(crate) as archive:
-            archive.extractall(root, filter="data")
+        try:
+            with tarfile.open(crate) as archive:
+                archive.extractall(root, filter="data")
+        except (tarfile.TarError, OSError) as e:
+            print(f"crates: cannot unpack {crate}: {e}", file=sys.stderr)
+            shutil.rmtree(root, ignore_errors=True)
+            return 2
     # The archive's files carry their old times, and each crate is unpacked at the
     # same path every run: newer files make cargo check these sources, never
     # take an earlier run's check of other ones for fresh.

@@ -170,6 +170,18 @@ class CheckPackaged(unittest.TestCase):
             self.assertEqual(sorted(p.name for p in package_dir.iterdir()), kept)
             self.assertFalse((package_dir / "checked").exists())
 
+    def test_a_corrupt_crate_is_refused_before_any_check(self) -> None:
+        root = pathlib.Path(self.enterContext(tempfile.TemporaryDirectory()))
+        meta = toy(root)
+        package_dir = root / "target" / "package"
+        (package_dir / "z-0.1.0.crate").write_bytes(b"not a tarball")
+        out = check(root, meta)
+        self.assertEqual((out.returncode, out.stdout), (2, ""))
+        self.assertIn(f"crates: cannot unpack {package_dir}/z-0.1.0.crate", out.stderr)
+        self.assertNotIn("checked from its .crate", out.stderr)
+        self.assertFalse((package_dir / "checked").exists())
+        self.assertEqual((package_dir / "z-0.1.0.crate").read_bytes(), b"not a tarball")
+
     def test_a_package_directory_goes_with_check_packaged_only(self) -> None:
         for args in (["check-packaged"], ["published", "somewhere"]):
             out = run(*args)

@@ -10,7 +10,8 @@ and the release workflow never keep a list of their own.
 Crates are listed in dependency order. `check-packaged` checks each published
 crate from its `.crate` in PACKAGE_DIR (what `cargo package --no-verify
 --workspace` writes), alone and in that order: exit 1 naming the first that does
-not build or whose build writes into its sources, 2 when a `.crate` is missing.
+not build or whose build writes into its sources, 2 when a `.crate` is missing
+or cannot be unpacked.
 It unpacks into PACKAGE_DIR/checked/ and, without CARGO_TARGET_DIR, builds in
 PACKAGE_DIR's parent: it is meant for cargo's own `target/package`.
 
@@ -67,7 +68,7 @@ def split(meta: dict) -> tuple[list[str], list[str]]:
 def dependencies(meta: dict, names: list[str], kinds: tuple[str | None, ...] = (None, "build")) -> dict[str, set[str]]:
     """The crates of `names` each of them builds on, directly or not: by its
     dependencies of `kinds` (normal and build ones by default; dev-dependencies
-    are not part of a published crate's build), then by theirs' normal and build ones."""
+    are not part of a published crate's build), then by those crates' normal and build ones."""
     def direct(of: tuple[str | None, ...]) -> dict[str, set[str]]:
         return {
             p["name"]: {d["name"] for d in p.get("dependencies", []) if d.get("path") and d["name"] in names and d.get("kind") in of}

@@ -117,14 +117,18 @@ def check(root: pathlib.Path, meta: pathlib.Path) -> subprocess.CompletedProcess
 
 
 class CheckPackaged(unittest.TestCase):
-    def checked(self, **options: bool) -> tuple[pathlib.Path, subprocess.CompletedProcess[str]]:
-        """A toy workspace (`toy`'s options), packaged and checked; its root lives as long as the test."""
+    def workspace(self, **options: bool) -> tuple[pathlib.Path, pathlib.Path]:
+        """A toy workspace (`toy`'s options), packaged, living as long as the test: its root and metadata."""
         root = pathlib.Path(self.enterContext(tempfile.TemporaryDirectory()))
-        return root, check(root, toy(root, **options))
+        return root, toy(root, **options)
+
+    def checked(self, **options: bool) -> tuple[pathlib.Path, subprocess.CompletedProcess[str]]:
+        """A toy workspace (`toy`'s options), packaged and checked."""
+        root, meta = self.workspace(**options)
+        return root, check(root, meta)
 
     def test_each_crate_is_checked_from_its_crate_in_order(self) -> None:
-        root = pathlib.Path(self.enterContext(tempfile.TemporaryDirectory()))
-        meta = toy(root)
+        root, meta = self.workspace()
         # The checkout's z no longer builds: each check must take z (and d) from the .crate files.
         (root / "z" / "src" / "lib.rs").write_text("not rust\n")
         out = check(root, meta)
@@ -133,8 +137,7 @@ class CheckPackaged(unittest.TestCase):
         self.assertEqual([line.split()[1] for line in lines], ["d", "z", "m", "a"], out.stderr)
 
     def test_a_crate_packaged_again_is_checked_again(self) -> None:
-        root = pathlib.Path(self.enterContext(tempfile.TemporaryDirectory()))
-        meta = toy(root)
+        root, meta = self.workspace()
         self.assertEqual(check(root, meta).returncode, 0)
         # Packaged anew with an error: its files carry the archive's old times, and the
         # earlier check at the same path must not be taken for fresh.
@@ -158,21 +161,18 @@ class CheckPackaged(unittest.TestCase):
         self.assertIn("crates: checking z changed its unpacked sources (a build script writes into them)", out.stderr)
 
     def test_a_missing_crate_is_refused_before_any_check(self) -> None:
-        with tempfile.TemporaryDirectory() as d:
-            root = pathlib.Path(d)
-            meta = toy(root)
-            package_dir = root / "target" / "package"
-            (package_dir / "m-0.1.0.crate").unlink()
-            kept = sorted(p.name for p in package_dir.iterdir())
-            out = check(root, meta)
-            self.assertEqual((out.returncode, out.stdout), (2, ""))
-            self.assertIn(f"crates: no packaged crate {package_dir}/m-0.1.0.crate", out.stderr)
-            self.assertEqual(sorted(p.name for p in package_dir.iterdir()), kept)
-            self.assertFalse((package_dir / "checked").exists())
+        root, meta = self.workspace()
+        package_dir = root / "target" / "package"
+        (package_dir / "m-0.1.0.crate").unlink()
+        kept = sorted(p.name for p in package_dir.iterdir())
+        out = check(root, meta)
+        self.assertEqual((out.returncode, out.stdout), (2, ""))
+        self.assertIn(f"crates: no packaged crate {package_dir}/m-0.1.0.crate", out.stderr)
+        self.assertEqual(sorted(p.name for p in package_dir.iterdir()), kept)
+        self.assertFalse((package_dir / "checked").exists())
 
     def test_a_corrupt_crate_is_refused_before_any_check(self) -> None:
-        root = pathlib.Path(self.enterContext(tempfile.TemporaryDirectory()))
-        meta = toy(root)
+        root, meta = self.workspace()
         package_dir = root / "target" / "package"
         (package_dir / "z-0.1.0.crate").write_bytes(b"not a tarball")
         out = check(root, meta)

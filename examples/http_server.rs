@@ -23,6 +23,8 @@
 
 #[path = "../cli/src/demo/confirming.rs"]
 mod confirming;
+#[path = "fixtures/logging.rs"]
+mod logging;
 #[path = "fixtures/operators.rs"]
 mod operators;
 #[path = "../cli/src/demo/routes.rs"]
@@ -62,10 +64,7 @@ impl Clock for OffsetClock {
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_max_level(tracing::Level::INFO)
-        .init();
+    logging::init_from_env().unwrap_or_else(|e| usage(&e));
     // Every stateseal metric, rendered for Prometheus at /metrics.
     let metrics = metrics_exporter_prometheus::PrometheusBuilder::new()
         .install_recorder()

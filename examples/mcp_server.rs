@@ -27,6 +27,8 @@
 
 #[path = "../cli/src/demo/confirming.rs"]
 mod confirming;
+#[path = "fixtures/logging.rs"]
+mod logging;
 #[path = "fixtures/operators.rs"]
 mod operators;
 #[path = "../cli/src/demo/routes.rs"]
@@ -88,10 +90,7 @@ fn oauth_config(table: &toml::Table) -> Result<ResourceServerConfig, String> {
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_max_level(tracing::Level::INFO)
-        .init();
+    logging::init_from_env().unwrap_or_else(|e| usage(&e));
     let (mut addr, mut admin_addr) = ("127.0.0.1:8080".to_owned(), "127.0.0.1:9090".to_owned());
     let (mut config_path, mut allow_local_kek) = (None, false);
     let mut args = std::env::args().skip(1);

@@ -106,8 +106,11 @@ fn only_validated_tokens_reach_the_tools_and_operators_have_their_own_listener()
     )
     .expect("config");
     let (port, admin) = (free_port(), free_port());
+    let log = dir.join("server.log");
     let _server = Killed(
         Command::new(server_binary())
+            // Warnings, and the OAuth layer's debug lines (a refused token).
+            .env("RUST_LOG", "warn,stateseal_oauth=debug")
             .args([
                 "--config",
                 &config.display().to_string(),
@@ -118,7 +121,7 @@ fn only_validated_tokens_reach_the_tools_and_operators_have_their_own_listener()
                 "--allow-local-kek",
             ])
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("log"))
             .spawn()
             .expect("start mcp_server"),
     );
@@ -169,6 +172,41 @@ fn only_validated_tokens_reach_the_tools_and_operators_have_their_own_listener()
     let (status, rest) = call(port, &token, params);
     assert_eq!(status, "HTTP/1.1 200 OK", "{rest}");
     assert!(rest.contains("\"requestState\":\"v2."), "{rest}");
+    // RUST_LOG reached the server: the refusal is logged at debug, without
+    // the token; nothing at info (the default level) got through.
+    let logged = std::fs::read_to_string(&log).expect("server log");
+    assert!(logged.contains("bearer token refused"), "{logged}");
+    assert!(!logged.contains(" INFO "), "{logged}");
+    for secret in ["alice-token", token.as_str()] {
+        assert!(!logged.contains(secret), "a token in the log: {logged}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A `RUST_LOG` the server cannot read is refused before anything else is
+/// read or started (exit 2), with the value and what was expected.
+#[test]
+fn a_log_filter_it_cannot_read_is_refused() {
+    let dir = scratch();
+    for (value, said) in [
+        ("stateseal=loud", "RUST_LOG \"stateseal=loud\""),
+        (
+            "warn,stateseal=verbose",
+            "RUST_LOG \"warn,stateseal=verbose\"",
+        ),
+    ] {
+        let out = Command::new(server_binary())
+            .env("RUST_LOG", value)
+            .args(["--config", &dir.join("fleet.toml").display().to_string()])
+            .output()
+            .expect("run");
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{e}");
+        assert!(e.contains(said) && e.contains("expected a level"), "{e}");
+        // Refused before the configuration was looked for.
+        assert!(!e.contains("fleet.toml"), "{e}");
+    }
+    assert_eq!(std::fs::read_dir(&dir).expect("dir").count(), 0);
     let _ = std::fs::remove_dir_all(dir);
 }
 

@@ -20,6 +20,8 @@ const OBJECT: &str = "keyset.json";
 const ROTATED: &str = "rotated the keyset automatically";
 /// What a server logs (at debug) when another writer's keyset write landed first.
 const LOST: &str = "another writer's keyset write landed first";
+/// What a server logs (at info) when it has claimed a due rotation.
+const CLAIMED: &str = "claimed the due rotation";
 
 fn cli(args: &Args, env: &[(&str, String)], argv: &[&str]) -> Result<Output, String> {
     Command::new(&args.cli)
@@ -87,6 +89,9 @@ pub(crate) struct Measured {
     /// How long a restarted server was down, on average: from the kill
     /// until it listened again (`None` without restarts).
     pub(crate) downtime: Option<f64>,
+    /// What explains a disagreement: the servers' claims, rotations, warnings
+    /// and errors as they logged them (UTC), and the harness's kills.
+    pub(crate) timeline: Vec<String>,
 }
 
 /// Runs the real fleet; its counts and what the model takes from it.
@@ -177,6 +182,7 @@ pub(crate) fn run(args: &Args) -> Result<(Counts, Measured), String> {
     });
     // The rolling restarts: instance i at every + window * i / n, then every `every`.
     let mut downtimes = Vec::new();
+    let mut timeline = Vec::new();
     if let Some((every, window)) = args.scenario.restarts {
         let mut at = every;
         while at < args.duration {
@@ -184,6 +190,7 @@ pub(crate) fn run(args: &Args) -> Result<(Counts, Measured), String> {
                 let when = started
                     + Duration::from_secs_f64(at + window * i as f64 / args.instances as f64);
                 std::thread::sleep(when.saturating_duration_since(Instant::now()));
+                timeline.push(format!("{} harness: killed server {i}", utc_now()));
                 downtimes.push(fleet.restart(i)?);
             }
             at += every;
@@ -206,16 +213,20 @@ pub(crate) fn run(args: &Args) -> Result<(Counts, Measured), String> {
             .map_err(|e| format!("server log: {e}"))?;
         counts.rotations += said.matches(ROTATED).count() as u64;
         counts.lost_writes += said.matches(LOST).count() as u64;
-        // A call went unanswered: what each server warned of says why.
-        if tally.unanswered > 0 {
-            for line in said
-                .lines()
-                .filter(|l| l.contains("WARN") || l.contains("ERROR"))
-            {
-                eprintln!("calibrate: server {i}: {line}");
-            }
-        }
+        timeline.extend(
+            said.lines()
+                .filter(|l| {
+                    [CLAIMED, ROTATED, " WARN ", " ERROR "]
+                        .iter()
+                        .any(|s| l.contains(s))
+                })
+                .map(|l| match l.split_once(' ') {
+                    Some((at, rest)) => format!("{at} server {i}: {}", rest.trim_start()),
+                    None => format!("server {i}: {l}"),
+                }),
+        );
     }
+    timeline.sort();
     counts.rounds = tally.verified + tally.rejected;
     counts.rejected = tally.rejected;
     counts.unanswered = tally.unanswered;
@@ -227,6 +238,7 @@ pub(crate) fn run(args: &Args) -> Result<(Counts, Measured), String> {
             spread,
             latency,
             downtime,
+            timeline,
         },
     ))
 }
@@ -259,4 +271,57 @@ fn probe_latency(port: u16, end: Instant) -> f64 {
     }
     times.sort_by(f64::total_cmp);
     times.get(times.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// The time of day now, UTC, as the servers' log lines begin
+/// (`2026-11-29T00:20:01.123456Z`), so that the timeline sorts as one.
+fn utc_now() -> String {
+    let since = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = since.as_secs();
+    let (days, of_day) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days as i64);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:06}Z",
+        of_day / 3600,
+        of_day / 60 % 60,
+        of_day % 60,
+        since.subsec_micros()
+    )
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard
+/// Hinnant's `civil_from_days`).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn days_are_dated_as_the_servers_date_their_lines() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        // 2000-02-29 (a leap day in a century year), 2026-11-29, and a day before 1970.
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        assert_eq!(civil_from_days(20_786), (2026, 11, 29));
+        assert_eq!(civil_from_days(-1), (1969, 12, 31));
+        let now = utc_now();
+        assert_eq!(
+            (now.len(), &now[10..11], &now[26..]),
+            (27, "T", "Z"),
+            "{now}"
+        );
+    }
 }

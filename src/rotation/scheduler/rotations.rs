@@ -197,6 +197,7 @@ impl RotationScheduler {
         let stored = verified.seal_next(&next, now + inner.config.keyset_validity)?;
         write_keyset(&*inner.store, Some(doc.generation), &stored).await?;
         metrics::counter!("stateseal_rotation_claims_total").increment(1);
+        tracing::info!(generation = next.generation, "claimed the due rotation");
         Ok(())
     }
 

@@ -145,7 +145,7 @@ cat target/package-binaries.log
 scripts/build-cli.sh
 export STATESEAL_CLI_BUILT=1
 crates_started=$SECONDS
-background target/crates-dry-run.log "${lowest[@]}" scripts/package.sh crates
+background target/crates-check.log "${lowest[@]}" scripts/package.sh crates
 crates=$started
 echo "== [${SECONDS}s] the Node package (bindings/node installed beside the TypeScript MCP SDK from npm, built from source, then dist/'s binary: node --test, tsc, benchmark)"
 scripts/node-package.sh
@@ -157,7 +157,7 @@ echo "== [${SECONDS}s] nonce path (strace): a system call per seal on the host C
 python3 scripts/test_strace_window.py
 scripts/nonce-path-check.sh "$pypkg_python"
 echo "== [${SECONDS}s] packages: every published crate packaged and checked from its .crate (scripts/package.sh crates: cargo publish --dry-run, scripts/crates.py check-packaged; in the background since ${crates_started}s)"
-join "$crates" target/crates-dry-run.log
-cat target/crates-dry-run.log
+join "$crates" target/crates-check.log
+cat target/crates-check.log
 echo "== [${SECONDS}s] target/ holds $(du -sh target | cut -f1) ($(df -h --output=avail . | tail -1 | tr -d " ") left on the disk)"
 echo "== [${SECONDS}s] all checks passed"

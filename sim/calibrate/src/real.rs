@@ -10,6 +10,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use stateseal::keyset::NEWEST_COPY_SUFFIX;
 use stateseal_testkit::http::http_get;
 use stateseal_testkit::moto::Moto;
+use time::format_description::well_known::Rfc3339;
+use time::{Date, OffsetDateTime, Time};
 
 use super::fleet::Fleet;
 use super::{Args, CREATED_BEFORE, Counts, REFRESH, ROTATION_PERIOD, SKEW, TTL};
@@ -190,7 +192,9 @@ pub(crate) fn run(args: &Args) -> Result<(Counts, Measured), String> {
                 let when = started
                     + Duration::from_secs_f64(at + window * i as f64 / args.instances as f64);
                 std::thread::sleep(when.saturating_duration_since(Instant::now()));
-                timeline.push(format!("{} harness: killed server {i}", utc_now()));
+                let now = OffsetDateTime::now_utc();
+                let at = now.format(&Rfc3339).unwrap_or_default();
+                timeline.push((now, format!("{at} harness: killed server {i}")));
                 downtimes.push(fleet.restart(i)?);
             }
             at += every;
@@ -220,13 +224,10 @@ pub(crate) fn run(args: &Args) -> Result<(Counts, Measured), String> {
                         .iter()
                         .any(|s| l.contains(s))
                 })
-                .map(|l| match l.split_once(' ') {
-                    Some((at, rest)) => format!("{at} server {i}: {}", rest.trim_start()),
-                    None => format!("server {i}: {l}"),
-                }),
+                .map(|l| timeline_entry(i, l)),
         );
     }
-    timeline.sort();
+    timeline.sort_by_key(|(when, _)| *when);
     counts.rounds = tally.verified + tally.rejected;
     counts.rejected = tally.rejected;
     counts.unanswered = tally.unanswered;
@@ -238,7 +239,7 @@ pub(crate) fn run(args: &Args) -> Result<(Counts, Measured), String> {
             spread,
             latency,
             downtime,
-            timeline,
+            timeline: timeline.into_iter().map(|(_, line)| line).collect(),
         },
     ))
 }
@@ -273,37 +274,14 @@ fn probe_latency(port: u16, end: Instant) -> f64 {
     times.get(times.len() / 2).copied().unwrap_or(0.0)
 }
 
-/// The time of day now, UTC, as the servers' log lines begin
-/// (`2026-11-29T00:20:01.123456Z`), so that the timeline sorts as one.
-fn utc_now() -> String {
-    let since = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    let secs = since.as_secs();
-    let (days, of_day) = (secs / 86_400, secs % 86_400);
-    let (y, m, d) = civil_from_days(days as i64);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:06}Z",
-        of_day / 3600,
-        of_day / 60 % 60,
-        of_day % 60,
-        since.subsec_micros()
-    )
-}
-
-/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard
-/// Hinnant's `civil_from_days`).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
+/// Server `i`'s log line in the timeline: when it was logged (each line
+/// begins with its RFC 3339 time; one that does not goes last) and the line
+/// with the server named.
+fn timeline_entry(i: usize, line: &str) -> (OffsetDateTime, String) {
+    let (at, rest) = line.split_once(' ').unwrap_or(("", line));
+    let when = OffsetDateTime::parse(at, &Rfc3339)
+        .unwrap_or(OffsetDateTime::new_utc(Date::MAX, Time::MIDNIGHT));
+    (when, format!("{at} server {i}: {}", rest.trim_start()))
 }
 
 #[cfg(test)]
@@ -311,17 +289,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn days_are_dated_as_the_servers_date_their_lines() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        // 2000-02-29 (a leap day in a century year), 2026-11-29, and a day before 1970.
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
-        assert_eq!(civil_from_days(20_786), (2026, 11, 29));
-        assert_eq!(civil_from_days(-1), (1969, 12, 31));
-        let now = utc_now();
+    fn log_lines_are_placed_by_the_time_they_begin_with() {
+        let (when, text) = timeline_entry(
+            3,
+            "2026-11-29T00:24:17.893683Z  INFO stateseal::rotation::scheduler::rotations: claimed the due rotation generation=4",
+        );
+        assert_eq!(when.unix_timestamp(), 1_795_911_857);
+        assert_eq!(when.microsecond(), 893_683);
         assert_eq!(
-            (now.len(), &now[10..11], &now[26..]),
-            (27, "T", "Z"),
-            "{now}"
+            text,
+            "2026-11-29T00:24:17.893683Z server 3: INFO stateseal::rotation::scheduler::rotations: claimed the due rotation generation=4"
+        );
+        let (last, text) = timeline_entry(0, "not a log line");
+        assert_eq!(
+            (last.year(), text.as_str()),
+            (9999, "not server 0: a log line")
         );
     }
 }

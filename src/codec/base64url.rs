@@ -19,6 +19,15 @@ pub(crate) fn encode_into(bytes: &[u8], out: &mut String) {
     out.push_str(&STRICT.encode(bytes));
 }
 
+/// Appends the unpadded base64url encoding of `bytes` to `out`, written in place.
+pub(crate) fn encode_bytes_into(bytes: &[u8], out: &mut Vec<u8>) {
+    let at = out.len();
+    out.resize(at + STRICT.encoded_len(bytes.len()), 0);
+    // The slice is exactly the encoded length, so the encoder cannot run out of room.
+    let written = STRICT.encode_slice(bytes, &mut out[at..]).unwrap_or(0);
+    out.truncate(at + written);
+}
+
 /// The unpadded base64url encoding of `bytes`.
 pub(crate) fn encode(bytes: &[u8]) -> String {
     STRICT.encode(bytes)
@@ -56,6 +65,26 @@ pub(crate) fn encode_16(bytes: &[u8; 16]) -> [u8; 22] {
 /// scalar one (the tests below pin that down at every length up to 300).
 pub(crate) fn decode(text: &str) -> Option<Vec<u8>> {
     STRICT.decode(text).ok()
+}
+
+/// [`decode`] into `out`, whose bytes (any length) are overwritten and grown
+/// only if too few; `false` as `decode`'s `None`. A kept buffer is reused
+/// without a second fill.
+pub(crate) fn decode_into(text: &str, out: &mut Vec<u8>) -> bool {
+    let room = STRICT.decoded_len_estimate(text.len());
+    if out.len() < room {
+        out.resize(room, 0);
+    }
+    match STRICT.decode_slice(text, out) {
+        Ok(written) => {
+            out.truncate(written);
+            true
+        }
+        Err(_) => {
+            out.clear();
+            false
+        }
+    }
 }
 
 #[cfg(test)]
@@ -113,6 +142,11 @@ mod tests {
             let mut appended = text.clone();
             encode_into(&bytes, &mut appended);
             assert_eq!(appended, format!("{text}{text}"));
+            let mut appended = text.clone().into_bytes();
+            encode_bytes_into(&bytes, &mut appended);
+            assert_eq!(appended, format!("{text}{text}").into_bytes());
+            // A kept buffer, longer or shorter than the result, holding other bytes.
+            let mut kept = vec![0xa5; (len * 7) % 500];
             assert_eq!(decode(&text).as_deref(), Some(&bytes[..]));
             let chars = text.as_bytes();
             let mut check = |candidate: &[u8]| {
@@ -121,6 +155,14 @@ mod tests {
                     ours,
                     reference.decode(candidate).ok(),
                     "{len} bytes: {candidate:?}"
+                );
+                // Into a kept buffer: the same answer, and nothing of a refused one left.
+                let into = std::str::from_utf8(candidate)
+                    .is_ok_and(|text| decode_into(text, &mut kept))
+                    .then(|| kept.clone());
+                assert_eq!(into, ours, "{len} bytes into a kept buffer: {candidate:?}");
+                assert!(
+                    into.is_some() || kept.is_empty() || std::str::from_utf8(candidate).is_err()
                 );
                 checked += 1;
                 accepted += usize::from(ours.is_some());

@@ -17,21 +17,19 @@
 
 pub(crate) mod aead;
 mod base64url;
+mod builtin;
 mod scratch;
 pub(crate) mod xaes;
 
 use std::ops::Range;
-use std::sync::Arc;
 
 use crate::error::Error;
-use crate::key::{KID_LEN, KeyId, TokenFormat};
-use crate::random::RandomSource;
-use crate::reason::RejectReason;
-use crate::ring::RingHandle;
+use crate::key::KID_LEN;
 
 pub(crate) use base64url::{
     decode as b64u_decode, encode as b64u_encode, encode_16 as b64u_encode_16,
 };
+pub use builtin::{AesGcmCodec, token_key_id};
 pub(crate) use scratch::payload_buffer;
 
 /// The format prefix of v1 tokens (also bound as associated data).
@@ -101,6 +99,19 @@ pub trait StateCodec: Send + Sync {
         self.seal(payload)
     }
 
+    /// [`StateCodec::seal_with_headroom`] writing the token's ASCII bytes
+    /// into `token` (cleared first) instead of a new `String`: for bindings
+    /// that copy the token into their runtime's own string anyway, a buffer
+    /// kept between calls. The default copies the `String` in.
+    ///
+    /// # Errors
+    /// As [`StateCodec::seal_with_headroom`]; `token` is then empty.
+    fn seal_with_headroom_into(&self, buffer: Vec<u8>, token: &mut Vec<u8>) -> Result<(), Error> {
+        token.clear();
+        token.extend_from_slice(self.seal_with_headroom(buffer)?.as_bytes());
+        Ok(())
+    }
+
     /// Reverses [`StateCodec::seal`].
     ///
     /// # Errors
@@ -133,6 +144,21 @@ pub trait StateCodec: Send + Sync {
         Ok((payload, 0..len))
     }
 
+    /// [`StateCodec::unseal_in_place`] into `buffer`, whose bytes the codec
+    /// may overwrite and reuse (a binding's buffer kept between calls, wiped
+    /// before it is kept). The default ignores it.
+    ///
+    /// # Errors
+    /// As [`StateCodec::unseal`].
+    fn unseal_in_place_into(
+        &self,
+        token: &str,
+        buffer: Vec<u8>,
+    ) -> Result<(Vec<u8>, Range<usize>), Error> {
+        drop(buffer);
+        self.unseal_in_place(token)
+    }
+
     /// Whether a state this codec unsealed, issued at `iat` and presented by
     /// the principal whose bytes are `principal`, is revoked: asked by the
     /// envelope after every other check passed. The default revokes nothing;
@@ -142,166 +168,6 @@ pub trait StateCodec: Send + Sync {
         let _ = (iat, principal);
         false
     }
-}
-
-/// The built-in codec: `v1.` ‖ base64url(kid ‖ nonce ‖ AES-256-GCM(payload) ‖ tag).
-///
-/// It reads its keys from a [`RingHandle`] once per call, so a rotation is an
-/// atomic swap of the ring and never blocks a seal or unseal.
-#[derive(Debug)]
-pub struct AesGcmCodec {
-    ring: Arc<RingHandle>,
-    random: RandomSource,
-}
-
-impl AesGcmCodec {
-    /// A codec over `ring`, drawing nonces from the OS.
-    pub fn new(ring: Arc<RingHandle>) -> Self {
-        Self {
-            ring,
-            random: RandomSource::Os,
-        }
-    }
-
-    /// Replaces the randomness source (the `deterministic-testing` feature only).
-    #[cfg(feature = "deterministic-testing")]
-    pub fn with_random_source(mut self, random: RandomSource) -> Self {
-        self.random = random;
-        self
-    }
-
-    /// The ring this codec reads.
-    pub fn ring(&self) -> &Arc<RingHandle> {
-        &self.ring
-    }
-}
-
-/// The key id a token names, read without authenticating anything (for
-/// operators asking "which key sealed this?"); `None` when the token is not
-/// well-formed. A forged token can name any key id: only unsealing proves one.
-///
-/// ```
-/// use stateseal::{AesGcmCodec, KeyRing, RingHandle, Secret, StateCodec, token_key_id};
-/// use std::sync::Arc;
-/// let ring = KeyRing::from_secrets(&[Secret::new(vec![9; 32])?])?;
-/// let kid = ring.primary().kid();
-/// let token = AesGcmCodec::new(Arc::new(RingHandle::new(ring))).seal(b"payload")?;
-/// assert_eq!(token_key_id(&token), Some(kid));
-/// assert_eq!(token_key_id("v2.abc"), None);
-/// # Ok::<(), stateseal::Error>(())
-/// ```
-pub fn token_key_id(token: &str) -> Option<KeyId> {
-    let (format, raw) = split(token)?;
-    if raw.len() < KID_LEN + format.nonce_len() + TAG_LEN {
-        return None;
-    }
-    let mut kid = [0u8; KID_LEN];
-    kid.copy_from_slice(&raw[..KID_LEN]);
-    Some(KeyId(kid))
-}
-
-/// A token's format and decoded body (strict base64url), unauthenticated.
-fn split(token: &str) -> Option<(TokenFormat, Vec<u8>)> {
-    let format = TokenFormat::from_prefix(token.get(..PREFIX_LEN)?)?;
-    Some((format, base64url::decode(&token[PREFIX_LEN..])?))
-}
-
-fn reject(reason: RejectReason) -> Error {
-    Error::Rejected(reason)
-}
-
-impl StateCodec for AesGcmCodec {
-    fn seal(&self, payload: &[u8]) -> Result<String, Error> {
-        let mut buffer = scratch::payload_buffer();
-        buffer.reserve(SEAL_HEADROOM + TAG_LEN + payload.len());
-        buffer.resize(SEAL_HEADROOM, 0);
-        buffer.extend_from_slice(payload);
-        self.seal_with_headroom(buffer)
-    }
-
-    fn seal_with_headroom(&self, mut body: Vec<u8>) -> Result<String, Error> {
-        if body.len() < SEAL_HEADROOM {
-            return Err(Error::Seal("buffer shorter than its headroom"));
-        }
-        let guard = self.ring.load();
-        let ring = guard.as_ref().ok_or(Error::NotReady)?;
-        if !ring.seals() {
-            return Err(Error::SealingStopped);
-        }
-        let key = ring.primary();
-        // The budget is checked before anything is sealed.
-        key.take_seal()?;
-        let format = key.format();
-        let kid = key.kid().0;
-        // The header sits right before the payload: a v1 token leaves the
-        // first bytes of the headroom unused.
-        let start = SEAL_HEADROOM - KID_LEN - format.nonce_len();
-        let (header, payload) = body.split_at_mut(SEAL_HEADROOM);
-        let (kid_at, nonce) = header[start..].split_at_mut(KID_LEN);
-        kid_at.copy_from_slice(&kid);
-        // Encrypted in place: from here on the buffer holds no plaintext.
-        let tag = key.seal_in_place(&self.random, nonce, &aad(format, &kid), payload)?;
-        body.extend_from_slice(&tag);
-        let sealed = &body[start..];
-        let mut token = String::with_capacity(PREFIX_LEN + sealed.len().div_ceil(3) * 4);
-        token.push_str(format.prefix());
-        base64url::encode_into(sealed, &mut token);
-        // Encrypted in place above: the buffer holds no plaintext now.
-        scratch::keep_sealed(body);
-        Ok(token)
-    }
-
-    fn unseal(&self, token: &str) -> Result<Vec<u8>, Error> {
-        let (mut raw, payload) = self.unseal_in_place(token)?;
-        let len = payload.len();
-        raw.copy_within(payload, 0);
-        raw.truncate(len);
-        Ok(raw)
-    }
-
-    fn unseal_in_place(&self, token: &str) -> Result<(Vec<u8>, Range<usize>), Error> {
-        let (format, mut raw) = split(token).ok_or(reject(RejectReason::Malformed))?;
-        let header = KID_LEN + format.nonce_len();
-        if raw.len() < header + TAG_LEN {
-            return Err(reject(RejectReason::Malformed));
-        }
-        let mut kid = [0u8; KID_LEN];
-        kid.copy_from_slice(&raw[..KID_LEN]);
-        let guard = self.ring.load();
-        // Exactly one key is tried: the one of this format with this id.
-        let Some(key) = guard
-            .as_ref()
-            .and_then(|ring| ring.get(format, &KeyId(kid)))
-        else {
-            // Never a reason to read the store: anyone can forge a key id.
-            return Err(reject(RejectReason::UnknownKey));
-        };
-        let (head, sealed) = raw.split_at_mut(header);
-        // aws-lc checks the tag in constant time and leaves no plaintext behind on failure;
-        // decrypting where the ciphertext is saves moving the payload to the front.
-        let plain_len = key
-            .open_in_place(&head[KID_LEN..], &aad(format, &kid), sealed)
-            .ok_or(reject(RejectReason::Seal))?;
-        Ok((raw, header..header + plain_len))
-    }
-
-    fn revoked(&self, iat: f64, principal: Option<&[u8]>) -> bool {
-        // The ring loaded now, not the one that unsealed: a newer list only knows more.
-        self.ring.may_revoke()
-            && self
-                .ring
-                .load()
-                .as_ref()
-                .is_some_and(|ring| ring.revocations().covers(iat, principal))
-    }
-}
-
-/// The associated data: the format's prefix and the key id.
-fn aad(format: TokenFormat, kid: &[u8; KID_LEN]) -> [u8; PREFIX_LEN + KID_LEN] {
-    let mut aad = [0u8; PREFIX_LEN + KID_LEN];
-    aad[..PREFIX_LEN].copy_from_slice(format.prefix().as_bytes());
-    aad[PREFIX_LEN..].copy_from_slice(kid);
-    aad
 }
 
 #[cfg(test)]

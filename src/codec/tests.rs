@@ -1,4 +1,9 @@
 use super::*;
+use std::sync::Arc;
+
+use crate::key::TokenFormat;
+use crate::reason::RejectReason;
+use crate::ring::RingHandle;
 use crate::{KeyRing, Secret};
 
 fn codec(keys: &[u8]) -> AesGcmCodec {
@@ -84,6 +89,83 @@ fn seals_in_the_handed_over_buffer() {
         (b"abc".to_vec(), 0..3)
     );
     assert!(Echo.seal_with_headroom(Vec::new()).is_err());
+    // The defaults of the `_into` forms: the token's bytes copied in, the buffer unused.
+    let mut token = b"stale".to_vec();
+    let mut buffer = vec![b'#'; SEAL_HEADROOM];
+    buffer.extend_from_slice(b"abc");
+    Echo.seal_with_headroom_into(buffer, &mut token).unwrap();
+    assert_eq!(token, b"abc");
+    assert!(
+        Echo.seal_with_headroom_into(Vec::new(), &mut token)
+            .is_err()
+    );
+    assert!(token.is_empty());
+    assert_eq!(
+        Plain.unseal_in_place_into("abc", vec![9; 40]).unwrap(),
+        (b"abc".to_vec(), 0..3)
+    );
+}
+
+/// The `_into` forms write and read the same tokens as the others, in the
+/// caller's buffers: v1 and v2 keys, buffers kept from earlier calls
+/// (longer, shorter, dirty), failures leaving no token behind.
+#[test]
+fn seals_and_opens_in_the_callers_buffers() {
+    let v1 = codec(b"k");
+    let v2 = v2_codec(b"x");
+    let mut token = Vec::with_capacity(4096);
+    let mut kept = vec![0x5a; 3000];
+    for (c, prefix) in [(&v1, "v1."), (&v2, "v2.")] {
+        for len in [0, 1, 63, 64, 1024, 2999, 5000] {
+            let payload: Vec<u8> = (0..len).map(|i| (i * 7) as u8).collect();
+            let at = token.as_ptr();
+            let mut buffer = vec![0; SEAL_HEADROOM];
+            buffer.extend_from_slice(&payload);
+            c.seal_with_headroom_into(buffer, &mut token).unwrap();
+            let text = std::str::from_utf8(&token).unwrap().to_owned();
+            assert!(text.starts_with(prefix));
+            if len < 2999 {
+                assert_eq!(token.as_ptr(), at, "the token's buffer is reused");
+            }
+            // Opened by every form, including `unseal` of a token sealed the other way.
+            assert_eq!(c.unseal(&text).unwrap(), payload);
+            let (raw, range) = c.unseal_in_place_into(&text, kept).unwrap();
+            assert_eq!(&raw[range], &payload[..]);
+            kept = raw;
+            let sealed = c.seal(&payload).unwrap();
+            assert_eq!(sealed.len(), text.len());
+            let (raw, range) = c.unseal_in_place_into(&sealed, kept).unwrap();
+            assert_eq!(&raw[range], &payload[..]);
+            kept = raw;
+        }
+    }
+    // Refused as `unseal` refuses, whatever the kept buffer held.
+    let good = String::from_utf8(token.clone()).unwrap();
+    for (bad, why) in [
+        (format!("v9.{}", &good[3..]), RejectReason::Malformed),
+        (format!("{good}="), RejectReason::Malformed),
+        (good[..good.len() - 1].to_owned(), RejectReason::Malformed),
+        (String::from("v2.AAAA"), RejectReason::Malformed),
+    ] {
+        let refused = v2.unseal_in_place_into(&bad, vec![1; 64]).unwrap_err();
+        assert_eq!(refused.reject_reason(), Some(why), "{bad}");
+        assert_eq!(reason(v2.unseal(&bad)), why);
+    }
+    assert_eq!(
+        v1.unseal_in_place_into(&good, Vec::new())
+            .unwrap_err()
+            .reject_reason(),
+        Some(RejectReason::UnknownKey)
+    );
+    // No ring: nothing sealed, no token left in the buffer.
+    let unready = AesGcmCodec::new(Arc::new(RingHandle::empty()));
+    let mut buffer = vec![0; SEAL_HEADROOM];
+    buffer.push(b'p');
+    assert_eq!(
+        unready.seal_with_headroom_into(buffer, &mut token),
+        Err(Error::NotReady)
+    );
+    assert!(token.is_empty());
 }
 
 #[test]

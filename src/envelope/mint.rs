@@ -121,6 +121,44 @@ impl Envelope {
         self.mint_wtf8(identity, state, principal, now, false)
     }
 
+    /// [`Envelope::mint_at`] writing the token's ASCII bytes into `token`
+    /// (cleared first) rather than a new `String`: for a binding that copies
+    /// the token into its runtime's own string, from a buffer it keeps
+    /// between calls (nothing allocated or freed per mint).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use stateseal::{AesGcmCodec, Envelope, KeyRing, RequestIdentity, RingHandle, Secret};
+    ///
+    /// let ring = Arc::new(RingHandle::new(KeyRing::from_secrets(&[Secret::generate()?])?));
+    /// let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("bank")).build()?;
+    /// let id = RequestIdentity::from_json("tools/call", br#"{"name":"transfer"}"#)?;
+    /// let mut token = Vec::new();
+    /// envelope.mint_into_at(&id, b"step 2", None, 1.8e9, &mut token)?;
+    /// let token = String::from_utf8(token).unwrap();
+    /// assert_eq!(envelope.verify_at(&id, &token, None, 1.8e9)?.as_str(), Some("step 2"));
+    /// # Ok::<(), stateseal::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Envelope::mint_at`]; `token` is then empty.
+    pub fn mint_into_at(
+        &self,
+        identity: &RequestIdentity,
+        state: &[u8],
+        principal: Option<&Principal>,
+        now: f64,
+        token: &mut Vec<u8>,
+    ) -> Result<(), Error> {
+        token.clear();
+        if !is_wtf8(state) {
+            return Err(Error::Seal("state is neither UTF-8 nor WTF-8"));
+        }
+        let payload = self.payload(identity, state, principal, now, false)?;
+        self.codec.seal_with_headroom_into(payload, token)?;
+        self.sealed(token, false).inspect_err(|_| token.clear())
+    }
+
     /// Mints a state already known to be WTF-8 (a `&str` or a [`Text`]).
     fn mint_wtf8(
         &self,
@@ -130,6 +168,21 @@ impl Envelope {
         now: f64,
         single_use: bool,
     ) -> Result<String, Error> {
+        let payload = self.payload(identity, state, principal, now, single_use)?;
+        let token = self.codec.seal_with_headroom(payload)?;
+        self.sealed(token.as_bytes(), single_use)?;
+        Ok(token)
+    }
+
+    /// The round's claims and `state`, written after room for the codec's header.
+    fn payload(
+        &self,
+        identity: &RequestIdentity,
+        state: &[u8],
+        principal: Option<&Principal>,
+        now: f64,
+        single_use: bool,
+    ) -> Result<Vec<u8>, Error> {
         let p_claim = principal
             .map(|p| principal::claim(p, &self.random))
             .transpose()?;
@@ -138,7 +191,7 @@ impl Envelope {
             .transpose()?;
         // The payload is written after room for the codec's header, so the built-in
         // codec encrypts it in place: no copy, and no plaintext copy left behind.
-        let payload = claims::write_payload(
+        Ok(claims::write_payload(
             &claims::MintClaims {
                 iat: now,
                 exp: now + self.ttl,
@@ -152,9 +205,12 @@ impl Envelope {
             TAG_LEN,
             // The built-in codec's buffer from this thread's last seal, if it kept one.
             crate::codec::payload_buffer(),
-        );
-        let token = self.codec.seal_with_headroom(payload)?;
-        if single_use && !token.starts_with(crate::TokenFormat::V2.prefix()) {
+        ))
+    }
+
+    /// Checks a sealed token before it may be sent, and counts it.
+    fn sealed(&self, token: &[u8], single_use: bool) -> Result<(), Error> {
+        if single_use && !token.starts_with(crate::TokenFormat::V2.prefix().as_bytes()) {
             return Err(Error::Seal(
                 "single-use states need a v2 key (a keyset key; `stateseal rotate` gives one): the Python SDK's codec opens v1 tokens and would not enforce single use",
             ));
@@ -166,7 +222,7 @@ impl Envelope {
             ));
         }
         metrics::counter!("stateseal_seals_total").increment(1);
-        Ok(token)
+        Ok(())
     }
 }
 

@@ -31,7 +31,7 @@ impl Envelope {
         principal: Option<&Principal>,
         now: f64,
     ) -> Result<Text, Error> {
-        let result = match self.check(identity, token, principal, now) {
+        let result = match self.check(identity, token, principal, now, None) {
             Ok(c) if c.single_use.is_some() => {
                 Err(Error::Rejected(RejectReason::ReplayStoreUnavailable))
             }
@@ -68,7 +68,46 @@ impl Envelope {
         principal: Option<&Principal>,
         now: f64,
     ) -> Result<(Text, Option<SingleUse>), Error> {
-        let checked = self.count(self.check(identity, token, principal, now))?;
+        self.opened(self.check(identity, token, principal, now, None))
+    }
+
+    /// [`Envelope::open_at`] decoding the token into `buffer`, whose capacity
+    /// is reused: for a binding that copies the state into its runtime's own
+    /// string and then keeps the state's buffer for its next call (wiped
+    /// first: it held the plaintext).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use stateseal::{AesGcmCodec, Envelope, KeyRing, RequestIdentity, RingHandle, Secret};
+    ///
+    /// let ring = Arc::new(RingHandle::new(KeyRing::from_secrets(&[Secret::generate()?])?));
+    /// let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), None).build()?;
+    /// let id = RequestIdentity::from_json("tools/call", br#"{"name":"transfer"}"#)?;
+    /// let token = envelope.mint_at(&id, b"step 2", None, 1.8e9)?;
+    /// let (state, _) = envelope.open_into_at(&id, &token, None, 1.8e9, Vec::with_capacity(256))?;
+    /// assert_eq!(state.as_str(), Some("step 2"));
+    /// # Ok::<(), stateseal::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Envelope::verify`].
+    pub fn open_into_at(
+        &self,
+        identity: &RequestIdentity,
+        token: &str,
+        principal: Option<&Principal>,
+        now: f64,
+        buffer: Vec<u8>,
+    ) -> Result<(Text, Option<SingleUse>), Error> {
+        self.opened(self.check(identity, token, principal, now, Some(buffer)))
+    }
+
+    /// What `open` gives for a checked state.
+    fn opened(
+        &self,
+        checked: Result<claims::Checked, Error>,
+    ) -> Result<(Text, Option<SingleUse>), Error> {
+        let checked = self.count(checked)?;
         let single_use = checked
             .single_use
             .map(|id| SingleUse::new(&id, self.audience.as_deref(), checked.exp, self.max_skew));
@@ -82,10 +121,13 @@ impl Envelope {
         token: &str,
         principal: Option<&Principal>,
         now: f64,
+        buffer: Option<Vec<u8>>,
     ) -> Result<claims::Checked, Error> {
         // Refused before any decoding: the echo is attacker-controlled and unbounded.
         let result = if token.len() > self.max_token_len {
             Err(Error::Rejected(RejectReason::Malformed))
+        } else if let Some(buffer) = buffer {
+            self.codec.unseal_in_place_into(token, buffer)
         } else {
             self.codec.unseal_in_place(token)
         };

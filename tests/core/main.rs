@@ -1,6 +1,7 @@
 //! Integration tests of the core crate: the Python SDK's vectors and live interop.
 
 mod boundary_json;
+mod callers_buffers;
 mod cheap_reads;
 mod entry_rewrites;
 mod fleet;

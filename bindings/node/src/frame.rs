@@ -20,6 +20,7 @@
 use std::cell::RefCell;
 
 use napi::bindgen_prelude::{Error, Uint8Array};
+use napi::{Env, sys};
 use napi_derive::napi;
 
 use crate::{Code, fail};
@@ -65,6 +66,8 @@ pub(crate) enum Slot {
 struct Attached {
     frame: Uint8Array,
     seen: f64,
+    /// The environment the frame was attached in, for making the strings a call returns.
+    env: sys::napi_env,
 }
 
 thread_local! {
@@ -75,6 +78,7 @@ thread_local! {
 /// 128 bytes, its first number the count of calls made through it.
 #[napi]
 pub fn frame_attach(
+    env: Env,
     #[napi(ts_arg_type = "Uint8Array")] frame: Uint8Array,
 ) -> std::result::Result<(), Error<Code>> {
     if frame.len() < HEADER {
@@ -83,15 +87,26 @@ pub fn frame_attach(
             format!("frame: expected at least {HEADER} bytes"),
         ));
     }
-    let seen = Frame(&frame).number(Slot::Seq);
-    FRAME.with(|f| *f.borrow_mut() = Some(Attached { frame, seen }));
+    let seen = Frame(&frame, env.raw()).number(Slot::Seq);
+    FRAME.with(|f| {
+        *f.borrow_mut() = Some(Attached {
+            frame,
+            seen,
+            env: env.raw(),
+        })
+    });
     Ok(())
 }
 
 /// A frame's bytes as one call reads them.
-pub(crate) struct Frame<'a>(&'a [u8]);
+pub(crate) struct Frame<'a>(&'a [u8], sys::napi_env);
 
 impl<'a> Frame<'a> {
+    /// The environment of the call (the one the frame was attached in).
+    pub(crate) fn env(&self) -> Env {
+        Env::from_raw(self.1)
+    }
+
     /// A header number as it is (any `f64`, `NaN` included).
     pub(crate) fn number(&self, slot: Slot) -> f64 {
         let at = slot as usize * 8;
@@ -156,7 +171,7 @@ pub(crate) fn with_frame<R>(
         let attached = attached
             .as_mut()
             .ok_or_else(|| fail(Code::Frame, "no frame attached"))?;
-        let frame = Frame(&attached.frame);
+        let frame = Frame(&attached.frame, attached.env);
         let seq = frame.number(Slot::Seq);
         if seq != attached.seen + 1.0 {
             return Err(fail(Code::Frame, "another frame is attached"));

@@ -7,8 +7,8 @@
 //! as napi's own UTF-8 conversion writes it. Tokens go out as Latin-1 (a
 //! copy), and states too when ASCII.
 
-use napi::Either;
-use napi::bindgen_prelude::{Error, Latin1String};
+use napi::bindgen_prelude::Error;
+use napi::{Env, JsValue, sys};
 
 use crate::{Code, fail};
 
@@ -19,11 +19,22 @@ pub(crate) fn token_of(bytes: &[u8]) -> Result<&str, Error<Code>> {
     std::str::from_utf8(bytes).map_err(|_| fail(Code::Rejected, "malformed"))
 }
 
-/// A state's text for JavaScript: Latin-1 (a copy) when ASCII.
-pub(crate) fn js_text(text: String) -> Either<Latin1String, String> {
-    if text.is_ascii() {
-        Either::A(Latin1String::from(text))
-    } else {
-        Either::B(text)
+/// A state's text for JavaScript: copied into a V8 string, as Latin-1 when
+/// ASCII (one pass, no UTF-8 decoding), else as UTF-8; a lone surrogate
+/// (WTF-8, which no JavaScript string from this codec holds) is malformed.
+pub(crate) fn js_text(env: Env, state: &[u8]) -> Result<sys::napi_value, Error<Code>> {
+    if state.is_ascii() {
+        return latin1(env, state);
     }
+    let text = std::str::from_utf8(state).map_err(|_| fail(Code::Rejected, "malformed"))?;
+    env.create_string(text)
+        .map(|s| s.raw())
+        .map_err(|e| fail(Code::Unavailable, e.reason.clone()))
+}
+
+/// A JavaScript string of Latin-1 `bytes` (a copy into V8's heap).
+pub(crate) fn latin1(env: Env, bytes: &[u8]) -> Result<sys::napi_value, Error<Code>> {
+    env.create_string_latin1(bytes)
+        .map(|s| s.raw())
+        .map_err(|e| fail(Code::Unavailable, e.reason.clone()))
 }

@@ -1,9 +1,11 @@
 //! The per-round calls: each reads its arguments from the thread's frame.
 
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
 
 use napi::bindgen_prelude::*;
+use napi::sys;
 use napi_derive::napi;
 use stateseal::{Clock, SystemClock};
 
@@ -11,7 +13,7 @@ use super::EnvelopeCore;
 use super::table::{EnvelopeTicket, envelope_of};
 use crate::frame::{Frame, Slot, with_frame};
 use crate::single_use::NativeSingleUse;
-use crate::text::{js_text, token_of};
+use crate::text::{js_text, latin1, token_of};
 use crate::{Code, Engine, fail, thrown, with_open};
 use stateseal_binding::rounds::{PrincipalKey, Round, RoundId, RoundKey};
 
@@ -118,31 +120,56 @@ fn at(frame: &Frame<'_>) -> f64 {
     if now.is_nan() { SystemClock.now() } else { now }
 }
 
-/// Seals the frame's state for `round`: the token, as Latin-1.
+/// Buffers above this capacity are not kept for the thread's next call: one
+/// large state must not pin its memory to the thread.
+const KEEP_AT_MOST: usize = 64 * 1024;
+
+thread_local! {
+    /// The buffer this thread's tokens are written into before V8 copies them:
+    /// above the C library's per-thread cache (1,032 bytes in glibc), a
+    /// token's allocation and release cost more than V8's copy of it
+    /// (docs/benchmarks.md). A token is no secret.
+    static TOKEN: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    /// The buffer this thread's next token is decoded into: the last
+    /// state's, wiped once V8 has copied it ([`keep_wiped`]).
+    static STATE: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
+
+/// Seals the frame's state for `round`: the token, as a Latin-1 string.
 fn mint(
     envelope: &EnvelopeCore,
     engine: &Engine,
     round: &Round,
     frame: &Frame<'_>,
-) -> std::result::Result<Latin1String, Error<Code>> {
+) -> std::result::Result<sys::napi_value, Error<Code>> {
     let id = identity(round)?;
     let p = round.principal.as_ref();
     let state = text_of(frame)?;
-    let single_use = engine.running.as_ref().is_some_and(|r| r.is_single_use(id));
-    if single_use {
-        envelope
+    let env = frame.env();
+    if engine.running.as_ref().is_some_and(|r| r.is_single_use(id)) {
+        let token = envelope
             .envelope
             .mint_single_use_at(id, state, p, at(frame))
+            .map_err(|e| thrown(&e))?;
+        latin1(env, token.as_bytes())
     } else {
-        envelope.envelope.mint_at(id, state, p, at(frame))
+        TOKEN.with_borrow_mut(|token| {
+            envelope
+                .envelope
+                .mint_into_at(id, state, p, at(frame), token)
+                .map_err(|e| thrown(&e))?;
+            let made = latin1(env, token);
+            if token.capacity() > KEEP_AT_MOST {
+                *token = Vec::new();
+            }
+            made
+        })
     }
-    .map(Latin1String::from)
-    .map_err(|e| thrown(&e))
 }
 
 /// Seals the frame's state for the round it names, at its `now`.
 #[napi(ts_return_type = "string")]
-pub fn envelope_mint() -> std::result::Result<Latin1String, Error<Code>> {
+pub fn envelope_mint() -> std::result::Result<sys::napi_value, Error<Code>> {
     with_frame(|frame| {
         let envelope = envelope_of(frame)?;
         with_open(&envelope.shared, |engine| {
@@ -153,7 +180,7 @@ pub fn envelope_mint() -> std::result::Result<Latin1String, Error<Code>> {
 
 /// Names the frame's round and seals its state: a round's first call, when it is a mint.
 #[napi(ts_return_type = "string")]
-pub fn envelope_mint_named() -> std::result::Result<Latin1String, Error<Code>> {
+pub fn envelope_mint_named() -> std::result::Result<sys::napi_value, Error<Code>> {
     with_frame(|frame| {
         let envelope = envelope_of(frame)?;
         with_open(&envelope.shared, |engine| {
@@ -167,7 +194,7 @@ pub fn envelope_mint_named() -> std::result::Result<Latin1String, Error<Code>> {
 /// Refuses single-use states (`replay store unavailable`): `envelopeOpen`
 /// accepts them once recorded.
 #[napi(ts_return_type = "string")]
-pub fn envelope_verify() -> std::result::Result<Either<Latin1String, String>, Error<Code>> {
+pub fn envelope_verify() -> std::result::Result<sys::napi_value, Error<Code>> {
     with_frame(|frame| {
         let envelope = envelope_of(frame)?;
         with_open(&envelope.shared, |_| {
@@ -181,17 +208,17 @@ pub fn envelope_verify() -> std::result::Result<Either<Latin1String, String>, Er
                     at(frame),
                 )
                 .map_err(|e| thrown(&e))?;
-            text.into_string()
-                .map(js_text)
-                .map_err(|_| fail(Code::Rejected, "malformed"))
+            js_text(frame.env(), text.as_bytes())
         })
     })
 }
 
 /// What `envelopeOpen` gives: a multi-use state's text, or a single-use
 /// state's pending record.
-type Opened = Either3<Latin1String, String, NativeSingleUse>;
+type Opened = Either<sys::napi_value, NativeSingleUse>;
 
+/// Opens the frame's token for `round`: a multi-use state's text, or a
+/// single-use state's pending record.
 fn open_in(
     envelope: &EnvelopeCore,
     round: &Round,
@@ -199,27 +226,44 @@ fn open_in(
 ) -> std::result::Result<Opened, Error<Code>> {
     let (text, once) = envelope
         .envelope
-        .open_at(
+        .open_into_at(
             identity(round)?,
             token_of(text_of(frame)?)?,
             round.principal.as_ref(),
             at(frame),
+            STATE.take(),
         )
         .map_err(|e| thrown(&e))?;
+    let Some(once) = once else {
+        let value = js_text(frame.env(), text.as_bytes());
+        keep_wiped(text.into_bytes());
+        return value.map(Either::A);
+    };
     let text = text
         .into_string()
         .map_err(|_| fail(Code::Rejected, "malformed"))?;
-    Ok(match once {
-        None => match js_text(text) {
-            Either::A(latin1) => Either3::A(latin1),
-            Either::B(text) => Either3::B(text),
-        },
-        Some(once) => Either3::C(NativeSingleUse::new(
-            Arc::clone(&envelope.shared),
-            once,
-            text,
-        )),
-    })
+    Ok(Either::B(NativeSingleUse::new(
+        Arc::clone(&envelope.shared),
+        once,
+        text,
+    )))
+}
+
+/// Wipes a state's buffer and keeps it for the thread's next token: zeros
+/// over all of its capacity (the claims around the state were plaintext
+/// too), which the next decode overwrites without filling it again. The
+/// writes cannot be elided: the buffer outlives them. A buffer too large to
+/// keep is wiped all the same before it is freed.
+fn keep_wiped(mut state: Vec<u8>) {
+    let capacity = state.capacity();
+    state.clear();
+    state.resize(capacity, 0);
+    if capacity <= KEEP_AT_MOST {
+        STATE.set(state);
+    } else {
+        // Freed after the wipe: `black_box` keeps the zeros from being dropped as dead stores.
+        drop(std::hint::black_box(state));
+    }
 }
 
 /// As `envelopeVerify`, and single-use states too: a multi-use state's text
@@ -245,4 +289,27 @@ pub fn envelope_open_named() -> std::result::Result<Opened, Error<Code>> {
             open_in(&envelope, &*name(&envelope, frame)?, frame)
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kept_state_buffer_is_all_zeros_and_a_large_one_is_let_go() {
+        let mut state = Vec::with_capacity(2048);
+        state.extend_from_slice(b"{\"s\":\"secret state\",\"x\":1}");
+        let at = state.as_ptr();
+        keep_wiped(state);
+        let kept = STATE.take();
+        assert_eq!(
+            (kept.as_ptr(), kept.len(), kept.capacity()),
+            (at, 2048, 2048)
+        );
+        assert!(kept.iter().all(|&b| b == 0));
+        // Taken: the next call on this thread decodes into a new buffer.
+        assert_eq!(STATE.take().capacity(), 0);
+        keep_wiped(vec![7; KEEP_AT_MOST + 1]);
+        assert_eq!(STATE.take().capacity(), 0);
+    }
 }

@@ -1,0 +1,127 @@
+//! The envelope's forms that work in the caller's buffers (`mint_into_at`,
+//! `open_into_at`, what the Node binding seals and opens through): the same
+//! tokens and the same verdicts as `mint_at` and `open_at`, with buffers
+//! kept from earlier calls, whatever they held.
+
+use std::sync::Arc;
+
+use stateseal::{
+    AesGcmCodec, Envelope, Error, KeyRing, Principal, RejectReason, RequestIdentity, RingHandle,
+    RingKey, Secret, TokenFormat,
+};
+
+const NOW: f64 = 1_782_345_600.0;
+
+fn envelope(format: TokenFormat) -> Envelope {
+    let key = RingKey::with_format(&Secret::new(vec![4; 32]).expect("key"), format);
+    let ring = KeyRing::from_keys(vec![Arc::new(key)]).expect("ring");
+    let codec = Arc::new(AesGcmCodec::new(Arc::new(RingHandle::new(ring))));
+    Envelope::builder(codec, Some("svc"))
+        .ttl(60.0)
+        .max_token_len(40_000)
+        .build()
+        .expect("envelope")
+}
+
+fn id(name: &str) -> RequestIdentity {
+    let params = format!(r#"{{"name":"{name}","arguments":{{"n":1}}}}"#);
+    RequestIdentity::from_json("tools/call", params.as_bytes()).expect("id")
+}
+
+fn reason<T>(r: Result<T, Error>) -> Option<RejectReason> {
+    r.err().and_then(|e| e.reject_reason())
+}
+
+#[test]
+fn the_same_states_come_back_through_kept_buffers() {
+    let alice = Principal::from_components("client", Some("https://issuer.example"), Some("alice"));
+    let states: [Vec<u8>; 6] = [
+        Vec::new(),
+        b"x".repeat(1024),
+        "Zürich \u{1f600} \"quoted\" \\ \n".as_bytes().to_vec(),
+        b"a\xed\xa4\x85b".to_vec(),
+        b"y".repeat(20_000),
+        b"short".to_vec(),
+    ];
+    for format in [TokenFormat::V1, TokenFormat::V2] {
+        let env = envelope(format);
+        // One token buffer and one state buffer for every call, as the binding keeps them.
+        let mut token = Vec::new();
+        let mut kept = vec![0xee; 5000];
+        for state in &states {
+            for principal in [None, Some(&alice)] {
+                env.mint_into_at(&id("t"), state, principal, NOW, &mut token)
+                    .expect("mints");
+                let text = String::from_utf8(token.clone()).expect("a token is ASCII");
+                assert!(text.starts_with(format.prefix()));
+                let verified = env
+                    .verify_at(&id("t"), &text, principal, NOW)
+                    .expect("verifies");
+                assert_eq!(verified.as_bytes(), state.as_slice());
+                let (opened, once) = env
+                    .open_into_at(&id("t"), &text, principal, NOW, kept)
+                    .expect("opens");
+                assert_eq!(
+                    (opened.as_bytes(), once.is_none()),
+                    (state.as_slice(), true)
+                );
+                kept = opened.into_bytes();
+                // A token of the usual form opens the same way through a kept buffer.
+                let usual = env.mint_at(&id("t"), state, principal, NOW).expect("mints");
+                assert_eq!(usual.len(), text.len());
+                let (opened, _) = env
+                    .open_into_at(&id("t"), &usual, principal, NOW, kept)
+                    .expect("opens");
+                assert_eq!(opened.as_bytes(), state.as_slice());
+                kept = opened.into_bytes();
+            }
+        }
+    }
+}
+
+#[test]
+fn refusals_are_the_same_and_leave_no_token_behind() {
+    let env = envelope(TokenFormat::V2);
+    let mut token = b"an earlier token".to_vec();
+    // Not WTF-8: refused before anything is sealed, with `mint_at`'s error.
+    let err = env
+        .mint_into_at(&id("t"), b"a\xff", None, NOW, &mut token)
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "sealing requestState failed: state is neither UTF-8 nor WTF-8"
+    );
+    assert!(token.is_empty());
+    // Too large for max_token_len: refused, and the sealed bytes are not left in the buffer.
+    token.extend_from_slice(b"an earlier token");
+    let err = env
+        .mint_into_at(&id("t"), &[b'z'; 40_000], None, NOW, &mut token)
+        .unwrap_err();
+    assert!(err.to_string().contains("max_token_len"), "{err}");
+    assert!(token.is_empty());
+
+    env.mint_into_at(&id("t"), b"state", None, NOW, &mut token)
+        .expect("mints");
+    let good = String::from_utf8(token).expect("ASCII");
+    let alice = Principal::from_components("client", None, Some("alice"));
+    let cases: [(&str, RequestIdentity, Option<&Principal>, f64); 4] = [
+        (&good, id("other"), None, NOW),
+        (&good, id("t"), Some(&alice), NOW),
+        (&good, id("t"), None, NOW + 61.0),
+        (&good[..good.len() - 2], id("t"), None, NOW),
+    ];
+    for (text, identity, principal, at) in cases {
+        let usual = reason(env.open_at(&identity, text, principal, at));
+        assert!(usual.is_some());
+        let into = reason(env.open_into_at(&identity, text, principal, at, vec![7; 300]));
+        assert_eq!(into, usual);
+    }
+    // Single-use states come back with their record, as through `open_at`.
+    let once = env
+        .mint_single_use_at(&id("t"), b"once", None, NOW)
+        .expect("mints");
+    let (state, record) = env
+        .open_into_at(&id("t"), &once, None, NOW, Vec::new())
+        .expect("opens");
+    assert_eq!((state.as_bytes(), record.is_some()), (&b"once"[..], true));
+}

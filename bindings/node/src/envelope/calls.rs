@@ -153,18 +153,32 @@ fn mint(
             .map_err(|e| thrown(&e))?;
         latin1(env, token.as_bytes())
     } else {
-        TOKEN.with_borrow_mut(|token| {
-            envelope
-                .envelope
-                .mint_into_at(id, state, p, at(frame), token)
-                .map_err(|e| thrown(&e))?;
-            let made = latin1(env, token);
-            if token.capacity() > KEEP_AT_MOST {
-                *token = Vec::new();
-            }
-            made
-        })
+        kept_token(
+            |token| {
+                envelope
+                    .envelope
+                    .mint_into_at(id, state, p, at(frame), token)
+                    .map_err(|e| thrown(&e))
+            },
+            |token| latin1(env, token),
+        )
     }
+}
+
+/// `mint` into this thread's token buffer, then `made` of the token. A buffer
+/// grown past [`KEEP_AT_MOST`] is let go afterwards whether or not the mint
+/// succeeded (a state refused for its size has grown it as far as its token).
+fn kept_token<R>(
+    mint: impl FnOnce(&mut Vec<u8>) -> std::result::Result<(), Error<Code>>,
+    made: impl FnOnce(&[u8]) -> std::result::Result<R, Error<Code>>,
+) -> std::result::Result<R, Error<Code>> {
+    TOKEN.with_borrow_mut(|token| {
+        let result = mint(token).and_then(|()| made(token));
+        if token.capacity() > KEEP_AT_MOST {
+            *token = Vec::new();
+        }
+        result
+    })
 }
 
 /// Seals the frame's state for the round it names, at its `now`.
@@ -311,5 +325,36 @@ mod tests {
         assert_eq!(STATE.take().capacity(), 0);
         keep_wiped(vec![7; KEEP_AT_MOST + 1]);
         assert_eq!(STATE.take().capacity(), 0);
+    }
+
+    #[test]
+    fn the_token_buffer_is_kept_unless_a_mint_grew_it_too_far() {
+        use stateseal::{AesGcmCodec, Envelope, KeyRing, RequestIdentity, RingHandle};
+        let ring = KeyRing::from_bytes(vec![vec![7; 32]]).unwrap();
+        let codec = Arc::new(AesGcmCodec::new(Arc::new(RingHandle::new(ring))));
+        let envelope = Envelope::builder(codec, Some("svc"))
+            .max_token_len(100_000)
+            .build()
+            .unwrap();
+        let id = RequestIdentity::from_json("tools/call", br#"{"name":"t"}"#).unwrap();
+        let mint = |state: &[u8]| {
+            kept_token(
+                |token| {
+                    envelope
+                        .mint_into_at(&id, state, None, 1.8e9, token)
+                        .map_err(|e| thrown(&e))
+                },
+                |token| Ok(token.len()),
+            )
+        };
+        let len = mint(&[b'a'; 1024]).unwrap();
+        let kept = TOKEN.with_borrow(Vec::capacity);
+        assert!(kept >= len && len > 1024);
+        // Too large for max_token_len: refused, after its token had grown the buffer.
+        assert!(mint(&[b'a'; 80_000]).is_err());
+        assert_eq!(TOKEN.with_borrow(Vec::capacity), 0);
+        // A token past what is kept succeeds, and its buffer goes too.
+        assert!(mint(&[b'a'; 60_000]).unwrap() > KEEP_AT_MOST);
+        assert_eq!(TOKEN.with_borrow(Vec::capacity), 0);
     }
 }

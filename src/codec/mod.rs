@@ -104,6 +104,19 @@ pub trait StateCodec: Send + Sync {
     /// that copy the token into their runtime's own string anyway, a buffer
     /// kept between calls. The default copies the `String` in.
     ///
+    /// ```
+    /// use stateseal::{AesGcmCodec, KeyRing, RingHandle, SEAL_HEADROOM, Secret, StateCodec};
+    /// use std::sync::Arc;
+    /// let ring = Arc::new(RingHandle::new(KeyRing::from_secrets(&[Secret::new(vec![9; 32])?])?));
+    /// let codec = AesGcmCodec::new(ring);
+    /// let mut token = Vec::new();
+    /// let mut buffer = vec![0; SEAL_HEADROOM];
+    /// buffer.extend_from_slice(b"payload");
+    /// codec.seal_with_headroom_into(buffer, &mut token)?;
+    /// assert_eq!(codec.unseal(std::str::from_utf8(&token).unwrap())?, b"payload");
+    /// # Ok::<(), stateseal::Error>(())
+    /// ```
+    ///
     /// # Errors
     /// As [`StateCodec::seal_with_headroom`]; `token` is then empty.
     fn seal_with_headroom_into(&self, buffer: Vec<u8>, token: &mut Vec<u8>) -> Result<(), Error> {
@@ -147,6 +160,17 @@ pub trait StateCodec: Send + Sync {
     /// [`StateCodec::unseal_in_place`] into `buffer`, whose bytes the codec
     /// may overwrite and reuse (a binding's buffer kept between calls, wiped
     /// before it is kept). The default ignores it.
+    ///
+    /// ```
+    /// use stateseal::{AesGcmCodec, KeyRing, RingHandle, Secret, StateCodec};
+    /// use std::sync::Arc;
+    /// let ring = Arc::new(RingHandle::new(KeyRing::from_secrets(&[Secret::new(vec![9; 32])?])?));
+    /// let codec = AesGcmCodec::new(ring);
+    /// let kept = vec![0; 256];
+    /// let (buffer, payload) = codec.unseal_in_place_into(&codec.seal(b"payload")?, kept)?;
+    /// assert_eq!(&buffer[payload], b"payload");
+    /// # Ok::<(), stateseal::Error>(())
+    /// ```
     ///
     /// # Errors
     /// As [`StateCodec::unseal`].

@@ -275,13 +275,17 @@ fn probe_latency(port: u16, end: Instant) -> f64 {
 }
 
 /// Server `i`'s log line in the timeline: when it was logged (each line
-/// begins with its RFC 3339 time; one that does not goes last) and the line
-/// with the server named.
+/// begins with its RFC 3339 time; one that does not goes last, whole) and
+/// the line with the server named.
 fn timeline_entry(i: usize, line: &str) -> (OffsetDateTime, String) {
-    let (at, rest) = line.split_once(' ').unwrap_or(("", line));
-    let when = OffsetDateTime::parse(at, &Rfc3339)
-        .unwrap_or(OffsetDateTime::new_utc(Date::MAX, Time::MIDNIGHT));
-    (when, format!("{at} server {i}: {}", rest.trim_start()))
+    let timed = line.split_once(' ').and_then(|(at, rest)| {
+        let when = OffsetDateTime::parse(at, &Rfc3339).ok()?;
+        Some((when, format!("{at} server {i}: {}", rest.trim_start())))
+    });
+    timed.unwrap_or_else(|| {
+        let last = OffsetDateTime::new_utc(Date::MAX, Time::MIDNIGHT);
+        (last, format!("server {i}: {line}"))
+    })
 }
 
 #[cfg(test)]
@@ -303,7 +307,7 @@ mod tests {
         let (last, text) = timeline_entry(0, "not a log line");
         assert_eq!(
             (last.year(), text.as_str()),
-            (9999, "not server 0: a log line")
+            (9999, "server 0: not a log line")
         );
     }
 }

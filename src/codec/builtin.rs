@@ -69,8 +69,14 @@ pub fn token_key_id(token: &str) -> Option<KeyId> {
 
 /// A token's format and decoded body (strict base64url), unauthenticated.
 fn split(token: &str) -> Option<(TokenFormat, Vec<u8>)> {
+    let (format, body) = prefixed(token)?;
+    Some((format, base64url::decode(body)?))
+}
+
+/// A token's format, from its prefix, and its body's text after it.
+fn prefixed(token: &str) -> Option<(TokenFormat, &str)> {
     let format = TokenFormat::from_prefix(token.get(..PREFIX_LEN)?)?;
-    Some((format, base64url::decode(&token[PREFIX_LEN..])?))
+    Some((format, &token[PREFIX_LEN..]))
 }
 
 fn reject(reason: RejectReason) -> Error {
@@ -184,11 +190,10 @@ impl StateCodec for AesGcmCodec {
         token: &str,
         mut raw: Vec<u8>,
     ) -> Result<(Vec<u8>, Range<usize>), Error> {
-        let format = token
-            .get(..PREFIX_LEN)
-            .and_then(TokenFormat::from_prefix)
-            .filter(|_| base64url::decode_into(&token[PREFIX_LEN..], &mut raw))
-            .ok_or(reject(RejectReason::Malformed))?;
+        let format = prefixed(token)
+            .filter(|(_, body)| base64url::decode_into(body, &mut raw))
+            .ok_or(reject(RejectReason::Malformed))?
+            .0;
         self.open_raw(format, raw)
     }
 

@@ -77,9 +77,7 @@ impl Envelope {
         principal: Option<&Principal>,
         now: f64,
     ) -> Result<String, Error> {
-        if !is_wtf8(state) {
-            return Err(Error::Seal("state is neither UTF-8 nor WTF-8"));
-        }
+        wtf8(state)?;
         self.mint_wtf8(identity, state, principal, now, true)
     }
 
@@ -115,9 +113,7 @@ impl Envelope {
         principal: Option<&Principal>,
         now: f64,
     ) -> Result<String, Error> {
-        if !is_wtf8(state) {
-            return Err(Error::Seal("state is neither UTF-8 nor WTF-8"));
-        }
+        wtf8(state)?;
         self.mint_wtf8(identity, state, principal, now, false)
     }
 
@@ -151,9 +147,7 @@ impl Envelope {
         token: &mut Vec<u8>,
     ) -> Result<(), Error> {
         token.clear();
-        if !is_wtf8(state) {
-            return Err(Error::Seal("state is neither UTF-8 nor WTF-8"));
-        }
+        wtf8(state)?;
         let payload = self.payload(identity, state, principal, now, false)?;
         self.codec.seal_with_headroom_into(payload, token)?;
         self.sealed(token, false).inspect_err(|_| token.clear())
@@ -223,6 +217,15 @@ impl Envelope {
         }
         metrics::counter!("stateseal_seals_total").increment(1);
         Ok(())
+    }
+}
+
+/// Nothing if `state` is WTF-8; otherwise the error every `_at` mint gives.
+fn wtf8(state: &[u8]) -> Result<(), Error> {
+    if is_wtf8(state) {
+        Ok(())
+    } else {
+        Err(Error::Seal("state is neither UTF-8 nor WTF-8"))
     }
 }
 

@@ -8,6 +8,7 @@ use napi::bindgen_prelude::*;
 use napi::sys;
 use napi_derive::napi;
 use stateseal::{Clock, SystemClock};
+use zeroize::Zeroize;
 
 use super::EnvelopeCore;
 use super::table::{EnvelopeTicket, envelope_of};
@@ -267,17 +268,16 @@ fn open_in(
 /// over all of its capacity (the claims around the state were plaintext
 /// too), which the next decode overwrites without filling it again. The
 /// writes cannot be elided: the buffer outlives them. A buffer too large to
-/// keep is wiped all the same before it is freed.
+/// keep is zeroized (volatile writes, as stateseal wipes its secrets) and freed.
 fn keep_wiped(mut state: Vec<u8>) {
     let capacity = state.capacity();
+    if capacity > KEEP_AT_MOST {
+        state.zeroize();
+        return;
+    }
     state.clear();
     state.resize(capacity, 0);
-    if capacity <= KEEP_AT_MOST {
-        STATE.set(state);
-    } else {
-        // Freed after the wipe: `black_box` keeps the zeros from being dropped as dead stores.
-        drop(std::hint::black_box(state));
-    }
+    STATE.set(state);
 }
 
 /// As `envelopeVerify`, and single-use states too: a multi-use state's text

@@ -17,7 +17,8 @@ use stateseal::{
     Secret, TokenFormat,
 };
 
-use super::{interleaved_ns, median_of_rounds, params};
+use super::params;
+use super::sampling::{interleaved_ns, median_of_rounds};
 use crate::error::CliError;
 
 /// The AEAD alone on one backend, in place under a fixed nonce.

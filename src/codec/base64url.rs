@@ -70,7 +70,7 @@ pub(crate) fn decode(text: &str) -> Option<Vec<u8>> {
 /// [`decode`] into `out`, whose bytes (any length) are overwritten and grown
 /// only if too few; `false` as `decode`'s `None`. A kept buffer is reused
 /// without a second fill.
-pub(crate) fn decode_into(text: &str, out: &mut Vec<u8>) -> bool {
+pub(crate) fn decode_into(text: &[u8], out: &mut Vec<u8>) -> bool {
     let room = STRICT.decoded_len_estimate(text.len());
     if out.len() < room {
         out.resize(room, 0);
@@ -158,7 +158,7 @@ mod tests {
                 );
                 // Into a kept buffer: the same answer, and nothing of a refused one left.
                 let into = std::str::from_utf8(candidate)
-                    .is_ok_and(|text| decode_into(text, &mut kept))
+                    .is_ok_and(|text| decode_into(text.as_bytes(), &mut kept))
                     .then(|| kept.clone());
                 assert_eq!(into, ours, "{len} bytes into a kept buffer: {candidate:?}");
                 assert!(

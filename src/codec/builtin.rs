@@ -79,6 +79,14 @@ fn prefixed(token: &str) -> Option<(TokenFormat, &str)> {
     Some((format, &token[PREFIX_LEN..]))
 }
 
+/// [`prefixed`] of a token's bytes (which need not be UTF-8: the body's
+/// decoder refuses any byte outside base64url's alphabet).
+fn prefixed_bytes(token: &[u8]) -> Option<(TokenFormat, &[u8])> {
+    let (prefix, body) = token.split_at_checked(PREFIX_LEN)?;
+    let format = TokenFormat::from_prefix(std::str::from_utf8(prefix).ok()?)?;
+    Some((format, body))
+}
+
 fn reject(reason: RejectReason) -> Error {
     Error::Rejected(reason)
 }
@@ -187,10 +195,10 @@ impl StateCodec for AesGcmCodec {
 
     fn unseal_in_place_into(
         &self,
-        token: &str,
+        token: &[u8],
         mut raw: Vec<u8>,
     ) -> Result<(Vec<u8>, Range<usize>), Error> {
-        let format = prefixed(token)
+        let format = prefixed_bytes(token)
             .filter(|(_, body)| base64url::decode_into(body, &mut raw))
             .ok_or(reject(RejectReason::Malformed))?
             .0;

@@ -157,9 +157,11 @@ pub trait StateCodec: Send + Sync {
         Ok((payload, 0..len))
     }
 
-    /// [`StateCodec::unseal_in_place`] into `buffer`, whose bytes the codec
-    /// may overwrite and reuse (a binding's buffer kept between calls, wiped
-    /// before it is kept). The default ignores it.
+    /// [`StateCodec::unseal_in_place`] of a token's bytes (as a binding has
+    /// them: a token that is not UTF-8 is malformed) into `buffer`, whose
+    /// bytes the codec may overwrite and reuse (a binding's buffer kept
+    /// between calls, wiped before it is kept). The default checks the token
+    /// is UTF-8 and ignores the buffer.
     ///
     /// ```
     /// use stateseal::{AesGcmCodec, KeyRing, RingHandle, Secret, StateCodec};
@@ -167,7 +169,7 @@ pub trait StateCodec: Send + Sync {
     /// let ring = Arc::new(RingHandle::new(KeyRing::from_secrets(&[Secret::new(vec![9; 32])?])?));
     /// let codec = AesGcmCodec::new(ring);
     /// let kept = vec![0; 256];
-    /// let (buffer, payload) = codec.unseal_in_place_into(&codec.seal(b"payload")?, kept)?;
+    /// let (buffer, payload) = codec.unseal_in_place_into(codec.seal(b"payload")?.as_bytes(), kept)?;
     /// assert_eq!(&buffer[payload], b"payload");
     /// # Ok::<(), stateseal::Error>(())
     /// ```
@@ -176,10 +178,12 @@ pub trait StateCodec: Send + Sync {
     /// As [`StateCodec::unseal`].
     fn unseal_in_place_into(
         &self,
-        token: &str,
+        token: &[u8],
         buffer: Vec<u8>,
     ) -> Result<(Vec<u8>, Range<usize>), Error> {
         drop(buffer);
+        let token = std::str::from_utf8(token)
+            .map_err(|_| Error::Rejected(crate::reason::RejectReason::Malformed))?;
         self.unseal_in_place(token)
     }
 

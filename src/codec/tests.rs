@@ -101,8 +101,16 @@ fn seals_in_the_handed_over_buffer() {
     );
     assert!(token.is_empty());
     assert_eq!(
-        Plain.unseal_in_place_into("abc", vec![9; 40]).unwrap(),
+        Plain.unseal_in_place_into(b"abc", vec![9; 40]).unwrap(),
         (b"abc".to_vec(), 0..3)
+    );
+    // The default refuses bytes that are not UTF-8 as malformed, before the codec sees them.
+    assert_eq!(
+        Plain
+            .unseal_in_place_into(b"ab\xff", Vec::new())
+            .unwrap_err()
+            .reject_reason(),
+        Some(RejectReason::Malformed)
     );
 }
 
@@ -129,12 +137,12 @@ fn seals_and_opens_in_the_callers_buffers() {
             }
             // Opened by every form, including `unseal` of a token sealed the other way.
             assert_eq!(c.unseal(&text).unwrap(), payload);
-            let (raw, range) = c.unseal_in_place_into(&text, kept).unwrap();
+            let (raw, range) = c.unseal_in_place_into(text.as_bytes(), kept).unwrap();
             assert_eq!(&raw[range], &payload[..]);
             kept = raw;
             let sealed = c.seal(&payload).unwrap();
             assert_eq!(sealed.len(), text.len());
-            let (raw, range) = c.unseal_in_place_into(&sealed, kept).unwrap();
+            let (raw, range) = c.unseal_in_place_into(sealed.as_bytes(), kept).unwrap();
             assert_eq!(&raw[range], &payload[..]);
             kept = raw;
         }
@@ -147,12 +155,35 @@ fn seals_and_opens_in_the_callers_buffers() {
         (good[..good.len() - 1].to_owned(), RejectReason::Malformed),
         (String::from("v2.AAAA"), RejectReason::Malformed),
     ] {
-        let refused = v2.unseal_in_place_into(&bad, vec![1; 64]).unwrap_err();
+        let refused = v2
+            .unseal_in_place_into(bad.as_bytes(), vec![1; 64])
+            .unwrap_err();
         assert_eq!(refused.reject_reason(), Some(why), "{bad}");
         assert_eq!(reason(v2.unseal(&bad)), why);
     }
+    // Bytes no text holds: a byte past ASCII in the prefix or the body (alone, or the
+    // first of a character's UTF-8) is malformed, never decoded around.
+    let mut not_text = Vec::new();
+    for at in [0, 1, 2, 3, good.len() / 2, good.len() - 1] {
+        for byte in [0x80, 0xc3, 0xff] {
+            let mut bad = good.clone().into_bytes();
+            bad[at] = byte;
+            not_text.push(bad);
+        }
+    }
+    let mut accented = good.clone().into_bytes();
+    accented.splice(10..11, "é".bytes());
+    not_text.push(accented);
+    for bad in not_text {
+        let refused = v2.unseal_in_place_into(&bad, vec![1; 64]).unwrap_err();
+        assert_eq!(
+            refused.reject_reason(),
+            Some(RejectReason::Malformed),
+            "{bad:?}"
+        );
+    }
     assert_eq!(
-        v1.unseal_in_place_into(&good, Vec::new())
+        v1.unseal_in_place_into(good.as_bytes(), Vec::new())
             .unwrap_err()
             .reject_reason(),
         Some(RejectReason::UnknownKey)

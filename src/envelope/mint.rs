@@ -3,7 +3,7 @@
 use super::{Envelope, Principal, RequestIdentity, claims, principal, single_use};
 use crate::codec::{SEAL_HEADROOM, TAG_LEN};
 use crate::error::Error;
-use crate::json::Text;
+use crate::json::{Text, is_plain_ascii};
 
 impl Envelope {
     /// Seals `state` for the round `identity`, bound to `principal` when given.
@@ -147,8 +147,13 @@ impl Envelope {
         token: &mut Vec<u8>,
     ) -> Result<(), Error> {
         token.clear();
-        wtf8(state)?;
-        let payload = self.payload(identity, state, principal, now, false)?;
+        // A plain state (printable ASCII) is UTF-8: the scan that finds it
+        // plain, which the claims need anyway, spares the UTF-8 check.
+        let plain = is_plain_ascii(state);
+        if !plain {
+            wtf8(state)?;
+        }
+        let payload = self.payload(identity, state, Some(plain), principal, now, false)?;
         self.codec.seal_with_headroom_into(payload, token)?;
         self.sealed(token, false).inspect_err(|_| token.clear())
     }
@@ -162,17 +167,19 @@ impl Envelope {
         now: f64,
         single_use: bool,
     ) -> Result<String, Error> {
-        let payload = self.payload(identity, state, principal, now, single_use)?;
+        let payload = self.payload(identity, state, None, principal, now, single_use)?;
         let token = self.codec.seal_with_headroom(payload)?;
         self.sealed(token.as_bytes(), single_use)?;
         Ok(token)
     }
 
-    /// The round's claims and `state`, written after room for the codec's header.
+    /// The round's claims and `state` (plain or not, if known), written after
+    /// room for the codec's header.
     fn payload(
         &self,
         identity: &RequestIdentity,
         state: &[u8],
+        state_plain: Option<bool>,
         principal: Option<&Principal>,
         now: f64,
         single_use: bool,
@@ -191,6 +198,7 @@ impl Envelope {
                 exp: now + self.ttl,
                 identity,
                 state,
+                state_plain,
                 audience: self.audience.as_deref(),
                 principal_claim: p_claim.as_deref(),
                 single_use: u_claim.as_deref(),

@@ -31,7 +31,7 @@ impl Envelope {
         principal: Option<&Principal>,
         now: f64,
     ) -> Result<Text, Error> {
-        let result = match self.check(identity, token, principal, now, None) {
+        let result = match self.check(identity, Echo::Text(token), principal, now) {
             Ok(c) if c.single_use.is_some() => {
                 Err(Error::Rejected(RejectReason::ReplayStoreUnavailable))
             }
@@ -68,13 +68,14 @@ impl Envelope {
         principal: Option<&Principal>,
         now: f64,
     ) -> Result<(Text, Option<SingleUse>), Error> {
-        self.opened(self.check(identity, token, principal, now, None))
+        self.opened(self.check(identity, Echo::Text(token), principal, now))
     }
 
-    /// [`Envelope::open_at`] decoding the token into `buffer`, whose capacity
-    /// is reused: for a binding that copies the state into its runtime's own
-    /// string and then keeps the state's buffer for its next call (wiped
-    /// first: it held the plaintext).
+    /// [`Envelope::open_at`] of a token's bytes (as a binding has them: a
+    /// token that is not ASCII is malformed), decoded into `buffer`, whose
+    /// capacity is reused: for a binding that copies the state into its
+    /// runtime's own string and then keeps the state's buffer for its next
+    /// call (wiped first: it held the plaintext).
     ///
     /// ```
     /// use std::sync::Arc;
@@ -84,7 +85,7 @@ impl Envelope {
     /// let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), None).build()?;
     /// let id = RequestIdentity::from_json("tools/call", br#"{"name":"transfer"}"#)?;
     /// let token = envelope.mint_at(&id, b"step 2", None, 1.8e9)?;
-    /// let (state, _) = envelope.open_into_at(&id, &token, None, 1.8e9, Vec::with_capacity(256))?;
+    /// let (state, _) = envelope.open_into_at(&id, token.as_bytes(), None, 1.8e9, Vec::with_capacity(256))?;
     /// assert_eq!(state.as_str(), Some("step 2"));
     /// # Ok::<(), stateseal::Error>(())
     /// ```
@@ -94,12 +95,12 @@ impl Envelope {
     pub fn open_into_at(
         &self,
         identity: &RequestIdentity,
-        token: &str,
+        token: &[u8],
         principal: Option<&Principal>,
         now: f64,
         buffer: Vec<u8>,
     ) -> Result<(Text, Option<SingleUse>), Error> {
-        self.opened(self.check(identity, token, principal, now, Some(buffer)))
+        self.opened(self.check(identity, Echo::Bytes(token, buffer), principal, now))
     }
 
     /// What `open` gives for a checked state.
@@ -118,18 +119,18 @@ impl Envelope {
     fn check(
         &self,
         identity: &RequestIdentity,
-        token: &str,
+        echo: Echo<'_>,
         principal: Option<&Principal>,
         now: f64,
-        buffer: Option<Vec<u8>>,
     ) -> Result<claims::Checked, Error> {
         // Refused before any decoding: the echo is attacker-controlled and unbounded.
-        let result = if token.len() > self.max_token_len {
+        let result = if echo.len() > self.max_token_len {
             Err(Error::Rejected(RejectReason::Malformed))
-        } else if let Some(buffer) = buffer {
-            self.codec.unseal_in_place_into(token, buffer)
         } else {
-            self.codec.unseal_in_place(token)
+            match echo {
+                Echo::Text(token) => self.codec.unseal_in_place(token),
+                Echo::Bytes(token, buffer) => self.codec.unseal_in_place_into(token, buffer),
+            }
         };
         let result = result.map_err(|e| match e {
             Error::Rejected(r) => Error::Rejected(r),
@@ -171,5 +172,21 @@ impl Envelope {
             }
         }
         result
+    }
+}
+
+/// A token to check, as the caller has it: text, or a binding's bytes with
+/// the buffer to decode them into.
+enum Echo<'a> {
+    Text(&'a str),
+    Bytes(&'a [u8], Vec<u8>),
+}
+
+impl Echo<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Echo::Text(token) => token.len(),
+            Echo::Bytes(token, _) => token.len(),
+        }
     }
 }

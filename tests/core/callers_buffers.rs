@@ -59,7 +59,7 @@ fn the_same_states_come_back_through_kept_buffers() {
                     .expect("verifies");
                 assert_eq!(verified.as_bytes(), state.as_slice());
                 let (opened, once) = env
-                    .open_into_at(&id("t"), &text, principal, NOW, kept)
+                    .open_into_at(&id("t"), text.as_bytes(), principal, NOW, kept)
                     .expect("opens");
                 assert_eq!(
                     (opened.as_bytes(), once.is_none()),
@@ -70,7 +70,7 @@ fn the_same_states_come_back_through_kept_buffers() {
                 let usual = env.mint_at(&id("t"), state, principal, NOW).expect("mints");
                 assert_eq!(usual.len(), text.len());
                 let (opened, _) = env
-                    .open_into_at(&id("t"), &usual, principal, NOW, kept)
+                    .open_into_at(&id("t"), usual.as_bytes(), principal, NOW, kept)
                     .expect("opens");
                 assert_eq!(opened.as_bytes(), state.as_slice());
                 kept = opened.into_bytes();
@@ -113,15 +113,29 @@ fn refusals_are_the_same_and_leave_no_token_behind() {
     for (text, identity, principal, at) in cases {
         let usual = reason(env.open_at(&identity, text, principal, at));
         assert!(usual.is_some());
-        let into = reason(env.open_into_at(&identity, text, principal, at, vec![7; 300]));
+        let into =
+            reason(env.open_into_at(&identity, text.as_bytes(), principal, at, vec![7; 300]));
         assert_eq!(into, usual);
     }
+    // Bytes that are no text (a binding's bytes: not ASCII) are malformed; and past
+    // max_token_len refused before they are decoded, as a text token is.
+    let mut bad = good.clone().into_bytes();
+    bad[5] = 0xff;
+    assert_eq!(
+        reason(env.open_into_at(&id("t"), &bad, None, NOW, Vec::new())),
+        Some(RejectReason::Malformed)
+    );
+    let long = vec![b'A'; stateseal::DEFAULT_MAX_TOKEN_LEN + 1];
+    assert_eq!(
+        reason(env.open_into_at(&id("t"), &long, None, NOW, Vec::new())),
+        Some(RejectReason::Malformed)
+    );
     // Single-use states come back with their record, as through `open_at`.
     let once = env
         .mint_single_use_at(&id("t"), b"once", None, NOW)
         .expect("mints");
     let (state, record) = env
-        .open_into_at(&id("t"), &once, None, NOW, Vec::new())
+        .open_into_at(&id("t"), once.as_bytes(), None, NOW, Vec::new())
         .expect("opens");
     assert_eq!((state.as_bytes(), record.is_some()), (&b"once"[..], true));
 }

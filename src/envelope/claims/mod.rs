@@ -25,6 +25,9 @@ pub(crate) struct MintClaims<'a> {
     pub(crate) exp: f64,
     pub(crate) identity: &'a RequestIdentity,
     pub(crate) state: &'a [u8],
+    /// Whether `state` is plain (`is_plain_ascii`), when the minter has
+    /// already found out: a state is scanned once, not twice.
+    pub(crate) state_plain: Option<bool>,
     pub(crate) audience: Option<&'a str>,
     pub(crate) principal_claim: Option<&'a str>,
     /// The single-use id claim `u` (base64url), written last.
@@ -62,7 +65,10 @@ pub(crate) fn write_payload<'a>(
     };
     let method = classify(c.identity.method().as_bytes());
     let target = classify(c.identity.target().as_bytes());
-    let state = classify(c.state);
+    let state = match c.state_plain {
+        Some(plain) => (c.state, plain, json_string_len(c.state, plain)),
+        None => classify(c.state),
+    };
     let audience = c.audience.map(|a| classify(a.as_bytes()));
     // Literals, two floats and the digest's and principal's quotes fit in 128 bytes.
     let strings = method.2

@@ -243,7 +243,8 @@ fn open_in(
         .envelope
         .open_into_at(
             identity(round)?,
-            token_of(text_of(frame)?)?,
+            // As bytes: the codec refuses any that are not a token's ASCII.
+            text_of(frame)?,
             round.principal.as_ref(),
             at(frame),
             STATE.take(),

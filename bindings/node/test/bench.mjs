@@ -19,7 +19,7 @@ import { TIMING, localKeyset } from './harness.mjs';
 
 const SIZES = [64, 1024, 16384];
 const BATCH = 200;
-const BATCHES = Number(process.env.STATESEAL_BENCH_BATCHES ?? 15);
+const BATCHES = Number(process.env.STATESEAL_BENCH_BATCHES ?? 41);
 const RUNS = Number(process.env.STATESEAL_BENCH_RUNS ?? 1);
 const CLI = process.env.STATESEAL_BENCH_CLI;
 

@@ -71,8 +71,9 @@ impl Envelope {
         self.opened(self.check(identity, Echo::Text(token), principal, now))
     }
 
-    /// [`Envelope::open_at`] of a token's bytes (as a binding has them: a
-    /// token that is not ASCII is malformed), decoded into `buffer`, whose
+    /// [`Envelope::open_at`] of a token's bytes (as a binding has them: bytes
+    /// that are not UTF-8 are malformed, and the built-in codec refuses any
+    /// byte outside a token's ASCII alphabet), decoded into `buffer`, whose
     /// capacity is reused: for a binding that copies the state into its
     /// runtime's own string and then keeps the state's buffer for its next
     /// call (wiped first: it held the plaintext).

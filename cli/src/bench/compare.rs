@@ -17,8 +17,7 @@ use stateseal::{
     Secret, TokenFormat,
 };
 
-use super::params;
-use super::sampling::{interleaved_ns, median_of_rounds};
+use super::{interleaved_ns, median_of_rounds, params};
 use crate::error::CliError;
 
 /// The AEAD alone on one backend, in place under a fixed nonce.

@@ -20,17 +20,13 @@
 //! or routing that returns a session to its instance); `round_v2_cold` is
 //! the round whose verify derives the key every time (a state sealed
 //! elsewhere in a fleet that spreads rounds at random). `round_v2_loop` is
-//! that round run as one loop, as a server runs it: each round's identity,
-//! the last round's token verified, the next one minted and kept until the
-//! next round. The rows above sum ops each timed in a loop of its own, whose
-//! token is freed as soon as it is made; a server (and the Node and Python
-//! packages' benchmarks, which time whole rounds) keeps it a round, and pays
-//! for that in the allocator and the caches.
+//! that round as one loop, as a server runs it (each round verifies the token
+//! the round before it minted and kept), not a sum of ops timed alone.
 
 use std::hint::black_box;
 use std::io::Write;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use aws_lc_rs::aead::{AES_256_GCM, Aad, LessSafeKey, Nonce, UnboundKey};
 use aws_lc_rs::digest::{SHA256, digest};
@@ -43,9 +39,6 @@ use stateseal::{
 use crate::error::CliError;
 
 mod compare;
-mod sampling;
-
-use sampling::{interleaved_ns, median_of_rounds};
 
 /// Foreign states a cold verify cycles through: more than the derived keys a
 /// thread keeps for opening (4).
@@ -80,6 +73,49 @@ pub(crate) fn params() -> serde_json::Value {
         "name": "deploy",
         "arguments": {"env": "prod", "region": "eu-west-1", "replicas": 3, "dry_run": false, "ratio": 0.25}
     })
+}
+
+/// Nanoseconds per call of each op, sampled in rounds: every round times one
+/// batch of each op in turn, so a slow patch of the machine hits all of them
+/// alike and per-round ratios between ops stay meaningful. Returns one
+/// `Vec` of samples per op (one sample per round).
+pub(super) fn interleaved_ns(budget: Duration, ops: &mut [&mut dyn FnMut()]) -> Vec<Vec<f64>> {
+    // Calibrate each op's batch to about 1/100 of the budget.
+    let batches: Vec<u64> = ops
+        .iter_mut()
+        .map(|op| {
+            let mut batch = 1u64;
+            loop {
+                let t = Instant::now();
+                for _ in 0..batch {
+                    op();
+                }
+                if t.elapsed() * 100 >= budget || batch >= 1 << 24 {
+                    break batch;
+                }
+                batch *= 2;
+            }
+        })
+        .collect();
+    let mut samples = vec![Vec::new(); ops.len()];
+    let start = Instant::now();
+    while samples[0].len() < 5 || (start.elapsed() < budget * 5 && samples[0].len() < 200) {
+        for ((op, batch), out) in ops.iter_mut().zip(&batches).zip(&mut samples) {
+            let t = Instant::now();
+            for _ in 0..*batch {
+                op();
+            }
+            out.push(t.elapsed().as_nanos() as f64 / *batch as f64);
+        }
+    }
+    samples
+}
+
+/// The median over rounds of `f(round)`.
+pub(super) fn median_of_rounds(samples: &[Vec<f64>], f: impl Fn(usize) -> f64) -> f64 {
+    let mut v: Vec<f64> = (0..samples[0].len()).map(f).collect();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
 }
 
 pub(crate) fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError> {

@@ -66,7 +66,14 @@ pub(crate) fn write_payload<'a>(
     let method = classify(c.identity.method().as_bytes());
     let target = classify(c.identity.target().as_bytes());
     let state = match c.state_plain {
-        Some(plain) => (c.state, plain, json_string_len(c.state, plain)),
+        Some(plain) => {
+            debug_assert_eq!(
+                plain,
+                is_plain_ascii(c.state),
+                "a minter's plainness is the scan's"
+            );
+            (c.state, plain, json_string_len(c.state, plain))
+        }
         None => classify(c.state),
     };
     let audience = c.audience.map(|a| classify(a.as_bytes()));

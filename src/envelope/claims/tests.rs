@@ -78,6 +78,43 @@ fn escaped_states_are_written_without_the_buffer_growing() {
     }
 }
 
+/// A state's plainness found by the minter (`mint_into_at` scans it once for
+/// its UTF-8 check and its claims) writes the same payload as the writer's own scan.
+#[test]
+fn a_plainness_given_writes_what_the_writers_own_scan_writes() {
+    let identity = RequestIdentity::from_json("tools/call", br#"{"name":"t"}"#).unwrap();
+    for state in [
+        String::new(),
+        "plain state".repeat(40),
+        "x".repeat(5000),
+        "quote \" and backslash \\".into(),
+        "caf\u{e9}".repeat(100),
+        "\u{1}control".into(),
+    ] {
+        let write = |state_plain| {
+            write_payload(
+                &MintClaims {
+                    iat: 1_700_000_000.25,
+                    exp: 1_700_000_600.25,
+                    identity: &identity,
+                    state: state.as_bytes(),
+                    state_plain,
+                    audience: Some("svc"),
+                    principal_claim: None,
+                    single_use: None,
+                },
+                40,
+                16,
+                Vec::new(),
+            )
+        };
+        let given = write(Some(is_plain_ascii(state.as_bytes())));
+        assert_eq!(given, write(None), "{state:?}");
+        let v: serde_json::Value = serde_json::from_slice(&given[40..]).unwrap();
+        assert_eq!(v["s"], state.as_str());
+    }
+}
+
 /// A custom codec naming a payload outside its buffer fails closed.
 #[test]
 fn payload_range_outside_the_buffer_rejects() {

@@ -69,19 +69,14 @@ pub fn token_key_id(token: &str) -> Option<KeyId> {
 
 /// A token's format and decoded body (strict base64url), unauthenticated.
 fn split(token: &str) -> Option<(TokenFormat, Vec<u8>)> {
-    let (format, body) = prefixed(token)?;
+    let (format, body) = prefixed(token.as_bytes())?;
     Some((format, base64url::decode(body)?))
 }
 
-/// A token's format, from its prefix, and its body's text after it.
-fn prefixed(token: &str) -> Option<(TokenFormat, &str)> {
-    let format = TokenFormat::from_prefix(token.get(..PREFIX_LEN)?)?;
-    Some((format, &token[PREFIX_LEN..]))
-}
-
-/// [`prefixed`] of a token's bytes (which need not be UTF-8: the body's
-/// decoder refuses any byte outside base64url's alphabet).
-fn prefixed_bytes(token: &[u8]) -> Option<(TokenFormat, &[u8])> {
+/// A token's format, from its prefix, and its body after it. The bytes need
+/// not be UTF-8 (a binding's): the body's decoder refuses any byte outside
+/// base64url's alphabet.
+fn prefixed(token: &[u8]) -> Option<(TokenFormat, &[u8])> {
     let (prefix, body) = token.split_at_checked(PREFIX_LEN)?;
     let format = TokenFormat::from_prefix(std::str::from_utf8(prefix).ok()?)?;
     Some((format, body))
@@ -198,7 +193,7 @@ impl StateCodec for AesGcmCodec {
         token: &[u8],
         mut raw: Vec<u8>,
     ) -> Result<(Vec<u8>, Range<usize>), Error> {
-        let format = prefixed_bytes(token)
+        let format = prefixed(token)
             .filter(|(_, body)| base64url::decode_into(body, &mut raw))
             .ok_or(reject(RejectReason::Malformed))?
             .0;

@@ -88,7 +88,7 @@ pub(crate) fn claim(principal: &Principal, random: &RandomSource) -> Result<Stri
 
 /// Whether `claim` was minted for `principal` (constant-time on the tag).
 pub(crate) fn matches(claim: &str, principal: &Principal) -> bool {
-    let Some(raw) = b64u_decode(claim) else {
+    let Some(raw) = b64u_decode(claim.as_bytes()) else {
         return false;
     };
     if raw.len() != SALT_LEN + TAG_LEN {

@@ -31,7 +31,7 @@ impl SingleUseId {
 
     /// The id in a claim's text; `None` unless it is 16 bytes in canonical base64url.
     pub(crate) fn parse(text: &[u8]) -> Option<Self> {
-        let raw = b64u_decode(std::str::from_utf8(text).ok()?)?;
+        let raw = b64u_decode(text)?;
         Some(Self(raw.try_into().ok()?))
     }
 }

@@ -42,6 +42,9 @@ const body = JSON.stringify({
   params: { name: 'deploy', arguments: { env: 'prod', region: 'eu-west-1', replicas: 3, dry_run: false, ratio: 0.25 } },
 });
 
+/** The median of `times` (sorted in place). */
+const mid = (times) => times.sort((a, b) => a - b)[times.length >> 1];
+
 /** Median µs per round: each round a new context (as each request has), verify the echo, mint the next. */
 async function median(c, payload, req) {
   let token = await c.mint(payload, contextOf(req));
@@ -55,8 +58,7 @@ async function median(c, payload, req) {
     }
     times.push(Number(process.hrtime.bigint() - t0) / BATCH / 1000);
   }
-  times.sort((a, b) => a - b);
-  return times[times.length >> 1];
+  return mid(times);
 }
 
 /**
@@ -78,7 +80,6 @@ async function medianParts(c, payload, req) {
     for (let i = 0; i < BATCH; i++) await c.mint(payload, ctx);
     mint.push(Number(process.hrtime.bigint() - t0) / BATCH / 1000);
   }
-  const mid = (t) => t.sort((a, b) => a - b)[t.length >> 1];
   return { verify: mid(verify), mint: mid(mint) };
 }
 

@@ -48,6 +48,12 @@ pub enum RejectReason {
     ReplayStoreUnavailable,
     /// The state is valid but a revocation in the keyset covers it.
     Revoked,
+    /// A single-use state issued before the replay store's epoch: the store
+    /// may have lost a record of it (it restarted empty, was flushed or failed over).
+    BeforeReplayEpoch,
+    /// A state of a round this verifier treats as single-use carries no
+    /// single-use claim (minted by an instance without the setting, or before it).
+    MissingSingleUseClaim,
 }
 
 impl RejectReason {
@@ -70,6 +76,8 @@ impl RejectReason {
             Self::Replayed => "replayed",
             Self::ReplayStoreUnavailable => "replay store unavailable",
             Self::Revoked => "revoked",
+            Self::BeforeReplayEpoch => "issued before the replay store's epoch",
+            Self::MissingSingleUseClaim => "single-use claim missing",
         }
     }
 }

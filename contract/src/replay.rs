@@ -1,6 +1,8 @@
 //! What every [`ReplayStore`] must do, run by each store's own tests: record
 //! a state once and refuse it after, atomically under racing presentations,
-//! keep apart states and services, and keep a record no longer than asked.
+//! keep apart states and services, keep a record no longer than asked, and
+//! refuse a state issued before the store's epoch (the time since which it
+//! holds every record).
 //!
 //! ```
 //! # let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
@@ -14,11 +16,14 @@
 
 use std::sync::Arc;
 
-use stateseal::replay::ReplayStore;
+use stateseal::replay::{Recorded, ReplayStore};
 use stateseal::{
     AesGcmCodec, Envelope, KeyRing, RequestIdentity, RingHandle, RingKey, Secret, SingleUse,
     SystemClock, TokenFormat,
 };
+
+/// The skew allowance of the contract's envelopes (seconds).
+pub const SKEW: f64 = 1.0;
 
 /// States to record: single-use states minted and opened by an envelope of
 /// `audience`, as a boundary would.
@@ -41,6 +46,7 @@ impl States {
             KeyRing::from_keys(vec![key]).expect("ring"),
         ));
         let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some(audience))
+            .max_skew(SKEW)
             .build()
             .expect("envelope");
         let round =
@@ -64,29 +70,36 @@ impl States {
         once.expect("a single-use state")
     }
 
-    /// A fresh single-use state's record, minted now.
+    /// A fresh single-use state's record, minted past the epoch of any store
+    /// made before this call: [`SKEW`] and a second ahead of now (a store
+    /// refuses states issued up to the skew allowance after its epoch, and
+    /// tests do not wait for time to pass).
     pub fn record(&self) -> SingleUse {
-        self.record_at(stateseal::Clock::now(&SystemClock))
+        self.record_at(stateseal::Clock::now(&SystemClock) + SKEW + 1.0)
     }
 }
 
-/// Runs every rule against `store` (empty of these states; records expire on
-/// the system clock).
+/// Runs every rule against `store` (made before this call, empty of these
+/// states; records expire on the system clock).
 ///
 /// # Panics
 /// On the first rule the store breaks, saying which.
 pub async fn run(store: Arc<dyn ReplayStore>) {
+    store
+        .prepare()
+        .await
+        .expect("the store connects and sets its epoch");
     let bank = States::new("bank");
     // Once, then refused.
     let once = bank.record();
     assert_eq!(
         store.record(&once).await,
-        Ok(true),
+        Ok(Recorded::First),
         "a new state is recorded"
     );
     assert_eq!(
         store.record(&once).await,
-        Ok(false),
+        Ok(Recorded::Replay),
         "a second presentation is a replay"
     );
     // Other states and other services are independent.
@@ -94,11 +107,11 @@ pub async fn run(store: Arc<dyn ReplayStore>) {
     assert_ne!(other.key(), once.key());
     assert_eq!(
         store.record(&other).await,
-        Ok(true),
+        Ok(Recorded::First),
         "another state is its own"
     );
     let shop = States::new("shop");
-    assert_eq!(store.record(&shop.record()).await, Ok(true));
+    assert_eq!(store.record(&shop.record()).await, Ok(Recorded::First));
     // Racing presentations of one state: exactly one is recorded.
     for _ in 0..20 {
         let once = bank.record();
@@ -110,7 +123,8 @@ pub async fn run(store: Arc<dyn ReplayStore>) {
             .collect();
         let mut first = 0;
         for r in racers {
-            first += usize::from(r.await.expect("racer").expect("recorded or refused"));
+            let verdict = r.await.expect("racer").expect("recorded or refused");
+            first += usize::from(verdict == Recorded::First);
         }
         assert_eq!(
             first, 1,
@@ -122,11 +136,22 @@ pub async fn run(store: Arc<dyn ReplayStore>) {
     let now = stateseal::Clock::now(&SystemClock);
     let old = bank.record_at(now - 7200.0);
     assert!(old.keep_until() < now);
-    assert_eq!(store.record(&old).await, Ok(true));
+    assert_eq!(store.record(&old).await, Ok(Recorded::First));
     assert_eq!(
         store.record(&old).await,
-        Ok(true),
+        Ok(Recorded::First),
         "a record past keep_until is gone"
     );
+    // Issued before the store's epoch (and still live): a record of it may
+    // have been lost, so it is refused however often it comes.
+    let before = bank.record_at(now - 10.0);
+    assert!(before.keep_until() > now);
+    for _ in 0..2 {
+        assert_eq!(
+            store.record(&before).await,
+            Ok(Recorded::BeforeEpoch),
+            "a state issued before the store's epoch is refused"
+        );
+    }
     assert!(!store.uri().is_empty());
 }

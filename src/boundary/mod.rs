@@ -226,6 +226,20 @@ impl Boundary {
         self.single_use.failing()
     }
 
+    /// Why the replay store failed last (its error, with no credentials or
+    /// keys), while [`Boundary::replay_store_failing`]: readiness detail.
+    pub fn replay_store_problem(&self) -> Option<String> {
+        self.single_use.lock_problem().clone()
+    }
+
+    /// Connects the replay store before the first single-use state arrives
+    /// ([`ReplayStore::prepare`]: its settings are checked and a new store's
+    /// epoch set). A failure is logged and shows in
+    /// [`Boundary::replay_store_problem`]; records try again.
+    pub async fn prepare_replay_store(&self) {
+        self.single_use.prepare().await;
+    }
+
     /// Whether states of `round` are minted single-use.
     pub fn is_single_use(&self, round: &RequestIdentity) -> bool {
         self.single_use.covers(round)
@@ -264,6 +278,10 @@ impl Boundary {
                     Ok(()) => plaintext(Ok(text)),
                     Err(reason) => Err(reason),
                 },
+                // A round this instance treats as single-use accepts nothing
+                // else: a multi-use state of it (minted by an instance without
+                // the setting, or before it) would verify any number of times.
+                Ok(_) if self.single_use.covers(round) => Err(RejectReason::MissingSingleUseClaim),
                 other => plaintext(other.map(|(text, _)| text)),
             },
         };
@@ -286,7 +304,11 @@ impl Boundary {
         let Some(token) = echoed else { return Ok(None) };
         let verdict = match principal {
             Err(PrincipalError) => Err(RejectReason::PrincipalBindingError),
-            Ok(p) => plaintext(self.envelope.verify(round, token, p.as_ref())),
+            Ok(p) => match self.envelope.verify(round, token, p.as_ref()) {
+                // As in `admit`: a multi-use state of a single-use round is refused.
+                Ok(_) if self.single_use.covers(round) => Err(RejectReason::MissingSingleUseClaim),
+                verified => plaintext(verified),
+            },
         };
         self.decide(round.method(), verdict)
     }

@@ -1,13 +1,13 @@
 //! Which rounds mint single-use states, and recording them in the replay
 //! store when they come back.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use crate::envelope::{RequestIdentity, SingleUse};
 use crate::reason::RejectReason;
-use crate::replay::ReplayStore;
+use crate::replay::{Recorded, ReplayStore};
 
 /// The boundary's single-use settings.
 #[derive(Debug, Clone, Default)]
@@ -17,6 +17,8 @@ pub(super) struct SingleUseRounds {
     pub(super) rounds: Vec<(String, String)>,
     /// Whether the last record failed (shared by the boundary's clones), for readiness detail.
     pub(super) failing: Arc<AtomicBool>,
+    /// Why it failed (the store's error: its URI without credentials, never a key).
+    pub(super) problem: Arc<Mutex<Option<String>>>,
 }
 
 impl SingleUseRounds {
@@ -28,6 +30,22 @@ impl SingleUseRounds {
 
     pub(super) fn failing(&self) -> bool {
         self.failing.load(Ordering::Relaxed)
+    }
+
+    pub(super) fn lock_problem(&self) -> std::sync::MutexGuard<'_, Option<String>> {
+        // A panic elsewhere cannot leave an Option half-written.
+        self.problem.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Connects the store ahead of the first state (settings, epoch); a
+    /// failure is logged and kept for readiness, and every record tries again.
+    pub(super) async fn prepare(&self) {
+        let Some(store) = &self.store else { return };
+        if let Err(e) = store.prepare().await {
+            tracing::warn!(store = %store.uri(), error = %e, "replay store not usable yet: single-use states are refused until it is");
+            *self.lock_problem() = Some(e.to_string());
+            self.failing.store(true, Ordering::Relaxed);
+        }
     }
 
     pub(super) fn covers(&self, round: &RequestIdentity) -> bool {
@@ -50,12 +68,21 @@ impl SingleUseRounds {
         let recorded = store.record(once).await;
         metrics::histogram!("stateseal_replay_store_seconds")
             .record(started.elapsed().as_secs_f64());
+        match &recorded {
+            Ok(_) => *self.lock_problem() = None,
+            Err(e) => *self.lock_problem() = Some(e.to_string()),
+        }
         self.failing.store(recorded.is_err(), Ordering::Relaxed);
         match recorded {
-            Ok(true) => Ok(()),
-            Ok(false) => {
+            Ok(Recorded::First) => Ok(()),
+            Ok(Recorded::Replay) => {
                 metrics::counter!("stateseal_replays_refused_total").increment(1);
                 Err(RejectReason::Replayed)
+            }
+            Ok(Recorded::BeforeEpoch) => {
+                metrics::counter!("stateseal_replay_store_errors_total", "kind" => "before_epoch")
+                    .increment(1);
+                Err(RejectReason::BeforeReplayEpoch)
             }
             Err(e) => {
                 metrics::counter!("stateseal_replay_store_errors_total", "kind" => "error")

@@ -54,11 +54,18 @@ impl fmt::Debug for SingleUseId {
 #[must_use = "a single-use state may be used only once its record has landed"]
 pub struct SingleUse {
     key: String,
+    issued_at: f64,
     keep_until: f64,
+    max_skew: f64,
 }
 
 impl SingleUse {
-    pub(crate) fn new(id: &SingleUseId, audience: Option<&str>, exp: f64, max_skew: f64) -> Self {
+    pub(crate) fn new(
+        id: &SingleUseId,
+        audience: Option<&str>,
+        (iat, exp): (f64, f64),
+        max_skew: f64,
+    ) -> Self {
         let mut h = Sha256::new().chain_update(REPLAY_KEY_LABEL);
         if let Some(aud) = audience {
             // Length-prefixed: no audience can end where another's id begins.
@@ -68,7 +75,9 @@ impl SingleUse {
         h.update(id.0);
         Self {
             key: h.finalize().iter().map(|b| format!("{b:02x}")).collect(),
+            issued_at: iat,
             keep_until: exp + max_skew,
+            max_skew,
         }
     }
 
@@ -80,6 +89,28 @@ impl SingleUse {
     /// Until when (Unix seconds) the record must be kept.
     pub fn keep_until(&self) -> f64 {
         self.keep_until
+    }
+
+    /// When the state was issued (its `iat`, Unix seconds, on the minter's clock).
+    pub fn issued_at(&self) -> f64 {
+        self.issued_at
+    }
+
+    /// The skew allowance the verifier applied (seconds): how far the
+    /// minter's clock may have been ahead of the verifier's. A store that
+    /// lost its records at its epoch refuses every state whose `iat` is not
+    /// past the epoch by more than this.
+    pub fn max_skew(&self) -> f64 {
+        self.max_skew
+    }
+
+    /// Whether a store whose records are complete only since `epoch` (Unix
+    /// seconds, on a verifier's clock) could have held a record of this
+    /// state before then: the state must be refused. True unless `iat` is
+    /// past the epoch by more than the skew allowance (a state minted before
+    /// the loss has `iat` at most `max_skew` ahead of any verifier's clock).
+    pub fn issued_before_epoch(&self, epoch: f64) -> bool {
+        self.issued_at <= epoch + self.max_skew
     }
 }
 
@@ -103,7 +134,7 @@ impl SingleUse {
     ///
     /// # Errors
     /// [`RejectReason::Malformed`](crate::RejectReason::Malformed) for a payload that is not a JSON object,
-    /// a `u` that is not an id, or a single-use state without a numeric `exp`.
+    /// a `u` that is not an id, or a single-use state without a numeric `iat` and `exp`.
     pub fn of_claims(payload: &[u8], max_skew: f64) -> Result<Option<Self>, Error> {
         let malformed = || Error::Rejected(crate::reason::RejectReason::Malformed);
         // Most states are multi-use: no parse unless the claim's name is there at all.
@@ -122,17 +153,18 @@ impl SingleUse {
             }
             Some(_) => return Err(malformed()),
         };
-        let exp = match claims.get("exp") {
-            Some(crate::json::Value::Float(f)) => *f,
-            Some(crate::json::Value::Int(i)) => i.parse().map_err(|_| malformed())?,
-            _ => return Err(malformed()),
+        let number = |name| match claims.get(name) {
+            Some(crate::json::Value::Float(f)) => Ok(*f),
+            Some(crate::json::Value::Int(i)) => i.parse().map_err(|_| malformed()),
+            _ => Err(malformed()),
         };
+        let (iat, exp) = (number("iat")?, number("exp")?);
         let audience = match claims.get("aud") {
             None | Some(crate::json::Value::Null) => None,
             Some(crate::json::Value::Str(t)) => Some(t.as_str().ok_or_else(malformed)?),
             Some(_) => return Err(malformed()),
         };
-        Ok(Some(Self::new(&id, audience, exp, max_skew)))
+        Ok(Some(Self::new(&id, audience, (iat, exp), max_skew)))
     }
 }
 
@@ -140,6 +172,7 @@ impl fmt::Debug for SingleUse {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SingleUse")
             .field("key", &"<redacted>")
+            .field("issued_at", &self.issued_at)
             .field("keep_until", &self.keep_until)
             .finish()
     }
@@ -170,7 +203,7 @@ mod tests {
         let once = SingleUse::of_claims(payload.as_bytes(), 60.0)
             .unwrap()
             .unwrap();
-        assert_eq!(once, SingleUse::new(&id, Some("svc"), 100.5, 60.0));
+        assert_eq!(once, SingleUse::new(&id, Some("svc"), (1.0, 100.5), 60.0));
         // A state that only mentions the name, and payloads without the claim.
         let plain = br#"{"v":1,"exp":1,"s":"\"u\":1"}"#;
         assert_eq!(SingleUse::of_claims(plain, 60.0).unwrap(), None);
@@ -191,12 +224,15 @@ mod tests {
             SingleUseId::generate(&random).unwrap(),
             SingleUseId::generate(&random).unwrap(),
         );
-        let key = |id, aud| SingleUse::new(id, aud, 100.0, 60.0);
+        let key = |id, aud| SingleUse::new(id, aud, (40.0, 100.0), 60.0);
         assert_eq!(key(&a, Some("svc")), key(&a, Some("svc")));
         assert_ne!(key(&a, Some("svc")).key(), key(&b, Some("svc")).key());
         assert_ne!(key(&a, Some("svc")).key(), key(&a, Some("other")).key());
         assert_ne!(key(&a, Some("svc")).key(), key(&a, None).key());
         assert_eq!(key(&a, None).keep_until(), 160.0);
+        // Issued at 40 with 60 s of skew: covered by an epoch at -20 or later.
+        assert!(key(&a, None).issued_before_epoch(-20.0));
+        assert!(!key(&a, None).issued_before_epoch(-20.001));
         assert!(!format!("{:?}", key(&a, None)).contains(key(&a, None).key()));
     }
 }

@@ -110,9 +110,14 @@ impl Envelope {
         checked: Result<claims::Checked, Error>,
     ) -> Result<(Text, Option<SingleUse>), Error> {
         let checked = self.count(checked)?;
-        let single_use = checked
-            .single_use
-            .map(|id| SingleUse::new(&id, self.audience.as_deref(), checked.exp, self.max_skew));
+        let single_use = checked.single_use.map(|id| {
+            SingleUse::new(
+                &id,
+                self.audience.as_deref(),
+                (checked.iat, checked.exp),
+                self.max_skew,
+            )
+        });
         Ok((checked.state, single_use))
     }
 

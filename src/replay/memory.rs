@@ -1,5 +1,11 @@
 //! The in-memory replay store: one process (tests, the demo, a single
 //! instance). A fleet needs a shared store (`stateseal-redis`).
+//!
+//! Its records die with the process, so its epoch is its creation: a
+//! restarted instance refuses every single-use state issued before it
+//! started rather than accept a spent one again. (No skew allowance: the
+//! states it can have recorded were verified by this process, and those it
+//! is shown after a restart were issued before it started, on this host's clock.)
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -9,7 +15,7 @@ use crate::envelope::SingleUse;
 use crate::error::Error;
 use crate::future::BoxFuture;
 
-use super::ReplayStore;
+use super::{Recorded, ReplayStore};
 
 /// Prune expired records once this many have been added since the last pruning.
 const PRUNE_EVERY: usize = 1024;
@@ -33,6 +39,8 @@ const PRUNE_EVERY: usize = 1024;
 #[derive(Debug)]
 pub struct MemoryReplayStore {
     clock: Arc<dyn Clock>,
+    /// When this store was made: it holds every record since then only.
+    epoch: f64,
     records: Mutex<Records>,
 }
 
@@ -48,12 +56,18 @@ impl MemoryReplayStore {
         Self::with_clock(Arc::new(SystemClock))
     }
 
-    /// An empty store whose records expire on `clock`.
+    /// An empty store whose records expire on `clock`; its epoch is `clock`'s now.
     pub fn with_clock(clock: Arc<dyn Clock>) -> Self {
         Self {
+            epoch: clock.now(),
             clock,
             records: Mutex::new(Records::default()),
         }
+    }
+
+    /// Since when (Unix seconds) this store holds every record: its creation.
+    pub fn epoch(&self) -> f64 {
+        self.epoch
     }
 
     /// Records held now (expired ones included until the next pruning).
@@ -71,19 +85,28 @@ impl MemoryReplayStore {
         self.records.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn record_at(&self, single_use: &SingleUse, now: f64) -> bool {
+    fn record_at(&self, single_use: &SingleUse, now: f64) -> Recorded {
+        if now >= single_use.keep_until() {
+            // No verifier accepts the state any more: nothing to keep.
+            return Recorded::First;
+        }
+        // One process mints and verifies on one clock, so no skew allowance:
+        // a state issued before this store was made came from an earlier process.
+        if single_use.issued_at() <= self.epoch {
+            return Recorded::BeforeEpoch;
+        }
         let mut r = self.lock();
         if r.added >= PRUNE_EVERY {
             r.until.retain(|_, until| now < *until);
             r.added = 0;
         }
         match r.until.get(single_use.key()) {
-            Some(until) if now < *until => false,
+            Some(until) if now < *until => Recorded::Replay,
             _ => {
                 r.until
                     .insert(single_use.key().to_owned(), single_use.keep_until());
                 r.added += 1;
-                true
+                Recorded::First
             }
         }
     }
@@ -96,7 +119,7 @@ impl Default for MemoryReplayStore {
 }
 
 impl ReplayStore for MemoryReplayStore {
-    fn record<'a>(&'a self, single_use: &'a SingleUse) -> BoxFuture<'a, Result<bool, Error>> {
+    fn record<'a>(&'a self, single_use: &'a SingleUse) -> BoxFuture<'a, Result<Recorded, Error>> {
         let first = self.record_at(single_use, self.clock.now());
         Box::pin(std::future::ready(Ok(first)))
     }

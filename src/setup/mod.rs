@@ -204,6 +204,8 @@ pub async fn start_with_clock(
         }
     }
     let boundary = boundary.build();
+    // Within the store's own deadline; a failure is readiness detail, not fatal.
+    boundary.prepare_replay_store().await;
     Ok(Protection {
         boundary,
         scheduler,

@@ -14,6 +14,7 @@
 //! - [`member`]: one fleet member (scheduler on a manual clock + envelope), from `stateseal-contract`;
 //! - [`redis`]: a real Redis server (Debian's, `scripts/redis-env.sh`) for replay stores;
 //! - [`relay`]: a TCP relay to cut, for outages of services that keep their state in memory;
+//! - [`lost_reply`]: a relay in front of Redis that drops one script call's reply;
 //! - [`issuer`]: a local OAuth authorization server (JWKS, RS256 tokens, key rotation);
 //! - [`http`]: a minimal loopback GET and JSON POST; [`logs`]: log lines captured in memory.
 //!
@@ -28,6 +29,7 @@ pub mod http;
 pub mod issuer;
 pub mod keysets;
 pub mod logs;
+pub mod lost_reply;
 pub mod moto;
 pub mod openbao;
 pub mod redis;

@@ -17,6 +17,8 @@ pub struct Redis {
     /// Its TLS port and the CA (PEM) its certificate chains to, when started with TLS.
     tls: Option<(u16, Vec<u8>)>,
     dir: PathBuf,
+    /// Settings beyond the defaults (`--maxmemory-policy`, `--replicaof`, ...).
+    extra: Vec<String>,
 }
 
 fn program() -> PathBuf {
@@ -36,12 +38,22 @@ impl Redis {
     /// # Panics
     /// When the server does not answer within 30 s (its log in the message).
     pub fn start(dir: &Path) -> Self {
+        Self::start_with(dir, &[])
+    }
+
+    /// [`Redis::start`] with more settings on the command line (each
+    /// `--name value` as two items), kept for [`Redis::start_again`].
+    ///
+    /// # Panics
+    /// As [`Redis::start`].
+    pub fn start_with(dir: &Path, settings: &[&str]) -> Self {
         std::fs::create_dir_all(dir).expect("redis dir");
         let mut redis = Self {
             child: None,
             port: free_port(),
             tls: None,
             dir: dir.to_owned(),
+            extra: settings.iter().map(|s| (*s).to_owned()).collect(),
         };
         redis.start_again();
         redis
@@ -60,6 +72,7 @@ impl Redis {
             port: free_port(),
             tls: Some((free_port(), ca_pem)),
             dir: dir.to_owned(),
+            extra: Vec::new(),
         };
         redis.start_again();
         redis
@@ -123,6 +136,7 @@ impl Redis {
             .arg(&self.dir)
             .arg("--logfile")
             .arg(&log)
+            .args(&self.extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -132,6 +146,15 @@ impl Redis {
         wait_until("redis-server", &mut self.child, &log, || {
             command(port, "PING").is_some_and(|a| a.starts_with("+PONG"))
         });
+    }
+
+    /// One inline command (`FLUSHALL`, `CONFIG SET ...`) and the first
+    /// line of its reply.
+    ///
+    /// # Panics
+    /// When the server does not answer.
+    pub fn run(&self, line: &str) -> String {
+        command(self.port, line).unwrap_or_else(|| panic!("no answer to {line}"))
     }
 
     /// How many keys the server holds (`DBSIZE`).

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use metrics_util::debugging::DebuggingRecorder;
 use stateseal::boundary::{Boundary, WireError};
 use stateseal::provider::BoxFuture;
-use stateseal::replay::{MemoryReplayStore, ReplayStore};
+use stateseal::replay::{MemoryReplayStore, Recorded, ReplayStore};
 use stateseal::{
     AesGcmCodec, Envelope, Error, KeyRing, ManualClock, RejectReason, RequestIdentity, RingHandle,
     RingKey, Secret, SingleUse, TokenFormat,
@@ -58,7 +58,7 @@ impl Scripted {
 }
 
 impl ReplayStore for Scripted {
-    fn record<'a>(&'a self, single_use: &'a SingleUse) -> BoxFuture<'a, Result<bool, Error>> {
+    fn record<'a>(&'a self, single_use: &'a SingleUse) -> BoxFuture<'a, Result<Recorded, Error>> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         if self.fail {
             return Box::pin(std::future::ready(Err(Error::ReplayStore {
@@ -73,9 +73,12 @@ impl ReplayStore for Scripted {
     }
 }
 
-/// A memory store on the envelopes' clock.
+/// A memory store made an hour before the envelopes' states, then on their clock.
 fn memory() -> MemoryReplayStore {
-    MemoryReplayStore::with_clock(Arc::new(ManualClock::new(T0)))
+    let clock = Arc::new(ManualClock::new(T0 - 3600.0));
+    let store = MemoryReplayStore::with_clock(clock.clone());
+    clock.set(T0);
+    store
 }
 
 fn boundary(store: Option<Arc<dyn ReplayStore>>) -> Boundary {
@@ -245,8 +248,9 @@ fn racing_presentations_admit_exactly_one() {
 
 #[tokio::test]
 async fn records_expire_after_the_state_and_the_skew() {
-    let clock = Arc::new(ManualClock::new(T0));
+    let clock = Arc::new(ManualClock::new(T0 - 3600.0));
     let store = MemoryReplayStore::with_clock(clock.clone());
+    clock.set(T0);
     let env = envelope(true);
     let transfer = round("transfer");
     let token = env
@@ -255,13 +259,13 @@ async fn records_expire_after_the_state_and_the_skew() {
     let (_, once) = env.open_at(&transfer, &token, None, T0).expect("opened");
     let once = once.expect("single-use");
     assert_eq!(once.keep_until(), T0 + env.ttl() + 60.0);
-    assert_eq!(store.record(&once).await, Ok(true));
+    assert_eq!(store.record(&once).await, Ok(Recorded::First));
     clock.set(once.keep_until() - 1.0);
-    assert_eq!(store.record(&once).await, Ok(false));
+    assert_eq!(store.record(&once).await, Ok(Recorded::Replay));
     clock.set(once.keep_until());
     assert_eq!(
         store.record(&once).await,
-        Ok(true),
+        Ok(Recorded::First),
         "kept no longer than needed"
     );
 }
@@ -269,4 +273,79 @@ async fn records_expire_after_the_state_and_the_skew() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_memory_store_keeps_the_replay_contract() {
     stateseal_contract::replay::run(Arc::new(MemoryReplayStore::new())).await;
+}
+
+/// A `transfer` state minted by an instance that does not treat the round as
+/// single-use (one without the setting, or from before the rollout) carries
+/// no `u` claim; an instance that does refuses it on every path, every time,
+/// with its own logged reason and the frozen error on the wire.
+#[tokio::test]
+async fn a_state_of_a_single_use_round_without_the_claim_is_refused() {
+    let store = Scripted::new(false);
+    let strict = boundary(Some(store.clone()));
+    let lax = Boundary::builder(strict.envelope().clone()).build();
+    let transfer = round("transfer");
+    let token = lax.seal(&transfer, "confirm", &Ok(None)).expect("sealed");
+    assert_eq!(
+        lax.admit(&transfer, Some(&token), &Ok(None)).await,
+        Ok(Some("confirm".to_owned())),
+        "the instance without the setting accepts its own state"
+    );
+    let logs = stateseal_testkit::logs::Logs::default();
+    let guard = logs.capture();
+    for _ in 0..3 {
+        assert_eq!(
+            strict.admit(&transfer, Some(&token), &Ok(None)).await,
+            Err(WireError::invalid_state())
+        );
+        assert_eq!(
+            strict.open(&transfer, Some(&token), &Ok(None)),
+            Err(WireError::invalid_state())
+        );
+    }
+    drop(guard);
+    let text = logs.text();
+    assert_eq!(
+        text.matches("single-use claim missing").count(),
+        6,
+        "{text}"
+    );
+    assert!(!text.contains("confirm"), "no plaintext in the log: {text}");
+    assert_eq!(store.calls.load(Ordering::SeqCst), 0, "nothing recorded");
+    // The same state for a multi-use round of the strict instance still works.
+    let deploy = round("deploy");
+    let multi = lax.seal(&deploy, "step-2", &Ok(None)).expect("sealed");
+    assert_eq!(
+        strict.admit(&deploy, Some(&multi), &Ok(None)).await,
+        Ok(Some("step-2".to_owned()))
+    );
+}
+
+/// A store made after a state was issued (a restarted instance's memory
+/// store, a Redis that restarted empty) may have lost its record: refused.
+#[tokio::test]
+async fn a_state_issued_before_the_stores_epoch_is_refused() {
+    let clock = Arc::new(ManualClock::new(T0 + 30.0));
+    let store = Arc::new(MemoryReplayStore::with_clock(clock.clone()));
+    assert_eq!(store.epoch(), T0 + 30.0);
+    let b = boundary(Some(store.clone()));
+    let transfer = round("transfer");
+    let token = b
+        .seal(&transfer, "confirm", &Ok(None))
+        .expect("sealed at T0");
+    let logs = stateseal_testkit::logs::Logs::default();
+    let guard = logs.capture();
+    assert_eq!(
+        b.admit(&transfer, Some(&token), &Ok(None)).await,
+        Err(WireError::invalid_state())
+    );
+    drop(guard);
+    assert!(
+        logs.text()
+            .contains("issued before the replay store's epoch"),
+        "{}",
+        logs.text()
+    );
+    assert!(store.is_empty(), "nothing recorded for a refused state");
+    assert!(!b.replay_store_failing(), "the store is working");
 }

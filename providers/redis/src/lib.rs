@@ -1,14 +1,19 @@
 //! Redis / Valkey as stateseal's replay store: where a fleet records the
 //! single-use states it accepted, so a second presentation on any instance
-//! is refused.
+//! is refused, and where losing records shows instead of reviving them.
 //!
-//! One command per accepted single-use state: `SET <prefix><key> 1 NX PXAT
-//! <keep_until in ms>`. `NX` makes it atomic across the fleet (exactly one
-//! of two racing presentations sets the key); `PXAT` expires the record at an
-//! absolute time, the state's expiry plus the skew allowance, so no clock of
-//! this process is involved. Each instance keeps one multiplexed connection
-//! (redis-rs' `ConnectionManager`, which reconnects by itself); nothing else
-//! is coordinated.
+//! One script per accepted single-use state reads its bucket's *epoch* and
+//! sets the record (`SET NX PX`, a random value per presentation) in the same
+//! round trip: `NX` makes it atomic across the fleet; a missing epoch, or a
+//! state issued before the epoch, is refused, so a server that restarted
+//! empty, was flushed or failed over to a replica that lacked the epoch costs
+//! the rounds in flight and never accepts a spent state (the layout is
+//! described in the crate's `record` module). Every connection reads the eviction policy (`INFO memory`) when it
+//! is made and every minute after, and refuses to record unless it is
+//! `noeviction`. [`RedisReplayStoreBuilder::wait_replicas`] waits for replicas
+//! (`WAIT`) before a record counts, so a failover cannot lose an acknowledged
+//! one. A connection that died is made again and the record retried within the
+//! same deadline.
 //!
 //! `rediss://` is TLS (rustls, the Web PKI roots, or your private CA with
 //! [`RedisReplayStoreBuilder::ca_certificate_pem`]). With TLS the store sets
@@ -18,8 +23,7 @@
 //! Every call has a deadline (default [`DEFAULT_DEADLINE`]): past it, or on
 //! any error, the call fails and the boundary refuses the state (`replay
 //! store unavailable`). Standalone servers and primaries are supported;
-//! cluster mode is not (the client's cluster support needs a connection of
-//! another type).
+//! cluster mode is not yet.
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -29,21 +33,27 @@
 //! let store = RedisReplayStore::builder("rediss://replay.internal:6380/0")
 //!     .key_prefix("stateseal:ks_example:")
 //!     .deadline(Duration::from_millis(250))
+//!     .wait_replicas(1)
 //!     .build()?;
 //! # Ok::<(), stateseal::Error>(())
 //! ```
 #![forbid(unsafe_code)]
 
+mod eviction;
+mod link;
+mod record;
+
 use std::fmt;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use stateseal::replay::BoxFuture;
-use stateseal::replay::ReplayStore;
-use stateseal::{Error, SingleUse};
-use tokio::sync::OnceCell;
+use stateseal::replay::{BoxFuture, Recorded, ReplayStore};
+use stateseal::{Clock, Error, SingleUse, SystemClock};
 
-/// How long one record may take, connecting included, before the state is refused.
+use link::{Link, LinkError};
+use record::{Attempt, Layout, Verdict};
+
+/// How long one record may take, connecting and retrying included, before the state is refused.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_millis(250);
 
 /// The key prefix when none is set.
@@ -51,20 +61,22 @@ pub const DEFAULT_KEY_PREFIX: &str = "stateseal:replay:";
 
 /// A replay store on Redis or Valkey (`redis://` or `rediss://`).
 pub struct RedisReplayStore {
-    client: redis::Client,
+    link: Link,
+    layout: Layout,
     /// The URI without credentials, for logs and errors.
     shown: String,
-    prefix: String,
     deadline: Duration,
-    connection: OnceCell<ConnectionManager>,
+    wait_replicas: u32,
+    clock: Arc<dyn Clock>,
 }
 
 impl fmt::Debug for RedisReplayStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RedisReplayStore")
             .field("uri", &self.shown)
-            .field("prefix", &self.prefix)
+            .field("prefix", &self.layout.prefix())
             .field("deadline", &self.deadline)
+            .field("wait_replicas", &self.wait_replicas)
             .finish_non_exhaustive()
     }
 }
@@ -77,6 +89,8 @@ pub struct RedisReplayStoreBuilder {
     prefix: String,
     deadline: Duration,
     ca_pem: Option<Vec<u8>>,
+    wait_replicas: u32,
+    clock: Arc<dyn Clock>,
 }
 
 impl fmt::Debug for RedisReplayStoreBuilder {
@@ -86,7 +100,8 @@ impl fmt::Debug for RedisReplayStoreBuilder {
             .field("prefix", &self.prefix)
             .field("deadline", &self.deadline)
             .field("ca_certificate", &self.ca_pem.is_some())
-            .finish()
+            .field("wait_replicas", &self.wait_replicas)
+            .finish_non_exhaustive()
     }
 }
 
@@ -100,23 +115,41 @@ impl RedisReplayStoreBuilder {
 
     /// Prepended to every key: one per keyset (and per deployment sharing a
     /// server), so fleets never see each other's records. Default
-    /// [`DEFAULT_KEY_PREFIX`].
+    /// [`DEFAULT_KEY_PREFIX`]; no braces (the store's keys carry their own hash tag).
     pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = prefix.into();
         self
     }
 
-    /// The longest one record may take (default [`DEFAULT_DEADLINE`]).
+    /// The longest one record may take, a reconnect and a retry included
+    /// (default [`DEFAULT_DEADLINE`]).
     pub fn deadline(mut self, deadline: Duration) -> Self {
         self.deadline = deadline;
         self
     }
 
-    /// The store (no connection yet: the first record connects).
+    /// A record counts only once `replicas` replicas have it (`WAIT`, within
+    /// the deadline); otherwise the state is refused. With asynchronous
+    /// replication a failover loses the writes the new primary had not
+    /// received: with this, none it acknowledged. Default 0 (the primary's
+    /// word; see the operations guide for what each deployment gives).
+    pub fn wait_replicas(mut self, replicas: u32) -> Self {
+        self.wait_replicas = replicas;
+        self
+    }
+
+    /// The clock for the epoch and the records' TTLs (default the system clock).
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The store (no connection yet: [`ReplayStore::prepare`] or the first record connects).
     ///
     /// # Errors
     /// [`Error::Config`] for a URI that is not `redis://` or `rediss://`, or
-    /// that the client cannot parse, an empty prefix, or a zero deadline.
+    /// that the client cannot parse, an empty prefix or one with a brace, or
+    /// a zero deadline.
     pub fn build(self) -> Result<RedisReplayStore, Error> {
         let shown = without_credentials(&self.uri);
         if !(self.uri.starts_with("redis://") || self.uri.starts_with("rediss://")) {
@@ -127,6 +160,11 @@ impl RedisReplayStoreBuilder {
         if self.prefix.is_empty() {
             return Err(Error::Config(format!(
                 "replay store {shown}: the key prefix may not be empty"
+            )));
+        }
+        if self.prefix.contains(['{', '}']) {
+            return Err(Error::Config(format!(
+                "replay store {shown}: the key prefix may not hold {{ or }} (the store's keys carry their own hash tag)"
             )));
         }
         if self.deadline.is_zero() {
@@ -158,11 +196,12 @@ impl RedisReplayStoreBuilder {
             ))
         })?;
         Ok(RedisReplayStore {
-            client,
+            link: Link::new(client, self.deadline / 2),
+            layout: Layout::new(self.prefix),
             shown,
-            prefix: self.prefix,
             deadline: self.deadline,
-            connection: OnceCell::new(),
+            wait_replicas: self.wait_replicas,
+            clock: self.clock,
         })
     }
 }
@@ -176,6 +215,8 @@ impl RedisReplayStore {
             prefix: DEFAULT_KEY_PREFIX.to_owned(),
             deadline: DEFAULT_DEADLINE,
             ca_pem: None,
+            wait_replicas: 0,
+            clock: Arc::new(SystemClock),
         }
     }
 
@@ -186,38 +227,132 @@ impl RedisReplayStore {
         }
     }
 
-    async fn record_now(&self, single_use: &SingleUse) -> Result<bool, Error> {
-        let connection = self
-            .connection
-            .get_or_try_init(|| {
-                // Each attempt bounded too: the manager's reconnects stay within the deadline.
-                let config = ConnectionManagerConfig::new()
-                    .set_connection_timeout(Some(self.deadline))
-                    .set_response_timeout(Some(self.deadline))
-                    .set_number_of_retries(1);
-                ConnectionManager::new_with_config(self.client.clone(), config)
-            })
+    fn link_error(&self, e: LinkError) -> Error {
+        match e {
+            LinkError::Redis(step, e) => self.error(format!("{step}: {:?} {e}", e.kind())),
+            LinkError::Policy(problem) => self.error(problem),
+        }
+    }
+
+    async fn record_now(&self, once: &SingleUse) -> Result<Recorded, Error> {
+        let started = Instant::now();
+        let now = self.clock.now();
+        if now >= once.keep_until() {
+            // No verifier accepts the state any more: nothing to keep.
+            return Ok(Recorded::First);
+        }
+        let attempt = Attempt {
+            now_ms: record::millis(now),
+            floor_ms: record::millis(once.issued_at() - once.max_skew()),
+            // Not a secret: tells this presentation's write from another's.
+            value: SingleUse::new_claim()?,
+            ttl_ms: ((once.keep_until() - now) * 1000.0).ceil().max(1.0) as u64,
+        };
+        let mut tries = 0;
+        let (verdict, mut conn) = loop {
+            tries += 1;
+            let mut conn = match self.link.get(&self.layout, now).await {
+                Ok(conn) => conn,
+                Err(LinkError::Redis(_, e)) if tries == 1 && record::is_connection_error(&e) => {
+                    continue;
+                }
+                Err(e) => return Err(self.link_error(e)),
+            };
+            match self
+                .layout
+                .record(&mut conn.conn, once.key(), &attempt)
+                .await
+            {
+                Ok(verdict) => break (verdict, conn),
+                Err(e) if tries == 1 && record::is_connection_error(&e) => {
+                    // Died since it was made (a restart, an idle cut): the
+                    // same presentation again on a new one; if the first
+                    // write landed, the script says it was ours.
+                    self.link.drop_connection(conn.id).await;
+                }
+                Err(e) => {
+                    if record::is_connection_error(&e) {
+                        self.link.drop_connection(conn.id).await;
+                    }
+                    return Err(self.error(format!("record: {:?}", e.kind())));
+                }
+            }
+        };
+        match verdict {
+            Verdict::Used => Ok(Recorded::Replay),
+            Verdict::Before => Ok(Recorded::BeforeEpoch),
+            Verdict::Lost => {
+                // The other buckets lost theirs too: put them back now, so the
+                // loss costs the states issued before it and no later one.
+                if let Err(e) = self.layout.ensure_epochs(&mut conn.conn, now).await {
+                    tracing::warn!(store = %self.shown, error = ?e.kind(), "could not put the replay store's epochs back");
+                }
+                tracing::warn!(
+                    store = %self.shown,
+                    "the replay store had lost an epoch (restarted empty, flushed or failed over): single-use states issued before now are refused"
+                );
+                Ok(Recorded::BeforeEpoch)
+            }
+            Verdict::New | Verdict::Mine => {
+                self.wait_for_replicas(&mut conn.conn, started).await?;
+                Ok(Recorded::First)
+            }
+        }
+    }
+
+    /// `WAIT` for the configured replicas within what is left of the deadline.
+    async fn wait_for_replicas(
+        &self,
+        conn: &mut redis::aio::MultiplexedConnection,
+        started: Instant,
+    ) -> Result<(), Error> {
+        let wanted = self.wait_replicas;
+        if wanted == 0 {
+            return Ok(());
+        }
+        // The server gives up a tenth before this handle does, so its answer
+        // (how many replicas have the record) is read, not timed out.
+        let left = self.deadline.saturating_sub(started.elapsed());
+        conn.set_response_timeout(left.max(Duration::from_millis(1)));
+        let timeout_ms = (left * 9 / 10).as_millis().max(1) as u64;
+        let acked: u64 = redis::cmd("WAIT")
+            .arg(wanted)
+            .arg(timeout_ms)
+            .query_async(conn)
             .await
-            .map_err(|e| self.error(format!("connect: {:?}", e.kind())))?;
-        let mut connection = connection.clone();
-        let at_ms = (single_use.keep_until() * 1000.0).ceil() as u64;
-        let set: Option<String> = redis::cmd("SET")
-            .arg(format!("{}{}", self.prefix, single_use.key()))
-            .arg(1)
-            .arg("NX")
-            .arg("PXAT")
-            .arg(at_ms)
-            .query_async(&mut connection)
-            .await
-            .map_err(|e| self.error(format!("SET NX: {:?}", e.kind())))?;
-        Ok(set.is_some())
+            .map_err(|e| self.error(format!("WAIT: {:?}", e.kind())))?;
+        if acked < u64::from(wanted) {
+            return Err(self.error(format!(
+                "the record reached {acked} of {wanted} replicas within the deadline: refused, since a failover could lose it"
+            )));
+        }
+        Ok(())
     }
 }
 
 impl ReplayStore for RedisReplayStore {
-    fn record<'a>(&'a self, single_use: &'a SingleUse) -> BoxFuture<'a, Result<bool, Error>> {
+    fn record<'a>(&'a self, single_use: &'a SingleUse) -> BoxFuture<'a, Result<Recorded, Error>> {
         Box::pin(async move {
             match tokio::time::timeout(self.deadline, self.record_now(single_use)).await {
+                Ok(result) => result,
+                Err(_) => Err(self.error(format!(
+                    "no answer within the deadline ({} ms)",
+                    self.deadline.as_millis()
+                ))),
+            }
+        })
+    }
+
+    fn prepare(&self) -> BoxFuture<'_, Result<(), Error>> {
+        Box::pin(async move {
+            let connected = async {
+                self.link
+                    .get(&self.layout, self.clock.now())
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| self.link_error(e))
+            };
+            match tokio::time::timeout(self.deadline, connected).await {
                 Ok(result) => result,
                 Err(_) => Err(self.error(format!(
                     "no answer within the deadline ({} ms)",

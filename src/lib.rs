@@ -66,7 +66,7 @@ pub use codec::{
 pub use envelope::{
     CARRIER_METHODS, DEFAULT_MAX_TOKEN_LEN, DEFAULT_TTL_SECS, ENVELOPE_VERSION, Envelope,
     EnvelopeBuilder, FUTURE_SKEW_SECS, PRINCIPAL_LABEL, Principal, RequestBatch, RequestIdentity,
-    SingleUse,
+    SdkPayload, SingleUse,
 };
 pub use error::{Error, ErrorClass};
 pub use json::Text;

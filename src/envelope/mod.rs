@@ -15,6 +15,7 @@ mod claims;
 mod identity;
 mod mint;
 mod principal;
+mod sdk_payload;
 mod single_use;
 mod verify;
 
@@ -24,6 +25,7 @@ pub use batch::RequestBatch;
 pub use claims::{ENVELOPE_VERSION, FUTURE_SKEW_SECS};
 pub use identity::{CARRIER_METHODS, RequestIdentity};
 pub use principal::{PRINCIPAL_LABEL, Principal};
+pub use sdk_payload::SdkPayload;
 pub use single_use::SingleUse;
 
 use crate::clock::{Clock, SystemClock};

@@ -19,9 +19,11 @@ impl Running {
         if ring.revocations().is_empty() {
             return Ok(None);
         }
-        let iat = serde_json::from_slice::<serde_json::Value>(payload)
+        // As the SDK reads its own claims (WTF-8): a lone surrogate in the
+        // state is no reason to refuse it.
+        let iat = stateseal::SdkPayload::parse(payload)
             .ok()
-            .and_then(|claims| claims.get("iat")?.as_f64())
+            .and_then(|claims| claims.issued_at())
             .ok_or(Error::Rejected(RejectReason::Malformed))?;
         Ok(ring.revocations().may_cover(iat).then_some(iat))
     }

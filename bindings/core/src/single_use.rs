@@ -4,7 +4,7 @@
 //! metrics: a state with the `u` claim is accepted only once its record has
 //! landed, and refused `replayed` or `replay store unavailable` otherwise.
 
-use stateseal::{Error, RejectReason, RequestIdentity, SingleUse, TokenFormat};
+use stateseal::{Error, RejectReason, RequestIdentity, SdkPayload, SingleUse, TokenFormat};
 
 use crate::Running;
 
@@ -53,28 +53,40 @@ impl Running {
     }
 
     /// `payload` with a fresh `u` claim when it names a single-use round.
+    /// Read as the SDK wrote it (WTF-8: a lone surrogate in an argument is
+    /// kept, not a reason to skip the claim); a payload that still cannot be
+    /// read is not sealed at all while single-use rounds are configured,
+    /// since it might be one of theirs.
     fn single_use_payload(&self, payload: &[u8]) -> Result<Option<Vec<u8>>, Error> {
         if !self.single_use_rounds {
             return Ok(None);
         }
-        // Not JSON, or no round named: not a state of a single-use round.
-        let Ok(serde_json::Value::Object(claims)) = serde_json::from_slice(payload) else {
-            return Ok(None);
+        let unreadable = || {
+            Error::Seal(
+                "the SDK's claims could not be read, and single-use rounds are configured: refusing to seal a state that might be one of theirs as multi-use",
+            )
         };
-        let text = |key| claims.get(key).and_then(serde_json::Value::as_str);
-        let (Some(method), Some(target)) = (text("m"), text("t")) else {
-            return Ok(None);
+        let claims = SdkPayload::parse(payload).map_err(|_| unreadable())?;
+        let Some((method, target)) = claims.round() else {
+            // No round a configuration can name (a target with a lone
+            // surrogate cannot equal a configured one); but no round at all
+            // is not a payload the SDK writes.
+            return if claims.has("m") && claims.has("t") {
+                Ok(None)
+            } else {
+                Err(unreadable())
+            };
         };
         if !self.is_single_use(&RequestIdentity::for_call(method, target, None)) {
             return Ok(None);
         }
         // A claim already there (the caller's own) would be shadowed by ours in
         // Python's reading but not in every reader's: refuse rather than guess.
-        if claims.contains_key("u") {
+        if claims.has("u") {
             return Err(Error::Seal("the payload already has a u claim"));
         }
         let Some(body) = payload.strip_suffix(b"}") else {
-            return Ok(None);
+            return Err(unreadable());
         };
         let claim = SingleUse::new_claim()?;
         let mut out = Vec::with_capacity(payload.len() + 32);
@@ -85,15 +97,33 @@ impl Running {
         Ok(Some(out))
     }
 
+    /// Whether the claims of `payload` name a round this instance treats as
+    /// single-use while carrying no `u` claim: such a state (minted by an
+    /// instance without the setting, or before it) must be refused.
+    pub fn lacks_single_use_claim(&self, payload: &[u8], once: Option<&SingleUse>) -> bool {
+        if !self.single_use_rounds || once.is_some() {
+            return false;
+        }
+        SdkPayload::parse(payload).ok().is_some_and(|claims| {
+            claims.round().is_some_and(|(method, target)| {
+                self.is_single_use(&RequestIdentity::for_call(method, target, None))
+            })
+        })
+    }
+
     /// Opens a token and returns its payload with the record it asks for
     /// (`None`: a multi-use state). The payload's other claims are the
     /// caller's to check before it records.
     ///
     /// # Errors
-    /// As [`Running::unseal`]; `malformed` for an unreadable `u` claim.
+    /// As [`Running::unseal`]; `malformed` for an unreadable `u` claim;
+    /// `single-use claim missing` for a state of a single-use round without one.
     pub fn unseal_claims(&self, token: &str) -> Result<(Vec<u8>, Option<SingleUse>), Error> {
         let payload = self.unseal(token)?;
         let once = SingleUse::of_claims(&payload, self.max_skew)?;
+        if self.lacks_single_use_claim(&payload, once.as_ref()) {
+            return Err(Error::Rejected(RejectReason::MissingSingleUseClaim));
+        }
         Ok((payload, once))
     }
 }

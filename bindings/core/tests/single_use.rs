@@ -26,10 +26,85 @@ fn settings(dir: &std::path::Path) -> Vec<(&'static str, Setting)> {
     ]
 }
 
-/// What the Python SDK's `RequestStateBoundary._seal` hands the codec.
+/// What the Python SDK's `RequestStateBoundary._seal` hands the codec
+/// (issued now: the replay store made at start holds records since then).
 fn sdk_payload(tool: &str) -> Vec<u8> {
-    format!(r#"{{"v":1,"iat":1.5,"exp":4000000000.5,"m":"tools/call","t":"{tool}","a":"x","s":"state","aud":"svc"}}"#)
+    sdk_payload_with(tool, "state")
+}
+
+/// As [`sdk_payload`], with `state` (JSON string contents, escapes as the SDK writes them).
+fn sdk_payload_with(tool: &str, state: &str) -> Vec<u8> {
+    let iat = stateseal::Clock::now(&stateseal::SystemClock) + 1.0;
+    format!(r#"{{"v":1,"iat":{iat},"exp":4000000000.5,"m":"tools/call","t":"{tool}","a":"x","s":"{state}","aud":"svc"}}"#)
         .into_bytes()
+}
+
+/// An instance treating `transfer` as single-use, on a `memory://` store.
+fn single_use_instance(name: &str) -> Running {
+    let dir = temp_dir(name);
+    let store = format!("file://{}", dir.join("keyset.json").display());
+    let mut named = settings(&dir);
+    named.push(("replay_store", Setting::Text("memory://".into())));
+    named.push(("single_use_tools", Setting::List(vec!["transfer".into()])));
+    Running::start(&recipe(&store, "svc", named, str::to_owned).expect("recipe")).expect("start")
+}
+
+/// The SDK escapes a lone surrogate in the state (`compact_json`) on
+/// purpose; a reader that refuses such JSON would seal a single-use round as
+/// multi-use, verifiable any number of times.
+#[test]
+fn a_lone_surrogate_in_the_state_still_gets_the_single_use_claim() {
+    let running = single_use_instance("surrogate");
+    // The state `{"env": "<lone surrogate>"}`, as the SDK's compact_json writes it.
+    let payload = sdk_payload_with("transfer", r#"{\"env\":\"\ud800\"}"#);
+    assert!(
+        serde_json::from_slice::<serde_json::Value>(&payload).is_err(),
+        "serde_json refuses what the SDK writes"
+    );
+    let token = running.seal_claims(&payload).expect("seal");
+    let (opened, once) = running.unseal_claims(&token).expect("unseal");
+    let once = once.expect("sealed single-use");
+    assert!(opened.starts_with(&payload[..payload.len() - 1]));
+    assert_eq!(running.record(&once), Ok(()));
+    assert_eq!(running.record(&once), Err(RejectReason::Replayed));
+    assert_eq!(running.record(&once), Err(RejectReason::Replayed));
+}
+
+/// While single-use rounds are configured, a payload that cannot be read is
+/// not sealed at all (an internal error for the SDK), never as multi-use.
+#[test]
+fn an_unreadable_payload_is_not_sealed_while_single_use_rounds_are_configured() {
+    let running = single_use_instance("unreadable");
+    for bad in [
+        &b"{\"m\":\"tools/call\",\"t\":\"transfer\""[..],
+        b"[\"tools/call\",\"transfer\"]",
+        br#"{"v":1,"iat":1,"s":"no round named"}"#,
+    ] {
+        let e = running.seal_claims(bad).unwrap_err();
+        assert!(e.to_string().contains("could not be read"), "{e}");
+    }
+}
+
+/// A `transfer` state minted without the claim (by an instance without the
+/// setting: the raw seal writes the SDK's bytes as they are) is refused by
+/// an instance that treats the round as single-use, every time.
+#[test]
+fn a_state_of_a_single_use_round_without_the_claim_is_refused() {
+    let running = single_use_instance("no-claim");
+    let token = running.seal(&sdk_payload("transfer")).expect("raw seal");
+    for _ in 0..3 {
+        assert_eq!(
+            running.unseal_claims(&token).unwrap_err(),
+            stateseal::Error::Rejected(RejectReason::MissingSingleUseClaim)
+        );
+    }
+    // Another round's state is untouched.
+    let deploy = sdk_payload("deploy");
+    let token = running.seal(&deploy).expect("raw seal");
+    assert_eq!(
+        running.unseal_claims(&token).expect("unseal"),
+        (deploy, None)
+    );
 }
 
 #[test]
@@ -50,10 +125,11 @@ fn single_use_rounds_are_sealed_with_the_claim_and_recorded_once() {
     assert_eq!(running.record(&once), Err(RejectReason::Replayed));
 
     // Another tool's state stays multi-use, byte for byte what the SDK wrote.
-    let token = running.seal_claims(&sdk_payload("deploy")).expect("seal");
+    let deploy = sdk_payload("deploy");
+    let token = running.seal_claims(&deploy).expect("seal");
     assert_eq!(
         running.unseal_claims(&token).expect("unseal"),
-        (sdk_payload("deploy"), None)
+        (deploy, None)
     );
 }
 

@@ -105,6 +105,29 @@ impl Drop for Engine {
     }
 }
 
+/// Whether the raw `unseal` may hand `payload` out. Fail closed: this path
+/// records nothing and sees no principal, so it refuses a payload with the
+/// single-use claim (the codec from `createStatesealCodec` accepts it once
+/// recorded), one of a single-use round without the claim, and one a live
+/// revocation may cover (as the Python codec refuses it outside its boundary).
+fn raw_verdict(engine: &Engine, payload: &[u8]) -> std::result::Result<(), stateseal::Error> {
+    let refused = |r| Err(stateseal::Error::Rejected(r));
+    let once = stateseal::SingleUse::of_claims(payload, 0.0)?;
+    if once.is_some() {
+        return refused(stateseal::RejectReason::ReplayStoreUnavailable);
+    }
+    let Some(running) = &engine.running else {
+        return Ok(()); // static keys: no rounds, no revocations
+    };
+    if running.lacks_single_use_claim(payload, None) {
+        return refused(stateseal::RejectReason::MissingSingleUseClaim);
+    }
+    if running.revocation_candidate(payload)?.is_some() {
+        return refused(stateseal::RejectReason::Revoked);
+    }
+    Ok(())
+}
+
 /// The engine while the codec is open; `None` once closed.
 pub(crate) type Shared = Arc<ArcSwapOption<Engine>>;
 
@@ -215,16 +238,14 @@ impl NativeCodec {
             )));
         }
         let engine = open(&self.shared)?;
-        let payload = engine.codec.unseal(&token).map_err(|e| thrown(&e))?;
-        // Fail closed: this path records nothing, so a payload with the
-        // single-use claim is refused here (the codec from
-        // `createStatesealCodec` accepts it once recorded).
-        match stateseal::SingleUse::of_claims(&payload, 0.0) {
-            Ok(None) => Ok(Buffer::from(payload)),
-            Ok(Some(_)) => Err(thrown(&stateseal::Error::Rejected(
-                stateseal::RejectReason::ReplayStoreUnavailable,
-            ))),
-            Err(e) => Err(thrown(&e)),
+        let mut payload = engine.codec.unseal(&token).map_err(|e| thrown(&e))?;
+        let verdict = raw_verdict(&engine, &payload);
+        match verdict {
+            Ok(()) => Ok(Buffer::from(payload)),
+            Err(e) => {
+                zeroize::Zeroize::zeroize(&mut payload);
+                Err(thrown(&e))
+            }
         }
     }
 

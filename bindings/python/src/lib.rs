@@ -17,7 +17,7 @@ use arc_swap::ArcSwapOption;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBytes, PyDict, PyType};
+use pyo3::types::{PyBytes, PyDict, PyString, PyType};
 use stateseal::Error;
 
 use stateseal_binding::{Recipe, Running, reason};
@@ -158,7 +158,19 @@ impl NativeCodec {
     /// state is handed to the `stateseal.RequestStateBoundary` opening it (to
     /// record once the SDK's claim checks pass), and refused with `replay
     /// store unavailable` outside one: nothing else would record it.
-    fn unseal<'py>(&self, py: Python<'py>, token: &str) -> PyResult<Bound<'py, PyBytes>> {
+    fn unseal<'py>(
+        &self,
+        py: Python<'py>,
+        token: &Bound<'py, PyString>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        // A token is ASCII: one that is not even UTF-8 (a lone surrogate) is
+        // malformed, refused as such rather than raised as an encoding error.
+        let Ok(token) = token.to_str() else {
+            return Err(invalid_state(
+                py,
+                reason(&Error::Rejected(stateseal::RejectReason::Malformed)),
+            ));
+        };
         if token.len() > stateseal::DEFAULT_MAX_TOKEN_LEN {
             return Err(invalid_state(
                 py,

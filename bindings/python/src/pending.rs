@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyString};
 use stateseal::{RejectReason, SingleUse};
 use stateseal_binding::Running;
 
@@ -48,13 +49,21 @@ impl PendingUse {
     /// Whether the state opened under this slot is revoked for `principal`
     /// (the SDK's principal string; `None`: unbound). Asked after the SDK's
     /// checks passed and before the record.
-    fn revoked(&self, principal: Option<&str>) -> bool {
+    ///
+    /// The principal crosses as WTF-8 (`surrogatepass`): the SDK binds and
+    /// verifies a principal holding a lone surrogate, so this must take it
+    /// too (a `str` argument would raise, and the round fail with -32603).
+    fn revoked(&self, principal: Option<&Bound<'_, PyString>>) -> PyResult<bool> {
+        let principal = match principal {
+            Some(p) => Some(wtf8(p)?),
+            None => None,
+        };
         let taken = self
             .issued
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take();
-        taken.is_some_and(|(iat, running)| running.revoked(iat, principal.map(str::as_bytes)))
+        Ok(taken.is_some_and(|(iat, running)| running.revoked(iat, principal.as_deref())))
     }
 
     /// Records the state opened under this slot, if it was single-use: `None`
@@ -73,6 +82,16 @@ impl PendingUse {
             .err()
             .map(RejectReason::as_str)
     }
+}
+
+/// A Python string's WTF-8 bytes: UTF-8, with a lone surrogate encoded as
+/// the three bytes WTF-8 gives it (as the crate's JSON reads `\udXXX`).
+fn wtf8(text: &Bound<'_, PyString>) -> PyResult<Vec<u8>> {
+    if let Ok(utf8) = text.to_str() {
+        return Ok(utf8.as_bytes().to_vec());
+    }
+    let encoded = text.call_method1("encode", ("utf-8", "surrogatepass"))?;
+    Ok(encoded.cast_into::<PyBytes>()?.as_bytes().to_vec())
 }
 
 /// The current boundary's slot, if a `stateseal.RequestStateBoundary` is opening this state.

@@ -212,7 +212,7 @@ pub fn envelope_mint_named() -> std::result::Result<sys::napi_value, Error<Code>
 pub fn envelope_verify() -> std::result::Result<sys::napi_value, Error<Code>> {
     with_frame(|frame| {
         let envelope = envelope_of(frame)?;
-        with_open(&envelope.shared, |_| {
+        with_open(&envelope.shared, |engine| {
             let round = round_of(&envelope, frame)?;
             let text = envelope
                 .envelope
@@ -223,6 +223,10 @@ pub fn envelope_verify() -> std::result::Result<sys::napi_value, Error<Code>> {
                     at(frame),
                 )
                 .map_err(|e| thrown(&e))?;
+            if let Err(refused) = refuse_without_claim(engine, &round) {
+                keep_wiped(text.into_bytes());
+                return Err(refused);
+            }
             js_text(frame.env(), text.as_bytes())
         })
     })
@@ -236,6 +240,7 @@ type Opened = Either<sys::napi_value, NativeSingleUse>;
 /// single-use state's pending record.
 fn open_in(
     envelope: &EnvelopeCore,
+    engine: &Engine,
     round: &Round,
     frame: &Frame<'_>,
 ) -> std::result::Result<Opened, Error<Code>> {
@@ -251,6 +256,10 @@ fn open_in(
         )
         .map_err(|e| thrown(&e))?;
     let Some(once) = once else {
+        if let Err(refused) = refuse_without_claim(engine, round) {
+            keep_wiped(text.into_bytes());
+            return Err(refused);
+        }
         let value = js_text(frame.env(), text.as_bytes());
         keep_wiped(text.into_bytes());
         return value.map(Either::A);
@@ -263,6 +272,19 @@ fn open_in(
         once,
         text,
     )))
+}
+
+/// Refuses a multi-use state of a round this instance treats as single-use
+/// (minted by an instance without the setting, or before it): it would
+/// verify any number of times. The caller wipes the state it refuses.
+fn refuse_without_claim(engine: &Engine, round: &Round) -> std::result::Result<(), Error<Code>> {
+    let id = identity(round)?;
+    if engine.running.as_ref().is_some_and(|r| r.is_single_use(id)) {
+        return Err(thrown(&stateseal::Error::Rejected(
+            stateseal::RejectReason::MissingSingleUseClaim,
+        )));
+    }
+    Ok(())
 }
 
 /// Wipes a state's buffer and keeps it for the thread's next token: zeros
@@ -289,8 +311,8 @@ fn keep_wiped(mut state: Vec<u8>) {
 pub fn envelope_open() -> std::result::Result<Opened, Error<Code>> {
     with_frame(|frame| {
         let envelope = envelope_of(frame)?;
-        with_open(&envelope.shared, |_| {
-            open_in(&envelope, &*round_of(&envelope, frame)?, frame)
+        with_open(&envelope.shared, |engine| {
+            open_in(&envelope, engine, &*round_of(&envelope, frame)?, frame)
         })
     })
 }
@@ -300,8 +322,8 @@ pub fn envelope_open() -> std::result::Result<Opened, Error<Code>> {
 pub fn envelope_open_named() -> std::result::Result<Opened, Error<Code>> {
     with_frame(|frame| {
         let envelope = envelope_of(frame)?;
-        with_open(&envelope.shared, |_| {
-            open_in(&envelope, &*name(&envelope, frame)?, frame)
+        with_open(&envelope.shared, |engine| {
+            open_in(&envelope, engine, &*name(&envelope, frame)?, frame)
         })
     })
 }

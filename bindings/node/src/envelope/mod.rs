@@ -52,8 +52,12 @@ impl EnvelopeCore {
         // goes through `with_open` first, which refuses once the codec is closed (and
         // the engine empties the ring when it goes, so this reference keeps no keys).
         let codec: Arc<dyn StateCodec> = engine.codec.clone();
-        let envelope = Envelope::builder(codec, audience.as_deref())
-            .ttl(ttl)
+        let mut builder = Envelope::builder(codec, audience.as_deref()).ttl(ttl);
+        // The keyset's skew allowance S: records kept to exp + S, iat up to S ahead.
+        if let Some(running) = &engine.running {
+            builder = builder.max_skew(running.max_skew);
+        }
+        let envelope = builder
             .build()
             .map_err(|e| fail(Code::Config, e.to_string()))?;
         Ok(Self {

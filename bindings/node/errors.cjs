@@ -30,19 +30,28 @@ const SDK_REASONS = {
   revoked: 'expired',
   // Fail closed: the record did not land, so the state cannot be used now (nor was it spent).
   'replay store unavailable': 'expired',
+  // The store may have lost a record of it (restarted empty, flushed, failed over).
+  "issued before the replay store's epoch": 'expired',
+  // A state of a single-use round minted without the claim (before the rollout).
+  'single-use claim missing': 'expired',
 };
 
 /**
  * Refusals the SDK's codec has no reason for: their message stays stateseal's
  * reason, so the server's log (the SDK's `onerror`) names them as a Rust server's does.
  */
-const OWN_MESSAGE = new Set(['replayed', 'replay store unavailable']);
+const OWN_MESSAGE = new Set([
+  'replayed',
+  'replay store unavailable',
+  "issued before the replay store's epoch",
+  'single-use claim missing',
+]);
 
 /**
  * A request state refused. `reason` is stateseal's log-only reason (`seal`, `unknown key`,
  * `expired`, `principal`, `request binding`, `audience`, `malformed`, `replayed`,
  * `replay store unavailable`, …), `sdkReason` the SDK codec's (`malformed`, `mac`, `expired`,
- * `bind`; `expired` for the two single-use reasons); the message is the SDK's from `verify`
+ * `bind`; `expired` for the single-use reasons); the message is the SDK's from `verify`
  * (stateseal's for the single-use reasons), stateseal's from `unseal`.
  */
 class InvalidRequestStateError extends StatesealError {

@@ -72,3 +72,31 @@ def test_a_revoked_principal_is_refused_after_a_refresh_and_nothing_else(local_k
         assert verify(theirs, mint(theirs)) == STATE
     finally:
         codec.close()
+
+
+def test_a_principal_with_a_lone_surrogate_completes_as_it_does_under_the_sdk(local_keyset: Keyset, caplog: pytest.LogCaptureFixture) -> None:
+    """The SDK binds and verifies a principal holding a lone surrogate; while a
+    revocation is live, ours asks Rust about it, and that principal must cross
+    (as WTF-8) rather than raise: the round completes, and a state of the
+    principal the revocation names is still refused."""
+    odd = '["app-1","https://as.example","al\udcffice"]'
+    codec = KeysetCodec.start(local_keyset.store, allow_local_kek=True, **TIMING)  # type: ignore[arg-type]
+    try:
+        generation = codec.status()["generation"]
+        early = mint(boundary(codec, ALICE))
+        time.sleep(0.01)
+        cli("revoke", "--store", local_keyset.store, "--principal", ALICE, env=local_keyset.env)
+        deadline = time.monotonic() + 5
+        while codec.status()["generation"] == generation:
+            assert time.monotonic() < deadline, "the codec did not adopt the revocation within 5 s (R = 1 s)"
+            time.sleep(0.1)
+        ours, theirs = boundary(codec, odd), boundary(codec, odd, sdk.RequestStateBoundary)
+        # Issued after the revocation: both boundaries take it.
+        assert verify(theirs, mint(theirs)) == STATE
+        assert verify(ours, mint(ours)) == STATE
+        # Issued before: ours looks the principal up (not the one revoked) and takes it.
+        older = mint(ours)
+        assert verify(ours, older) == STATE
+        assert refused(boundary(codec, ALICE), early, caplog) == "revoked"
+    finally:
+        codec.close()

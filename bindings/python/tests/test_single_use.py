@@ -37,6 +37,8 @@ class Redis:
     def __init__(self, dir: pathlib.Path) -> None:
         self.port, self.dir, self.proc = free_port(), dir, None
         self.uri = f"redis://127.0.0.1:{self.port}/0"
+        # When the first codec connected (and set the store's epoch).
+        self.epoch: float | None = None
 
     def start(self) -> None:
         args = ["--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(self.dir)]
@@ -67,14 +69,26 @@ def redis(tmp_path: pathlib.Path) -> Iterator[Redis]:
     server.stop()
 
 
-def start(keyset: Keyset, redis: Redis) -> KeysetCodec:
-    return KeysetCodec.start(
+def start(keyset: Keyset, redis: Redis, single_use: bool = True) -> KeysetCodec:
+    codec = KeysetCodec.start(
         keyset.store,
         allow_local_kek=True,
         replay_store=redis.uri,
-        single_use_tools=["transfer"],
+        single_use_tools=["transfer"] if single_use else [],
         **TIMING,  # type: ignore[arg-type]
     )
+    if single_use and redis.epoch is None:
+        redis.epoch = time.time()
+        settle(redis)
+    return codec
+
+
+def settle(redis: Redis) -> None:
+    """Waits out the skew allowance S after the store's epoch: a single-use
+    state issued within S of it is refused (a state minted before a loss may
+    carry an `iat` up to S ahead). The cost of a new or emptied store."""
+    assert redis.epoch is not None
+    time.sleep(max(0.0, redis.epoch + TIMING["max_skew"] + 0.05 - time.time()))
 
 
 def boundary(codec: KeysetCodec, cls: type[sdk.RequestStateBoundary] = stateseal.RequestStateBoundary) -> sdk.RequestStateBoundary:
@@ -82,8 +96,8 @@ def boundary(codec: KeysetCodec, cls: type[sdk.RequestStateBoundary] = stateseal
     return cls(security, default_audience="bank")
 
 
-def mint(b: sdk.RequestStateBoundary, params: dict[str, object]) -> str:
-    return b._seal(SimpleNamespace(method="tools/call", params=params), STATE)
+def mint(b: sdk.RequestStateBoundary, params: dict[str, object], state: str = STATE) -> str:
+    return b._seal(SimpleNamespace(method="tools/call", params=params), state)
 
 
 def verify(b: sdk.RequestStateBoundary, params: dict[str, object], token: str) -> str:
@@ -127,23 +141,60 @@ def test_the_store_down_refuses_single_use_states_only(local_keyset: Keyset, red
     codec = start(local_keyset, redis)
     try:
         b = boundary(codec)
+        spent = mint(b, TRANSFER)
+        assert verify(b, TRANSFER, spent) == STATE
         once, multi = mint(b, TRANSFER), mint(b, DEPLOY)
         redis.stop()
         started = time.monotonic()
         assert refused(b, TRANSFER, once, caplog) == "replay store unavailable"
         assert time.monotonic() - started < 5
         assert verify(b, DEPLOY, multi) == STATE
+        # Back with nothing persisted: its records are gone, so every state
+        # issued before is refused (the spent one must not verify again), and
+        # the first presentation reconnects and sets a new epoch.
         redis.start()
-        deadline = time.monotonic() + 10
-        while True:  # back: the state refused unrecorded is accepted once the store answers
-            try:
-                assert verify(b, TRANSFER, once) == STATE
-                break
-            except MCPError:
-                assert time.monotonic() < deadline, "the store never came back"
-                time.sleep(0.1)
+        assert refused(b, TRANSFER, spent, caplog) == "issued before the replay store's epoch"
+        redis.epoch = time.time()
+        assert refused(b, TRANSFER, once, caplog) == "issued before the replay store's epoch"
+        settle(redis)
+        fresh = mint(b, TRANSFER)
+        assert verify(b, TRANSFER, fresh) == STATE
+        assert refused(b, TRANSFER, fresh, caplog) == "replayed"
     finally:
         codec.close()
+
+
+def test_a_lone_surrogate_in_a_single_use_state_completes_once(local_keyset: Keyset, redis: Redis, caplog: pytest.LogCaptureFixture) -> None:
+    """The SDK escapes a lone surrogate in the state (its compact_json) and its
+    claims parser reads it; ours must too, or the round is sealed multi-use."""
+    codec = start(local_keyset, redis)
+    try:
+        b = boundary(codec)
+        state = "env=\ud800"
+        token = mint(b, TRANSFER, state)
+        got, _ = b._unseal(SimpleNamespace(method="tools/call", params={**TRANSFER, "requestState": token}))
+        assert got == state
+        outcomes = []
+        for _ in range(2):
+            caplog.clear()
+            with caplog.at_level(logging.WARNING), pytest.raises(MCPError):
+                verify(b, TRANSFER, token)
+            outcomes.append(caplog.records[-1].getMessage().rsplit(": ", 1)[1])
+        assert outcomes == ["replayed", "replayed"]
+    finally:
+        codec.close()
+
+
+def test_a_state_of_a_single_use_round_minted_without_the_claim_is_refused(local_keyset: Keyset, redis: Redis, caplog: pytest.LogCaptureFixture) -> None:
+    strict, lax = start(local_keyset, redis), start(local_keyset, redis, single_use=False)
+    try:
+        plain = mint(boundary(lax), TRANSFER)
+        assert verify(boundary(lax), TRANSFER, plain) == STATE
+        for _ in range(2):
+            assert refused(boundary(strict), TRANSFER, plain, caplog) == "single-use claim missing"
+    finally:
+        strict.close()
+        lax.close()
 
 
 def test_paths_that_record_nothing_refuse_single_use_states(local_keyset: Keyset, redis: Redis, caplog: pytest.LogCaptureFixture) -> None:

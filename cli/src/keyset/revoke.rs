@@ -167,6 +167,7 @@ fn written(
         v["generation"] = doc.generation.into();
         v["store"] = uri.into();
         v["refresh_interval"] = refresh.into();
+        v["min_generation"] = doc.generation.into();
         return line(out, v);
     }
     let what = if r.written {
@@ -177,12 +178,14 @@ fn written(
     line(
         out,
         format!(
-            "{what}: the states of {} issued before {}; keyset {} generation {} in {uri}\nservers refuse them from their next refresh (within R = {refresh}s); the entry stays until {}",
+            "{what}: the states of {} issued before {}; keyset {} generation {} in {uri}\nservers refuse them from their next refresh (within R = {refresh}s); the entry stays until {}\n\
+             a restarted server refuses a restored older document while the store's newest copy is intact; to hold also against a store writer who restores both, set min_generation = {} in every server's configuration (STATESEAL_MIN_GENERATION) until the entry expires",
             selector_text(&r.entry),
             rfc3339(r.entry.before),
             doc.id,
             doc.generation,
             when(r.live_until, now),
+            doc.generation,
         ),
     )
 }

@@ -60,6 +60,10 @@ fn revoke_writes_an_entry_that_status_and_show_list() {
     assert_eq!(v["before"], T0 + 10.0, "--before defaults to now");
     assert_eq!(v["expires"], T0 + 10.0 + 600.0 + 60.0);
     assert_eq!(v["principal_sha256_prefix"].as_str().map(str::len), Some(8));
+    assert_eq!(
+        v["min_generation"], v["generation"],
+        "the generation that protects the revocation against a restored document and copy"
+    );
     assert_eq!(text(&first.stderr), "", "the components form draws no note");
     let out = run(
         &ks,
@@ -76,6 +80,17 @@ fn revoke_writes_an_entry_that_status_and_show_list() {
     let said = text(&out.stdout);
     assert!(
         said.contains("client id \"app-2\"") && said.contains("within R = 30s"),
+        "{said}"
+    );
+    let generation = said
+        .split("generation ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("the generation written");
+    assert!(
+        said.contains(&format!(
+            "set min_generation = {generation} in every server"
+        )),
         "{said}"
     );
     let out = run(

@@ -42,6 +42,7 @@
 mod eviction;
 mod link;
 mod record;
+mod uri;
 
 use std::fmt;
 use std::sync::Arc;
@@ -52,6 +53,7 @@ use stateseal::{Clock, Error, SingleUse, SystemClock};
 
 use link::{Link, LinkError};
 use record::{Attempt, Layout, Verdict};
+use uri::{own_settings, without_credentials};
 
 /// How long one record may take, connecting and retrying included, before the state is refused.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_millis(250);
@@ -172,6 +174,9 @@ impl RedisReplayStoreBuilder {
                 "replay store {shown}: the deadline must be above zero"
             )));
         }
+        let (uri, from_uri) = own_settings(&self.uri)
+            .map_err(|problem| Error::Config(format!("replay store {shown}: {problem}")))?;
+        let wait_replicas = from_uri.unwrap_or(self.wait_replicas);
         if self.uri.starts_with("rediss://") {
             // rustls picks no provider by itself when a build links two (aws-lc
             // and ring both are in most trees): set aws-lc unless the
@@ -181,13 +186,13 @@ impl RedisReplayStoreBuilder {
         // The client's message may quote the URI: never pass it on.
         let client = match self.ca_pem {
             Some(pem) => redis::Client::build_with_tls(
-                self.uri.as_str(),
+                uri.as_str(),
                 redis::TlsCertificates {
                     client_tls: None,
                     root_cert: Some(pem),
                 },
             ),
-            None => redis::Client::open(self.uri.as_str()),
+            None => redis::Client::open(uri.as_str()),
         };
         let client = client.map_err(|e| {
             Error::Config(format!(
@@ -200,7 +205,7 @@ impl RedisReplayStoreBuilder {
             layout: Layout::new(self.prefix),
             shown,
             deadline: self.deadline,
-            wait_replicas: self.wait_replicas,
+            wait_replicas,
             clock: self.clock,
         })
     }
@@ -208,7 +213,9 @@ impl RedisReplayStoreBuilder {
 
 impl RedisReplayStore {
     /// A builder for the store at `uri` (`redis://[user:password@]host[:port][/db]`,
-    /// or `rediss://` for TLS).
+    /// or `rediss://` for TLS). The query parameter `wait_replicas=N` sets
+    /// [`RedisReplayStoreBuilder::wait_replicas`] (so a configuration's
+    /// `replay_store` URI carries it); other parameters go to the client.
     pub fn builder(uri: &str) -> RedisReplayStoreBuilder {
         RedisReplayStoreBuilder {
             uri: uri.to_owned(),
@@ -385,42 +392,9 @@ pub fn register(registry: &mut stateseal::ProviderRegistry) {
     }
 }
 
-/// `uri` with any `user:password@` removed.
-fn without_credentials(uri: &str) -> String {
-    match uri.split_once("://") {
-        Some((scheme, rest)) => {
-            let authority_end = rest.find('/').unwrap_or(rest.len());
-            match rest[..authority_end].rfind('@') {
-                Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
-                None => uri.to_owned(),
-            }
-        }
-        None => "<not a URI>".to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn credentials_never_show() {
-        assert_eq!(
-            without_credentials("redis://:s3cret@host:6379/0"),
-            "redis://host:6379/0"
-        );
-        assert_eq!(
-            without_credentials("rediss://user:p%40ss@host/1"),
-            "rediss://host/1"
-        );
-        assert_eq!(without_credentials("redis://host"), "redis://host");
-        assert_eq!(without_credentials("s3cret"), "<not a URI>");
-        let b = RedisReplayStore::builder("redis://:s3cret@host:6379/0");
-        assert!(!format!("{b:?}").contains("s3cret"));
-        let s = b.build().expect("store");
-        assert!(!format!("{s:?}").contains("s3cret"));
-        assert_eq!(s.uri(), "redis://host:6379/0");
-    }
 
     #[test]
     fn bad_settings_are_refused_without_echoing_secrets() {
@@ -434,6 +408,11 @@ mod tests {
             .build()
             .unwrap_err();
         assert!(err.to_string().contains("prefix"), "{err}");
+        let err = RedisReplayStore::builder("redis://h")
+            .key_prefix("stateseal:{ks}:")
+            .build()
+            .unwrap_err();
+        assert!(err.to_string().contains("may not hold {"), "{err}");
         let err = RedisReplayStore::builder("redis://h")
             .deadline(Duration::ZERO)
             .build()

@@ -10,6 +10,10 @@ use crate::error::Error;
 /// Longest `holder` a claim may name.
 const MAX_HOLDER_LEN: usize = 64;
 
+/// Most earlier claimants a claim remembers (the latest ones): past this, the
+/// oldest ones get their turn again before every other instance had one.
+pub(crate) const MAX_TRIED: usize = 32;
+
 /// What an instance id may be (a pod name fits).
 pub const INSTANCE_ID_RULE: &str =
     "must be 1 to 64 letters, digits, '_', '-' or '.' (a pod name fits)";
@@ -37,9 +41,33 @@ pub struct RotationClaim {
     pub primary: String,
     /// Unix seconds after which the claim no longer holds.
     pub until: f64,
+    /// Earlier claimants of this same rotation whose claims lapsed without
+    /// it (they could not make a key): each waits until every instance not
+    /// in the list has had its turn, so k failing instances delay a rotation
+    /// by k claims at most. Oldest first, at most [`MAX_TRIED`].
+    pub tried: Vec<String>,
 }
 
 impl RotationClaim {
+    /// Whether `instance` claimed this rotation already (now or before).
+    pub fn has_tried(&self, instance: &str) -> bool {
+        self.holder == instance || self.tried.iter().any(|t| t == instance)
+    }
+
+    /// The claimants a new claim on the same rotation remembers: these and this one's holder.
+    pub fn tried_after(&self) -> Vec<String> {
+        let mut tried: Vec<String> = self
+            .tried
+            .iter()
+            .filter(|t| **t != self.holder)
+            .cloned()
+            .collect();
+        tried.push(self.holder.clone());
+        let excess = tried.len().saturating_sub(MAX_TRIED);
+        tried.drain(..excess);
+        tried
+    }
+
     /// Whether the claim keeps `instance` from rotating away from `primary` at `now`.
     pub fn excludes(&self, instance: &str, primary: &str, now: f64) -> bool {
         self.holder != instance && self.primary == primary && now < self.until
@@ -52,6 +80,8 @@ pub(super) struct RawClaim {
     holder: String,
     primary: String,
     until: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    tried: Vec<String>,
 }
 
 fn bad(field: &str, problem: impl Into<String>) -> Error {
@@ -67,6 +97,7 @@ impl RawClaim {
             holder: c.holder.clone(),
             primary: c.primary.clone(),
             until: format_rfc3339(c.until),
+            tried: c.tried.clone(),
         }
     }
 
@@ -76,6 +107,7 @@ impl RawClaim {
             holder: self.holder,
             primary: self.primary,
             until,
+            tried: self.tried,
         };
         validate(&claim)?;
         Ok(claim)
@@ -93,6 +125,12 @@ pub(super) fn validate(c: &RotationClaim) -> Result<(), Error> {
     if !is_representable(c.until) {
         return Err(bad("until", "must be between 1970 and 9999"));
     }
+    if c.tried.len() > MAX_TRIED {
+        return Err(bad("tried", format!("at most {MAX_TRIED} instances")));
+    }
+    if !c.tried.iter().all(|t| is_instance_id(t)) {
+        return Err(bad("tried", INSTANCE_ID_RULE));
+    }
     Ok(())
 }
 
@@ -105,7 +143,28 @@ mod tests {
             holder: "i_abc".into(),
             primary: "k_old".into(),
             until: 1_782_345_660.0,
+            tried: vec!["i_first".into()],
         }
+    }
+
+    #[test]
+    fn a_new_claim_remembers_every_earlier_claimant_up_to_the_cap() {
+        let c = claim();
+        assert!(c.has_tried("i_abc") && c.has_tried("i_first") && !c.has_tried("i_other"));
+        assert_eq!(c.tried_after(), ["i_first", "i_abc"]);
+        let mut long = claim();
+        long.tried = (0..MAX_TRIED).map(|i| format!("i_{i}")).collect();
+        let after = long.tried_after();
+        assert_eq!(after.len(), MAX_TRIED);
+        assert_eq!(
+            after.first().map(String::as_str),
+            Some("i_1"),
+            "the oldest dropped"
+        );
+        assert_eq!(after.last().map(String::as_str), Some("i_abc"));
+        // A holder claiming again is listed once.
+        long.tried = vec!["i_abc".into()];
+        assert_eq!(long.tried_after(), ["i_abc"]);
     }
 
     #[test]
@@ -137,6 +196,11 @@ mod tests {
             (Box::new(|c| c.holder = "i_a b".into()), "holder"),
             (Box::new(|c| c.primary = "ks_1".into()), "primary"),
             (Box::new(|c| c.until = 1e15), "until"),
+            (Box::new(|c| c.tried = vec!["a b".into()]), "tried"),
+            (
+                Box::new(|c| c.tried = vec!["i_x".into(); MAX_TRIED + 1]),
+                "tried",
+            ),
         ] {
             let mut bad_claim = claim();
             edit(&mut bad_claim);

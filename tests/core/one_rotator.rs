@@ -32,11 +32,12 @@ struct Fleet {
 }
 
 async fn fleet(tag: &str) -> Fleet {
-    fleet_with(tag, false).await
+    fleet_with(tag, 0, "pod").await
 }
 
-/// The fleet; with `broken_pod_0`, pod 0's KMS role cannot generate data keys.
-async fn fleet_with(tag: &str, broken_pod_0: bool) -> Fleet {
+/// The fleet (instances `<name>-0`, `<name>-1`, ...); the first `broken`
+/// members' KMS role cannot generate data keys.
+async fn fleet_with(tag: &str, failing: usize, name: &str) -> Fleet {
     let kms = Arc::new(CountingLocal::default());
     let mut registry = local_registry();
     registry.register_provider(kms.clone());
@@ -45,16 +46,12 @@ async fn fleet_with(tag: &str, broken_pod_0: bool) -> Fleet {
     broken.register_provider(Arc::new(CountingLocal::refusing_generate()));
     let members = (0..FLEET)
         .map(|i| {
-            let registry = if broken_pod_0 && i == 0 {
-                &broken
-            } else {
-                &registry
-            };
+            let registry = if i < failing { &broken } else { &registry };
             let config = SchedulerConfig::builder()
                 .timing(timing())
                 .rotation_period(Some(PERIOD))
                 .renew_keyset(false)
-                .instance_id(format!("pod-{i}"))
+                .instance_id(format!("{name}-{i}"))
                 .build()
                 .expect("config");
             RotationScheduler::new(
@@ -144,6 +141,7 @@ async fn a_claim_whose_holder_died_lapses_and_another_instance_rotates() {
             holder: "pod-dead".into(),
             primary: primary.clone(),
             until,
+            tried: Vec::new(),
         });
     })
     .await;
@@ -178,7 +176,7 @@ async fn a_claim_whose_holder_died_lapses_and_another_instance_rotates() {
 /// window, with one claim write by the broken pod, not one per refresh.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_claimant_whose_rotation_fails_steps_back_and_another_rotates() {
-    let f = fleet_with("failing-claimant", true).await;
+    let f = fleet_with("failing-claimant", 1, "pod").await;
     let window = 4.0 * timing().refresh_interval;
     // Pod 0 alone refreshes once every turn has come (the turns span 4R from
     // the due time): it claims and its generate call is refused.
@@ -225,4 +223,60 @@ async fn a_claimant_whose_rotation_fails_steps_back_and_another_rotates() {
     assert_eq!(f.generation().await, 4);
     let doc = keysets::content(f.store.as_ref(), &f.registry).await;
     assert_eq!(doc.rotation_claim, None);
+}
+
+/// Several claimants that cannot rotate, started first, and one healthy
+/// instance that joins only 4R after the rotation fell due (the others of the
+/// fleet stay down), so the broken pods' turns come first. Each broken pod claims the rotation once, is listed in the next
+/// claim as having tried, and waits until every instance that has not tried
+/// had its turn; so the rotation lands within k × (claim lifetime + 4R) of
+/// falling due (plus 2R for the first turn and the 2 s refresh step), on
+/// every run: instance names vary per run, and so the order of turns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn several_failing_claimants_delay_a_rotation_by_one_claim_each_at_most() {
+    let r = timing().refresh_interval;
+    for (failing, runs) in [(2usize, 6u32), (5, 4)] {
+        let bound = failing as f64 * (CLAIM_TTL + 4.0 * r) + 2.0 * r + 2.0;
+        for run in 0..runs {
+            let name = format!("run{run}k{failing}");
+            let f = fleet_with(&format!("failing-{name}"), failing, &name).await;
+            let due = T0 + PERIOD;
+            let mut now = due;
+            let mut holders = Vec::new();
+            let rotated_at = loop {
+                let joined = if now < due + 4.0 * r { failing } else { failing + 1 };
+                let mut tasks = JoinSet::new();
+                for m in &f.members[..joined] {
+                    let m = m.clone();
+                    tasks.spawn(async move {
+                        let _ = m.refresh_at(now).await;
+                    });
+                }
+                while tasks.join_next().await.is_some() {}
+                let doc = keysets::content(f.store.as_ref(), &f.registry).await;
+                if doc.keys.len() > 1 {
+                    break now;
+                }
+                if let Some(c) = doc.rotation_claim {
+                    holders = c.tried.clone();
+                    holders.push(c.holder);
+                }
+                assert!(
+                    now <= due + bound,
+                    "k = {failing}, run {run}: no rotation within {bound} s of due; claimed by {holders:?}"
+                );
+                now += 2.0;
+            };
+            let distinct: std::collections::BTreeSet<&String> = holders.iter().collect();
+            assert_eq!(
+                distinct.len(),
+                holders.len(),
+                "a pod claimed twice: {holders:?}"
+            );
+            println!(
+                "k = {failing}, run {run}: rotated {:.0} s after due (bound {bound:.0} s); failed claims before it {holders:?}",
+                rotated_at - due
+            );
+        }
+    }
 }

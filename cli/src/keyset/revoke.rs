@@ -179,7 +179,7 @@ fn written(
         out,
         format!(
             "{what}: the states of {} issued before {}; keyset {} generation {} in {uri}\nservers refuse them from their next refresh (within R = {refresh}s); the entry stays until {}\n\
-             a restarted server refuses a restored older document while the store's newest copy is intact; to hold also against a store writer who restores both, set min_generation = {} in every server's configuration (STATESEAL_MIN_GENERATION) until the entry expires",
+             running servers refuse a restored older document; so that a restarted one does too, set min_generation = {} in every server's configuration (STATESEAL_MIN_GENERATION) until the entry expires",
             selector_text(&r.entry),
             rfc3339(r.entry.before),
             doc.id,

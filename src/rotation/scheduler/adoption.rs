@@ -163,55 +163,11 @@ impl RotationScheduler {
             .open(&inner.registry, inner.store.uri(), stored, now)
             .await?;
         let adopted = self.adopted_doc();
-        if adopted.is_none() {
-            self.floor_at_first_adoption(&verified.doc, now).await?;
-        }
         self.vet_against(adopted.as_ref(), &verified.doc, now)?;
         if let Some(adopted) = &adopted {
             self.check_rewraps(adopted, &verified.doc).await?;
         }
         Ok(verified)
-    }
-
-    /// A restarted or new instance has no watermark: without one, a store
-    /// writer who put back an older authentic document (one from before a
-    /// revocation, say) would have it adopted. The newest copy beside the
-    /// document stands in for the watermark: a document behind it is judged
-    /// against it as against an adopted one, and refused as a rollback.
-    /// (A writer who also puts back an older copy defeats this: the
-    /// configured `min_generation` is what holds then.)
-    async fn floor_at_first_adoption(&self, doc: &Keyset, now: f64) -> Result<(), Error> {
-        let inner = &self.inner;
-        let newest = crate::rotation::newest::newest_written(
-            inner.store.as_ref(),
-            &inner.registry,
-            &inner.trust,
-            &doc.id,
-        )
-        .await;
-        let Some(newest) = newest.filter(|n| n.generation > doc.generation) else {
-            return Ok(());
-        };
-        // The copy is read after the document: a writer's document and copy
-        // may both have landed in between. Then this read lost a race, and
-        // the next refresh reads the new document.
-        let current = inner.store.load().await?.map(|d| d.generation());
-        if current != Some(doc.generation) {
-            return Err(Error::Store {
-                uri: inner.store.uri().to_owned(),
-                problem: "the keyset moved on while its newest copy was read; read again at the next refresh".into(),
-            });
-        }
-        self.vet_against(Some(&newest), doc, now).map_err(|e| match e {
-            Error::KeysetRefused { reason, detail } => Error::KeysetRefused {
-                reason,
-                detail: format!(
-                    "{detail} (behind the store's newest copy, generation {}: a restored document; this instance adopts nothing older than the newest it can see)",
-                    newest.generation
-                ),
-            },
-            other => other,
-        })
     }
 
     /// A copy of the document adopted last (released before any await).

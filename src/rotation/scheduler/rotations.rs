@@ -12,11 +12,14 @@
 //! when a claimant dies mid-rotation).
 //!
 //! A claimant that lives but cannot rotate (its KMS role lacks the generate
-//! permission, its route is broken, it is throttled) steps back: it never
-//! claims again while its own claim lives, and its next turn comes a whole
-//! rendezvous window after the claim lapses, after every other instance's.
-//! Another instance therefore rotates within the claim's end plus 4R, and
-//! the failing one rewrites the document once, not once per refresh.
+//! permission, its route is broken, it is throttled) steps back. Each new
+//! claim on the same rotation lists the earlier claimants (`tried`); an
+//! instance in that list, or the holder, takes its next turn two rendezvous
+//! windows after the claim lapses (one window, plus one for refresh lag and
+//! clock skew), after every instance that has not claimed yet. So with k
+//! instances that cannot make keys, the rotation lands within k × (claim
+//! lifetime + 4R) plus R of falling due, and each failing instance rewrites
+//! the document once per round of turns, not once per refresh.
 
 use sha2::{Digest, Sha256};
 
@@ -116,7 +119,7 @@ impl RotationScheduler {
                 let timing = doc.timing.unwrap_or(inner.config.timing);
                 tracing::warn!(
                     error = %e,
-                    retry_after_s = CLAIM_TTL + rendezvous_window(&timing),
+                    retry_after_s = CLAIM_TTL + 2.0 * rendezvous_window(&timing),
                     "automatic rotation failed; stepping back so that another instance rotates once this claim lapses"
                 );
             }
@@ -133,9 +136,9 @@ impl RotationScheduler {
         }
         let timing = doc.timing.unwrap_or(inner.config.timing);
         doc.rotation_claim.as_ref().is_some_and(|c| {
-            c.holder == inner.instance_id
+            c.has_tried(&inner.instance_id)
                 && c.primary == primary
-                && now < c.until + rendezvous_window(&timing)
+                && now < c.until + 2.0 * rendezvous_window(&timing)
         })
     }
 
@@ -151,11 +154,13 @@ impl RotationScheduler {
         let timing = doc.timing.unwrap_or(inner.config.timing);
         let start = match doc.rotation_claim.as_ref().filter(|c| c.primary == primary) {
             None => due,
-            Some(c) if c.holder != me => c.until.max(due),
             // The legacy rule ignored its own claim (the fault a control reproduces).
-            Some(_) if inner.config.legacy_reclaim() => due,
-            // Its own claim, so its own attempt failed: every other turn comes first.
-            Some(c) => c.until.max(due) + rendezvous_window(&timing),
+            Some(c) if c.holder == me && inner.config.legacy_reclaim() => due,
+            // It claimed this rotation and failed: every untried turn comes first.
+            Some(c) if c.has_tried(me) && !inner.config.legacy_reclaim() => {
+                c.until.max(due) + 2.0 * rendezvous_window(&timing)
+            }
+            Some(c) => c.until.max(due),
         };
         Some(start + turn_offset(&timing, me, &format!("rotation/{activated}")))
     }
@@ -189,10 +194,16 @@ impl RotationScheduler {
         }
         let mut next = verified.doc.clone();
         next.generation = verified.doc.next_generation()?;
+        // Earlier claimants of this rotation stay listed (the legacy rule forgot them).
+        let tried = match &verified.doc.rotation_claim {
+            Some(c) if c.primary == primary && !inner.config.legacy_reclaim() => c.tried_after(),
+            _ => Vec::new(),
+        };
         next.rotation_claim = Some(RotationClaim {
             holder: inner.instance_id.clone(),
             primary: primary.to_owned(),
             until: crate::keyset::document_time(now + CLAIM_TTL),
+            tried,
         });
         let stored = verified.seal_next(&next, now + inner.config.keyset_validity)?;
         write_keyset(&*inner.store, Some(doc.generation), &stored).await?;

@@ -10,7 +10,7 @@ env_dir="${STATESEAL_REDIS_ENV:-target/redis-env}"
 packages=(redis-tools libjemalloc2 liblzf1)
 stamp="$env_dir/.installed"
 # The stamp names the launcher's layout too: an older, path-bound one is replaced.
-installed="${packages[*]} relocatable"
+installed="${packages[*]} relocatable with-cli"
 # Reused only if its launcher runs: a directory moved or damaged is unpacked again.
 if [ "$(cat "$stamp" 2>/dev/null)" != "$installed" ] || ! "$env_dir/redis-server" --version >/dev/null 2>&1; then
   rm -rf "$env_dir"
@@ -26,6 +26,13 @@ root="$(cd "$(dirname "$0")/root" && pwd)"
 LD_LIBRARY_PATH="$root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "$root/usr/bin/redis-server" "$@"
 LAUNCHER
   chmod +x "$env_dir/redis-server"
+  # redis-cli beside it (the cluster tests create their cluster with `redis-cli --cluster create`).
+  cat > "$env_dir/redis-cli" <<'LAUNCHER'
+#!/bin/sh
+root="$(cd "$(dirname "$0")/root" && pwd)"
+LD_LIBRARY_PATH="$root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "$root/usr/bin/redis-cli" "$@"
+LAUNCHER
+  chmod +x "$env_dir/redis-cli"
   "$env_dir/redis-server" --version >&2
   echo "$installed" > "$stamp"
 fi

@@ -79,7 +79,7 @@ export declare class StatesealError extends Error {
 /**
  * A request state refused. `reason`: stateseal's log-only reason (`seal`, `unknown key`,
  * `expired`, `principal`, `request binding`, `audience`, `malformed`, `replayed`,
- * `replay store unavailable`, …); `sdkReason`: the SDK codec's (`expired` for the two
+ * `replay store unavailable`, …); `sdkReason`: the SDK codec's (`expired` for the
  * single-use reasons). The message is `sdkReason` when thrown by `verify` (the SDK logs it),
  * except for the single-use reasons, and `reason` when thrown by `unseal`.
  */

@@ -13,6 +13,7 @@
 //! - [`keysets`]: verified content, pins and KEK-holder edits of a stored keyset;
 //! - [`member`]: one fleet member (scheduler on a manual clock + envelope), from `stateseal-contract`;
 //! - [`redis`]: a real Redis server (Debian's, `scripts/redis-env.sh`) for replay stores;
+//! - [`redis_cluster`]: a real Redis Cluster of 3 primaries and 3 replicas (`redis-cli --cluster create`);
 //! - [`relay`]: a TCP relay to cut, for outages of services that keep their state in memory;
 //! - [`lost_reply`]: a relay in front of Redis that drops one script call's reply;
 //! - [`issuer`]: a local OAuth authorization server (JWKS, RS256 tokens, key rotation);
@@ -33,6 +34,7 @@ pub mod lost_reply;
 pub mod moto;
 pub mod openbao;
 pub mod redis;
+pub mod redis_cluster;
 pub mod relay;
 mod served;
 mod services;

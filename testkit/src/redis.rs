@@ -157,6 +157,41 @@ impl Redis {
         command(self.port, line).unwrap_or_else(|| panic!("no answer to {line}"))
     }
 
+    /// A section of `INFO` (`replication`, `memory`), whole.
+    ///
+    /// # Panics
+    /// When the server does not answer.
+    pub fn info(&self, section: &str) -> String {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(2)))
+            .expect("timeout");
+        s.write_all(format!("INFO {section}\r\n").as_bytes())
+            .expect("send");
+        // A bulk reply: `$<len>\r\n<text>\r\n`.
+        let mut reply = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            let n = s.read(&mut buf).expect("read");
+            if n == 0 {
+                break;
+            }
+            reply.extend_from_slice(&buf[..n]);
+            let text = String::from_utf8_lossy(&reply);
+            if let Some((head, body)) = text.split_once("\r\n")
+                && let Some(len) = head.strip_prefix('$').and_then(|l| l.parse::<usize>().ok())
+                && body.len() >= len
+            {
+                return body[..len].to_owned();
+            }
+        }
+        String::from_utf8_lossy(&reply).into_owned()
+    }
+
+    /// Whether the process is running (not stopped by [`Redis::stop`]).
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+
     /// How many keys the server holds (`DBSIZE`).
     ///
     /// # Panics

@@ -244,7 +244,11 @@ async fn several_failing_claimants_delay_a_rotation_by_one_claim_each_at_most() 
             let mut now = due;
             let mut holders = Vec::new();
             let rotated_at = loop {
-                let joined = if now < due + 4.0 * r { failing } else { failing + 1 };
+                let joined = if now < due + 4.0 * r {
+                    failing
+                } else {
+                    failing + 1
+                };
                 let mut tasks = JoinSet::new();
                 for m in &f.members[..joined] {
                     let m = m.clone();

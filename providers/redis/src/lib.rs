@@ -22,8 +22,12 @@
 //!
 //! Every call has a deadline (default [`DEFAULT_DEADLINE`]): past it, or on
 //! any error, the call fails and the boundary refuses the state (`replay
-//! store unavailable`). Standalone servers and primaries are supported;
-//! cluster mode is not yet.
+//! store unavailable`). Standalone servers and primaries (`redis://`,
+//! `rediss://`) and Redis Cluster or Valkey cluster mode
+//! (`redis-cluster://host:port,host:port/`, `rediss-cluster://`: the seed
+//! nodes, credentials for every node) are supported; on a cluster every
+//! guarantee holds per shard (each bucket's epoch lives in its records' slot,
+//! every primary's eviction policy is read, `WAIT` goes to the record's shard).
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -39,6 +43,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod connection;
 mod eviction;
 mod link;
 mod record;
@@ -51,6 +56,7 @@ use std::time::{Duration, Instant};
 use stateseal::replay::{BoxFuture, Recorded, ReplayStore};
 use stateseal::{Clock, Error, SingleUse, SystemClock};
 
+use connection::Target;
 use link::{Link, LinkError};
 use record::{Attempt, Layout, Verdict};
 use uri::{own_settings, without_credentials};
@@ -154,54 +160,69 @@ impl RedisReplayStoreBuilder {
     /// a zero deadline.
     pub fn build(self) -> Result<RedisReplayStore, Error> {
         let shown = without_credentials(&self.uri);
-        if !(self.uri.starts_with("redis://") || self.uri.starts_with("rediss://")) {
-            return Err(Error::Config(format!(
-                "replay store {shown}: a Redis or Valkey URI starts with redis:// or rediss:// (TLS)"
-            )));
-        }
+        let config = |problem: String| Error::Config(format!("replay store {shown}: {problem}"));
+        let Some(kind) = uri::Kind::of(&self.uri) else {
+            return Err(config(
+                "a Redis or Valkey URI starts with redis:// or rediss:// (TLS), or redis-cluster:// or rediss-cluster:// with the cluster's seed nodes".into(),
+            ));
+        };
         if self.prefix.is_empty() {
-            return Err(Error::Config(format!(
-                "replay store {shown}: the key prefix may not be empty"
-            )));
+            return Err(config("the key prefix may not be empty".into()));
         }
         if self.prefix.contains(['{', '}']) {
-            return Err(Error::Config(format!(
-                "replay store {shown}: the key prefix may not hold {{ or }} (the store's keys carry their own hash tag)"
-            )));
+            return Err(config(
+                "the key prefix may not hold { or } (the store's keys carry their own hash tag)"
+                    .into(),
+            ));
         }
         if self.deadline.is_zero() {
-            return Err(Error::Config(format!(
-                "replay store {shown}: the deadline must be above zero"
-            )));
+            return Err(config("the deadline must be above zero".into()));
         }
-        let (uri, from_uri) = own_settings(&self.uri)
-            .map_err(|problem| Error::Config(format!("replay store {shown}: {problem}")))?;
+        let (uri, from_uri) = own_settings(&self.uri).map_err(config)?;
         let wait_replicas = from_uri.unwrap_or(self.wait_replicas);
-        if self.uri.starts_with("rediss://") {
+        if kind.tls() {
             // rustls picks no provider by itself when a build links two (aws-lc
             // and ring both are in most trees): set aws-lc unless the
             // application already chose one.
             let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
         }
-        // The client's message may quote the URI: never pass it on.
-        let client = match self.ca_pem {
-            Some(pem) => redis::Client::build_with_tls(
-                uri.as_str(),
-                redis::TlsCertificates {
-                    client_tls: None,
-                    root_cert: Some(pem),
-                },
-            ),
-            None => redis::Client::open(uri.as_str()),
+        let certificates = |pem: Vec<u8>| redis::TlsCertificates {
+            client_tls: None,
+            root_cert: Some(pem),
         };
-        let client = client.map_err(|e| {
-            Error::Config(format!(
-                "replay store {shown}: not a usable Redis URI ({:?})",
-                e.kind()
-            ))
-        })?;
+        // Each command (and the connect) within half the deadline: a
+        // connection that died silently leaves time to make another.
+        let attempt = self.deadline / 2;
+        // The client's message may quote the URI: never pass it on.
+        let unusable =
+            |e: redis::RedisError| config(format!("not a usable Redis URI ({:?})", e.kind()));
+        let target = match kind {
+            uri::Kind::Single { .. } => {
+                let client = match self.ca_pem {
+                    Some(pem) => redis::Client::build_with_tls(uri.as_str(), certificates(pem)),
+                    None => redis::Client::open(uri.as_str()),
+                }
+                .map_err(unusable)?;
+                let options = redis::AsyncConnectionConfig::new()
+                    .set_connection_timeout(Some(attempt))
+                    .set_response_timeout(Some(attempt));
+                Target::Single(client, options)
+            }
+            uri::Kind::Cluster { .. } => {
+                let seeds = uri::cluster_seeds(&uri).map_err(config)?;
+                let mut builder = redis::cluster::ClusterClientBuilder::new(seeds)
+                    .connection_timeout(attempt)
+                    .response_timeout(attempt)
+                    // MOVED, ASK and a failover's slot refresh, within the deadline.
+                    .retries(3);
+                if let Some(pem) = self.ca_pem {
+                    builder = builder.certs(certificates(pem));
+                }
+                Target::Cluster(builder.build().map_err(unusable)?)
+            }
+        };
         Ok(RedisReplayStore {
-            link: Link::new(client, self.deadline / 2),
+            link: Link::new(target),
             layout: Layout::new(self.prefix),
             shown,
             deadline: self.deadline,
@@ -301,31 +322,32 @@ impl RedisReplayStore {
                 Ok(Recorded::BeforeEpoch)
             }
             Verdict::New | Verdict::Mine => {
-                self.wait_for_replicas(&mut conn.conn, started).await?;
+                self.wait_for_replicas(&mut conn.conn, once.key(), started)
+                    .await?;
                 Ok(Recorded::First)
             }
         }
     }
 
-    /// `WAIT` for the configured replicas within what is left of the deadline.
+    /// `WAIT` for the configured replicas (of the record's shard) within
+    /// what is left of the deadline.
     async fn wait_for_replicas(
         &self,
-        conn: &mut redis::aio::MultiplexedConnection,
+        conn: &mut connection::Connection,
+        key: &str,
         started: Instant,
     ) -> Result<(), Error> {
         let wanted = self.wait_replicas;
         if wanted == 0 {
             return Ok(());
         }
-        // The server gives up a tenth before this handle does, so its answer
-        // (how many replicas have the record) is read, not timed out.
-        let left = self.deadline.saturating_sub(started.elapsed());
-        conn.set_response_timeout(left.max(Duration::from_millis(1)));
-        let timeout_ms = (left * 9 / 10).as_millis().max(1) as u64;
-        let acked: u64 = redis::cmd("WAIT")
-            .arg(wanted)
-            .arg(timeout_ms)
-            .query_async(conn)
+        // Within what is left, and within one command's timeout (half the deadline).
+        let left = self
+            .deadline
+            .saturating_sub(started.elapsed())
+            .min(self.deadline / 2);
+        let acked = conn
+            .wait(&self.layout.key_of(key), wanted, left)
             .await
             .map_err(|e| self.error(format!("WAIT: {:?}", e.kind())))?;
         if acked < u64::from(wanted) {
@@ -374,7 +396,7 @@ impl ReplayStore for RedisReplayStore {
     }
 }
 
-/// Registers `redis://` and `rediss://` replay stores (each with the
+/// Registers `redis://`, `rediss://`, `redis-cluster://` and `rediss-cluster://` replay stores (each with the
 /// default deadline and the key prefix the caller gives) in `registry`.
 ///
 /// ```
@@ -384,7 +406,7 @@ impl ReplayStore for RedisReplayStore {
 /// ```
 #[cfg(feature = "registry")]
 pub fn register(registry: &mut stateseal::ProviderRegistry) {
-    for scheme in ["redis", "rediss"] {
+    for scheme in ["redis", "rediss", "redis-cluster", "rediss-cluster"] {
         registry.register_replay_store(scheme, |uri, prefix| {
             let store = RedisReplayStore::builder(uri).key_prefix(prefix).build()?;
             Ok(std::sync::Arc::new(store) as std::sync::Arc<dyn ReplayStore>)

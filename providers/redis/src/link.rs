@@ -4,11 +4,8 @@
 //! time), the epochs put in place before any state is judged against them.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
-use redis::AsyncConnectionConfig;
-use redis::aio::MultiplexedConnection;
-
+use crate::connection::{Connection, Target};
 use crate::eviction;
 use crate::record::Layout;
 
@@ -21,7 +18,7 @@ const POLICY_RECHECK_REFUSED: f64 = 5.0;
 
 /// A connection handed to one record, and which one it is (to drop it if it died).
 pub(crate) struct Conn {
-    pub(crate) conn: MultiplexedConnection,
+    pub(crate) conn: Connection,
     pub(crate) id: u64,
 }
 
@@ -34,7 +31,7 @@ pub(crate) enum LinkError {
 }
 
 struct Live {
-    conn: MultiplexedConnection,
+    conn: Connection,
     id: u64,
     /// The eviction policy's verdict, and when (store clock) it was read.
     policy: Result<(), String>,
@@ -44,22 +41,18 @@ struct Live {
 }
 
 pub(crate) struct Link {
-    client: redis::Client,
-    config: AsyncConnectionConfig,
+    target: Target,
     live: tokio::sync::Mutex<Option<Live>>,
     ids: AtomicU64,
 }
 
 impl Link {
-    /// Each command (and the connect) waits at most `attempt`: half the
+    /// `target`'s timeouts bound each command (and the connect) to half the
     /// record's deadline, so a connection that died silently leaves time to
     /// make another and retry.
-    pub(crate) fn new(client: redis::Client, attempt: Duration) -> Self {
+    pub(crate) fn new(target: Target) -> Self {
         Self {
-            client,
-            config: AsyncConnectionConfig::new()
-                .set_connection_timeout(Some(attempt))
-                .set_response_timeout(Some(attempt)),
+            target,
             live: tokio::sync::Mutex::new(None),
             ids: AtomicU64::new(0),
         }
@@ -85,8 +78,8 @@ impl Link {
         }
         if slot.is_none() {
             let mut conn = self
-                .client
-                .get_multiplexed_async_connection_with_config(&self.config)
+                .target
+                .connect()
                 .await
                 .map_err(|e| LinkError::Redis("connect", e))?;
             let policy = read_policy(&mut conn)
@@ -115,7 +108,7 @@ impl Link {
             live.epochs = true;
             tracing::info!(
                 connection = live.id,
-                "replay store connected: eviction policy noeviction, epochs in place"
+                "replay store connected: eviction policy noeviction (every primary), epochs in place"
             );
         }
         Ok(Conn {
@@ -133,8 +126,12 @@ impl Link {
     }
 }
 
-/// The eviction policy's verdict from `INFO memory`.
-async fn read_policy(conn: &mut MultiplexedConnection) -> redis::RedisResult<Result<(), String>> {
-    let info: String = redis::cmd("INFO").arg("memory").query_async(conn).await?;
-    Ok(eviction::judge(&info))
+/// The eviction policy's verdict from `INFO memory`: of the server, or of
+/// every primary of a cluster (each shard keeps its own records and epochs).
+async fn read_policy(conn: &mut Connection) -> redis::RedisResult<Result<(), String>> {
+    let infos = conn.info_memory().await?;
+    if infos.is_empty() {
+        return Ok(Err("INFO memory gave no answer to judge".to_owned()));
+    }
+    Ok(infos.iter().try_for_each(|info| eviction::judge(info)))
 }

@@ -20,7 +20,7 @@
 
 use std::sync::LazyLock;
 
-use redis::aio::MultiplexedConnection;
+use crate::connection::Connection;
 
 /// KEYS[1] the epoch, KEYS[2] the record; ARGV[1] now (ms, the epoch if
 /// missing), ARGV[2] the state's `iat` minus the skew allowance (ms),
@@ -87,27 +87,27 @@ impl Layout {
         format!("{}{{{bucket}}}:epoch", self.prefix)
     }
 
-    /// Sets each bucket's epoch to `now` where it has none (one pipeline).
+    /// Sets each bucket's epoch to `now` where it has none.
     pub(crate) async fn ensure_epochs(
         &self,
-        conn: &mut MultiplexedConnection,
+        conn: &mut Connection,
         now: f64,
     ) -> redis::RedisResult<()> {
-        let mut pipe = redis::pipe();
-        for b in 0..BUCKETS {
-            pipe.cmd("SET")
-                .arg(self.epoch_key(&format!("{b:02x}")))
-                .arg(millis(now))
-                .arg("NX")
-                .ignore();
-        }
-        pipe.query_async::<()>(conn).await
+        let keys: Vec<String> = (0..BUCKETS)
+            .map(|b| self.epoch_key(&format!("{b:02x}")))
+            .collect();
+        conn.set_absent(&keys, millis(now)).await
+    }
+
+    /// The record's key for the replay key `key` (where `WAIT` goes on a cluster).
+    pub(crate) fn key_of(&self, key: &str) -> String {
+        self.record_key(key)
     }
 
     /// Runs the record script for the replay key `key`.
     pub(crate) async fn record(
         &self,
-        conn: &mut MultiplexedConnection,
+        conn: &mut Connection,
         key: &str,
         attempt: &Attempt,
     ) -> redis::RedisResult<Verdict> {

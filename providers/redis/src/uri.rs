@@ -1,5 +1,64 @@
-//! The store's URI: stateseal's own query parameter taken out before the
-//! client sees it, and the credentials kept out of every log and error.
+//! The store's URI: which kind of deployment it names, a cluster's seed
+//! nodes, stateseal's own query parameter taken out before the client sees
+//! it, and the credentials kept out of every log and error.
+
+/// What a URI names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// `redis://` or `rediss://`: one server or primary.
+    Single { tls: bool },
+    /// `redis-cluster://` or `rediss-cluster://host:port,host:port/`: a cluster's seeds.
+    Cluster { tls: bool },
+}
+
+impl Kind {
+    pub(crate) fn of(uri: &str) -> Option<Self> {
+        let scheme = uri.split_once("://")?.0;
+        Some(match scheme {
+            "redis" => Self::Single { tls: false },
+            "rediss" => Self::Single { tls: true },
+            "redis-cluster" => Self::Cluster { tls: false },
+            "rediss-cluster" => Self::Cluster { tls: true },
+            _ => return None,
+        })
+    }
+
+    pub(crate) fn tls(self) -> bool {
+        match self {
+            Self::Single { tls } | Self::Cluster { tls } => tls,
+        }
+    }
+}
+
+/// A cluster URI's seed nodes as the client takes them (`redis://[user:password@]host:port`
+/// each, `rediss://` for TLS): credentials apply to every node.
+pub(crate) fn cluster_seeds(uri: &str) -> Result<Vec<String>, String> {
+    let (scheme, rest) = uri.split_once("://").ok_or("not a URI")?;
+    let scheme = scheme.trim_end_matches("-cluster");
+    let (authority, path) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
+    let path = path.split('?').next().unwrap_or("");
+    if !matches!(path, "" | "/" | "/0") {
+        return Err("a cluster has database 0 only: leave the path out".into());
+    }
+    let (userinfo, hosts) = match authority.rfind('@') {
+        Some(at) => (Some(&authority[..at]), &authority[at + 1..]),
+        None => (None, authority),
+    };
+    let seeds: Vec<String> = hosts
+        .split(',')
+        .filter(|h| !h.is_empty())
+        .map(|host| match userinfo {
+            Some(u) => format!("{scheme}://{u}@{host}"),
+            None => format!("{scheme}://{host}"),
+        })
+        .collect();
+    if seeds.is_empty() {
+        return Err(
+            "a cluster URI names its seed nodes: redis-cluster://host:port,host:port/".into(),
+        );
+    }
+    Ok(seeds)
+}
 
 /// The most replicas a record may wait for (a typo of 1000 should not stall every round).
 const MAX_WAIT_REPLICAS: u32 = 16;
@@ -68,6 +127,46 @@ mod tests {
         let s = b.build().expect("store");
         assert!(!format!("{s:?}").contains("s3cret"));
         assert_eq!(s.uri(), "redis://host:6379/0");
+    }
+
+    #[test]
+    fn cluster_uris_give_seed_nodes_with_their_credentials() {
+        assert_eq!(
+            Kind::of("rediss-cluster://h:1"),
+            Some(Kind::Cluster { tls: true })
+        );
+        assert_eq!(Kind::of("redis://h"), Some(Kind::Single { tls: false }));
+        assert_eq!(Kind::of("memcached://h"), None);
+        assert_eq!(
+            cluster_seeds("redis-cluster://app:p%40ss@a:7000,b:7001/"),
+            Ok(vec![
+                "redis://app:p%40ss@a:7000".to_owned(),
+                "redis://app:p%40ss@b:7001".to_owned()
+            ])
+        );
+        assert_eq!(
+            cluster_seeds("rediss-cluster://a:7000"),
+            Ok(vec!["rediss://a:7000".to_owned()])
+        );
+        assert!(cluster_seeds("redis-cluster:///").is_err());
+        assert!(
+            cluster_seeds("redis-cluster://a:1/3")
+                .unwrap_err()
+                .contains("database 0")
+        );
+        let err = RedisReplayStore::builder("redis-cluster://:s3cret@a:1/2")
+            .build()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("database 0") && !err.contains("s3cret"),
+            "{err}"
+        );
+        let store = RedisReplayStore::builder("redis-cluster://:s3cret@a:1,b:2/?wait_replicas=1")
+            .build()
+            .expect("store");
+        assert!(!format!("{store:?}").contains("s3cret"));
+        assert_eq!(store.uri(), "redis-cluster://a:1,b:2/?wait_replicas=1");
     }
 
     #[test]

@@ -44,7 +44,7 @@ pub struct RotationClaim {
     /// Earlier claimants of this same rotation whose claims lapsed without
     /// it (they could not make a key): each waits until every instance not
     /// in the list has had its turn, so k failing instances delay a rotation
-    /// by k claims at most. Oldest first, at most [`MAX_TRIED`].
+    /// by k claims at most. Oldest first, at most 32 (the oldest drop out).
     pub tried: Vec<String>,
 }
 

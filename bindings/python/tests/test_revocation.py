@@ -49,18 +49,23 @@ def refused(b: sdk.RequestStateBoundary, token: str, caplog: pytest.LogCaptureFi
     return caplog.records[-1].getMessage().rsplit(": ", 1)[1]
 
 
+def revoke_alice(codec: KeysetCodec, keyset: Keyset) -> None:
+    """`stateseal revoke` of ALICE's states issued until now, then waits (at most 5 s, R = 1 s) for the codec to adopt it."""
+    generation = codec.status()["generation"]
+    time.sleep(0.01)
+    cli("revoke", "--store", keyset.store, "--principal", ALICE, env=keyset.env)
+    deadline = time.monotonic() + 5
+    while codec.status()["generation"] == generation:
+        assert time.monotonic() < deadline, "the codec did not adopt the revocation within 5 s (R = 1 s)"
+        time.sleep(0.1)
+
+
 def test_a_revoked_principal_is_refused_after_a_refresh_and_nothing_else(local_keyset: Keyset, caplog: pytest.LogCaptureFixture) -> None:
     codec = KeysetCodec.start(local_keyset.store, allow_local_kek=True, **TIMING)  # type: ignore[arg-type]
     try:
         alice, bob = boundary(codec, ALICE), boundary(codec, BOB)
         early_alice, early_bob = mint(alice), mint(bob)
-        generation = codec.status()["generation"]
-        time.sleep(0.01)
-        cli("revoke", "--store", local_keyset.store, "--principal", ALICE, env=local_keyset.env)
-        deadline = time.monotonic() + 5
-        while codec.status()["generation"] == generation:
-            assert time.monotonic() < deadline, "the codec did not adopt the revocation within 5 s (R = 1 s)"
-            time.sleep(0.1)
+        revoke_alice(codec, local_keyset)
         assert refused(alice, early_alice, caplog) == "revoked"
         # Another principal's state, and alice's states issued after, verify.
         assert verify(bob, early_bob) == STATE
@@ -82,14 +87,8 @@ def test_a_principal_with_a_lone_surrogate_completes_as_it_does_under_the_sdk(lo
     odd = '["app-1","https://as.example","al\udcffice"]'
     codec = KeysetCodec.start(local_keyset.store, allow_local_kek=True, **TIMING)  # type: ignore[arg-type]
     try:
-        generation = codec.status()["generation"]
         early = mint(boundary(codec, ALICE))
-        time.sleep(0.01)
-        cli("revoke", "--store", local_keyset.store, "--principal", ALICE, env=local_keyset.env)
-        deadline = time.monotonic() + 5
-        while codec.status()["generation"] == generation:
-            assert time.monotonic() < deadline, "the codec did not adopt the revocation within 5 s (R = 1 s)"
-            time.sleep(0.1)
+        revoke_alice(codec, local_keyset)
         ours, theirs = boundary(codec, odd), boundary(codec, odd, sdk.RequestStateBoundary)
         # Issued after the revocation: both boundaries take it.
         assert verify(theirs, mint(theirs)) == STATE

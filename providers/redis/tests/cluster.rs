@@ -26,6 +26,15 @@ fn store(url: &str) -> RedisReplayStore {
         .expect("store")
 }
 
+/// Three primaries again, every running node serving every slot.
+fn failed_over(c: &RedisCluster) -> bool {
+    c.primaries().len() == 3
+        && c.nodes
+            .iter()
+            .filter(|n| n.is_running())
+            .all(|n| n.run("CLUSTER INFO").contains("cluster_state:ok"))
+}
+
 /// One cluster for the tests that share it (each cluster is six processes).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn single_use_holds_on_a_cluster_across_shards_and_through_a_failover() {
@@ -104,13 +113,7 @@ async fn single_use_holds_on_a_cluster_across_shards_and_through_a_failover() {
     let victim = cluster.primaries()[1];
     cluster.nodes[victim].stop();
     let killed = Instant::now();
-    cluster.wait_for("failed over", |c| {
-        c.primaries().len() == 3
-            && c.nodes
-                .iter()
-                .filter(|n| n.is_running())
-                .all(|n| n.run("CLUSTER INFO").contains("cluster_state:ok"))
-    });
+    cluster.wait_for("failed over", failed_over);
     let failover = killed.elapsed();
     let mut refused = 0;
     for once in &spent {
@@ -164,13 +167,7 @@ async fn single_use_holds_on_a_cluster_across_shards_and_through_a_failover() {
         }
     }
     cluster.nodes[victim].stop();
-    cluster.wait_for("failed over again", |c| {
-        c.primaries().len() == 3
-            && c.nodes
-                .iter()
-                .filter(|n| n.is_running())
-                .all(|n| n.run("CLUSTER INFO").contains("cluster_state:ok"))
-    });
+    cluster.wait_for("failed over again", failed_over);
     let mut again = 0;
     for once in &recorded {
         if plain.record(once).await == Ok(Recorded::First) {

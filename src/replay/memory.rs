@@ -91,8 +91,10 @@ impl MemoryReplayStore {
             return Recorded::First;
         }
         // One process mints and verifies on one clock, so no skew allowance:
-        // a state issued before this store was made came from an earlier process.
-        if single_use.issued_at() <= self.epoch {
+        // a state issued before this store was made came from an earlier
+        // process. (The same tick is this process's: the coarse clock ticks
+        // every few ms, and a restart takes longer.)
+        if single_use.issued_at() < self.epoch {
             return Recorded::BeforeEpoch;
         }
         let mut r = self.lock();

@@ -91,6 +91,11 @@ pub async fn start(config: &Config, registry: ProviderRegistry) -> Result<Protec
     start_with_clock(config, registry, Arc::new(SystemClock)).await
 }
 
+/// Where a fleet's replay records live in a shared store: under its keyset's id.
+fn replay_prefix(keyset_id: &str) -> String {
+    format!("stateseal:replay:{keyset_id}:")
+}
+
 /// [`start`] with another clock for the scheduler and the envelope (a test's
 /// [`crate::ManualClock`], or a deliberately skewed clock in a soak).
 ///
@@ -112,19 +117,18 @@ pub async fn start_with_clock(
     registry
         .check_keks(&config.keyset_keks)
         .map_err(|e| Error::Config(format!("field `keyset_keks`: {e}")))?;
-    // Before the registry moves into the scheduler. Keys per keyset: fleets
-    // on other keysets sharing the server never meet.
-    let replay_store = match &config.replay_store {
+    // Checked before anything else happens (opening connects nothing); opened
+    // for real once the keyset is adopted, under its id, with a copy of the
+    // registry kept from before it moves into the scheduler.
+    let open_replay = |registry: &ProviderRegistry, uri: &str, id: &str| {
+        registry
+            .open_replay_store(uri, &replay_prefix(id))
+            .map_err(|e| Error::Config(format!("field `replay_store`: {e}")))
+    };
+    let replay_registry = match &config.replay_store {
         Some(uri) => {
-            let prefix = format!(
-                "stateseal:replay:{}:",
-                config.keyset_id.as_deref().unwrap_or("file")
-            );
-            Some(
-                registry
-                    .open_replay_store(uri, &prefix)
-                    .map_err(|e| Error::Config(format!("field `replay_store`: {e}")))?,
-            )
+            open_replay(&registry, uri, "check")?;
+            Some(registry.clone())
         }
         None => None,
     };
@@ -182,6 +186,17 @@ pub async fn start_with_clock(
             }
         }
     }
+    // Keys per keyset, named by the adopted document's id (not the
+    // configuration's, which only some instances pin): every instance of a
+    // fleet records under one prefix, and fleets on other keysets sharing the
+    // server never meet.
+    let replay_store = match (&config.replay_store, &replay_registry) {
+        (Some(uri), Some(registry)) => {
+            let id = scheduler.keyset_id().unwrap_or_else(|| "file".to_owned());
+            Some(open_replay(registry, uri, &id)?)
+        }
+        _ => None,
+    };
     let refresh = scheduler.spawn();
     let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some(&config.audience))
         .ttl(config.ttl)

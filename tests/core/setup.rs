@@ -277,3 +277,50 @@ async fn start_makes_the_configured_rounds_single_use() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// The replay keys' prefix comes from the adopted document's id, whether
+/// the configuration pins it or not: instances that pin and instances that
+/// do not record under one prefix (with the configuration's, each kind
+/// would accept a state once).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_keys_are_named_by_the_adopted_keyset_whatever_the_configuration_pins() {
+    use stateseal::replay::{MemoryReplayStore, ReplayStore};
+    use std::sync::{Arc, Mutex};
+    let dir = temp_dir("setup-replay-prefix");
+    let kek = dir.join("kek.bin");
+    LocalProvider::create_kek(&kek).expect("kek");
+    let base = format!(
+        "store = 'file://{}'\naudience = 'bank'\nkek = 'local://{}'\ncreate_if_missing = true\nready_timeout = 2\nreplay_store = 'probe://x'\nsingle_use_tools = ['transfer']\n",
+        dir.join("keyset.json").display(),
+        kek.display()
+    );
+    let opened = Arc::new(Mutex::new(Vec::<String>::new()));
+    let registry = || {
+        let mut r = local_registry();
+        let seen = Arc::clone(&opened);
+        r.register_replay_store("probe", move |_, prefix| {
+            seen.lock().expect("lock").push(prefix.to_owned());
+            Ok(Arc::new(MemoryReplayStore::new()) as Arc<dyn ReplayStore>)
+        });
+        r
+    };
+    let unpinned = start(&Config::from_toml_str(&base).expect("config"), registry())
+        .await
+        .expect("start");
+    let id = unpinned.scheduler().keyset_id().expect("adopted");
+    let pinned_text = format!(
+        "{base}keyset_id = '{id}'\nkeyset_keks = ['local://{}']\n",
+        kek.display()
+    );
+    let pinned = start(
+        &Config::from_toml_str(&pinned_text).expect("config"),
+        registry(),
+    )
+    .await
+    .expect("start");
+    assert_eq!(pinned.scheduler().keyset_id().as_deref(), Some(id.as_str()));
+    let want = format!("stateseal:replay:{id}:");
+    let opened = opened.lock().expect("lock").clone();
+    let used: Vec<&String> = opened.iter().filter(|p| !p.contains(":check:")).collect();
+    assert_eq!(used, [&want, &want], "{opened:?}");
+}

@@ -197,6 +197,11 @@ impl RotationScheduler {
         self.inner.ring.clone()
     }
 
+    /// The id of the keyset document adopted last (`None` before the first).
+    pub fn keyset_id(&self) -> Option<String> {
+        lock(&self.inner.adopted).as_ref().map(|v| v.doc.id.clone())
+    }
+
     /// Whether a ring is loaded.
     pub fn is_ready(&self) -> bool {
         lock(&self.inner.status).ready

@@ -1,7 +1,6 @@
 //! Which rounds mint single-use states, and recording them in the replay
 //! store when they come back.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -15,9 +14,9 @@ pub(super) struct SingleUseRounds {
     pub(super) store: Option<Arc<dyn ReplayStore>>,
     /// (method, target) pairs; a handful, so a scan beats hashing owned keys.
     pub(super) rounds: Vec<(String, String)>,
-    /// Whether the last record failed (shared by the boundary's clones), for readiness detail.
-    pub(super) failing: Arc<AtomicBool>,
-    /// Why it failed (the store's error: its URI without credentials, never a key).
+    /// Why the last record (or the preparation) failed, `None` while it
+    /// worked (shared by the boundary's clones), for readiness detail: the
+    /// store's error, its URI without credentials, never a key.
     pub(super) problem: Arc<Mutex<Option<String>>>,
 }
 
@@ -29,7 +28,7 @@ impl SingleUseRounds {
     }
 
     pub(super) fn failing(&self) -> bool {
-        self.failing.load(Ordering::Relaxed)
+        self.lock_problem().is_some()
     }
 
     pub(super) fn lock_problem(&self) -> std::sync::MutexGuard<'_, Option<String>> {
@@ -44,7 +43,6 @@ impl SingleUseRounds {
         if let Err(e) = store.prepare().await {
             tracing::warn!(store = %store.uri(), error = %e, "replay store not usable yet: single-use states are refused until it is");
             *self.lock_problem() = Some(e.to_string());
-            self.failing.store(true, Ordering::Relaxed);
         }
     }
 
@@ -68,11 +66,7 @@ impl SingleUseRounds {
         let recorded = store.record(once).await;
         metrics::histogram!("stateseal_replay_store_seconds")
             .record(started.elapsed().as_secs_f64());
-        match &recorded {
-            Ok(_) => *self.lock_problem() = None,
-            Err(e) => *self.lock_problem() = Some(e.to_string()),
-        }
-        self.failing.store(recorded.is_err(), Ordering::Relaxed);
+        *self.lock_problem() = recorded.as_ref().err().map(ToString::to_string);
         match recorded {
             Ok(Recorded::First) => Ok(()),
             Ok(Recorded::Replay) => {

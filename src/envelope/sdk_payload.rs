@@ -41,18 +41,28 @@ impl SdkPayload {
 
     /// The `iat` claim, when it is a number.
     pub fn issued_at(&self) -> Option<f64> {
-        match self.claims.get("iat")? {
+        self.number("iat")
+    }
+
+    /// The claim `name`, when it is a number (as Python reads it: a double).
+    pub(crate) fn number(&self, name: &str) -> Option<f64> {
+        match self.get(name)? {
             Value::Float(f) => Some(*f),
             Value::Int(i) => i.parse().ok(),
             _ => None,
         }
     }
 
+    /// The claim `name`, as parsed.
+    pub(crate) fn get(&self, name: &str) -> Option<&Value> {
+        self.claims.get(name)
+    }
+
     /// The round the `m` and `t` claims name, when both are strings of
     /// Unicode text (a target holding a lone surrogate names no round a
     /// configuration can, so it is `None` too).
     pub fn round(&self) -> Option<(&str, &str)> {
-        let text = |name| match self.claims.get(name)? {
+        let text = |name| match self.get(name)? {
             Value::Str(t) => t.as_str(),
             _ => None,
         };
@@ -61,7 +71,7 @@ impl SdkPayload {
 
     /// Whether the claim `name` is present (with any value, `null` included).
     pub fn has(&self, name: &str) -> bool {
-        self.claims.get(name).is_some()
+        self.get(name).is_some()
     }
 }
 

@@ -97,20 +97,11 @@ impl SingleUse {
     }
 
     /// The skew allowance the verifier applied (seconds): how far the
-    /// minter's clock may have been ahead of the verifier's. A store that
-    /// lost its records at its epoch refuses every state whose `iat` is not
-    /// past the epoch by more than this.
+    /// minter's clock may have been ahead of the verifier's. A shared store
+    /// that lost its records at its epoch refuses every state whose `iat` is
+    /// not past the epoch by more than this.
     pub fn max_skew(&self) -> f64 {
         self.max_skew
-    }
-
-    /// Whether a store whose records are complete only since `epoch` (Unix
-    /// seconds, on a verifier's clock) could have held a record of this
-    /// state before then: the state must be refused. True unless `iat` is
-    /// past the epoch by more than the skew allowance (a state minted before
-    /// the loss has `iat` at most `max_skew` ahead of any verifier's clock).
-    pub fn issued_before_epoch(&self, epoch: f64) -> bool {
-        self.issued_at <= epoch + self.max_skew
     }
 }
 
@@ -141,11 +132,8 @@ impl SingleUse {
         if !payload.windows(3).any(|w| w == b"\"u\"") {
             return Ok(None);
         }
-        let claims = crate::json::parse(payload, crate::json::Duplicates::LastWins)
-            .map_err(|_| malformed())?;
-        let crate::json::Value::Object(_) = &claims else {
-            return Err(malformed());
-        };
+        // The same reading as the bindings' (an object, WTF-8, last duplicate wins).
+        let claims = super::SdkPayload::parse(payload)?;
         let id = match claims.get("u") {
             None | Some(crate::json::Value::Null) => return Ok(None),
             Some(crate::json::Value::Str(t)) => {
@@ -153,12 +141,8 @@ impl SingleUse {
             }
             Some(_) => return Err(malformed()),
         };
-        let number = |name| match claims.get(name) {
-            Some(crate::json::Value::Float(f)) => Ok(*f),
-            Some(crate::json::Value::Int(i)) => i.parse().map_err(|_| malformed()),
-            _ => Err(malformed()),
-        };
-        let (iat, exp) = (number("iat")?, number("exp")?);
+        let iat = claims.number("iat").ok_or_else(malformed)?;
+        let exp = claims.number("exp").ok_or_else(malformed)?;
         let audience = match claims.get("aud") {
             None | Some(crate::json::Value::Null) => None,
             Some(crate::json::Value::Str(t)) => Some(t.as_str().ok_or_else(malformed)?),
@@ -230,9 +214,10 @@ mod tests {
         assert_ne!(key(&a, Some("svc")).key(), key(&a, Some("other")).key());
         assert_ne!(key(&a, Some("svc")).key(), key(&a, None).key());
         assert_eq!(key(&a, None).keep_until(), 160.0);
-        // Issued at 40 with 60 s of skew: covered by an epoch at -20 or later.
-        assert!(key(&a, None).issued_before_epoch(-20.0));
-        assert!(!key(&a, None).issued_before_epoch(-20.001));
+        assert_eq!(
+            (key(&a, None).issued_at(), key(&a, None).max_skew()),
+            (40.0, 60.0)
+        );
         assert!(!format!("{:?}", key(&a, None)).contains(key(&a, None).key()));
     }
 }

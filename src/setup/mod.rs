@@ -125,10 +125,10 @@ pub async fn start_with_clock(
             .open_replay_store(uri, &replay_prefix(id))
             .map_err(|e| Error::Config(format!("field `replay_store`: {e}")))
     };
-    let replay_registry = match &config.replay_store {
+    let replay = match &config.replay_store {
         Some(uri) => {
             open_replay(&registry, uri, "check")?;
-            Some(registry.clone())
+            Some((uri, registry.clone()))
         }
         None => None,
     };
@@ -190,12 +190,12 @@ pub async fn start_with_clock(
     // configuration's, which only some instances pin): every instance of a
     // fleet records under one prefix, and fleets on other keysets sharing the
     // server never meet.
-    let replay_store = match (&config.replay_store, &replay_registry) {
-        (Some(uri), Some(registry)) => {
+    let replay_store = match &replay {
+        Some((uri, registry)) => {
             let id = scheduler.keyset_id().unwrap_or_else(|| "file".to_owned());
             Some(open_replay(registry, uri, &id)?)
         }
-        _ => None,
+        None => None,
     };
     let refresh = scheduler.spawn();
     let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some(&config.audience))

@@ -67,17 +67,11 @@ impl Running {
             )
         };
         let claims = SdkPayload::parse(payload).map_err(|_| unreadable())?;
-        let Some((method, target)) = claims.round() else {
-            // No round a configuration can name (a target with a lone
-            // surrogate cannot equal a configured one); but no round at all
-            // is not a payload the SDK writes.
-            return if claims.has("m") && claims.has("t") {
-                Ok(None)
-            } else {
-                Err(unreadable())
-            };
-        };
-        if !self.is_single_use(&RequestIdentity::for_call(method, target, None)) {
+        // No round at all is not a payload the SDK writes.
+        if !(claims.has("m") && claims.has("t")) {
+            return Err(unreadable());
+        }
+        if !self.names_single_use_round(&claims) {
             return Ok(None);
         }
         // A claim already there (the caller's own) would be shadowed by ours in
@@ -104,10 +98,16 @@ impl Running {
         if !self.single_use_rounds || once.is_some() {
             return false;
         }
-        SdkPayload::parse(payload).ok().is_some_and(|claims| {
-            claims.round().is_some_and(|(method, target)| {
-                self.is_single_use(&RequestIdentity::for_call(method, target, None))
-            })
+        SdkPayload::parse(payload)
+            .ok()
+            .is_some_and(|claims| self.names_single_use_round(&claims))
+    }
+
+    /// Whether the claims' `m` and `t` name a round single-use here (a target
+    /// with a lone surrogate names none: no configured one can equal it).
+    fn names_single_use_round(&self, claims: &SdkPayload) -> bool {
+        claims.round().is_some_and(|(method, target)| {
+            self.is_single_use(&RequestIdentity::for_call(method, target, None))
         })
     }
 

@@ -257,7 +257,7 @@ impl RedisReplayStore {
 
     fn link_error(&self, e: LinkError) -> Error {
         match e {
-            LinkError::Redis(step, e) => self.error(format!("{step}: {:?} {e}", e.kind())),
+            LinkError::Redis(step, e) => self.error(format!("{step}: {:?}", e.kind())),
             LinkError::Policy(problem) => self.error(problem),
         }
     }
@@ -347,7 +347,7 @@ impl RedisReplayStore {
             .saturating_sub(started.elapsed())
             .min(self.deadline / 2);
         let acked = conn
-            .wait(&self.layout.key_of(key), wanted, left)
+            .wait(&self.layout.record_key(key), wanted, left)
             .await
             .map_err(|e| self.error(format!("WAIT: {:?}", e.kind())))?;
         if acked < u64::from(wanted) {

@@ -79,7 +79,8 @@ impl Layout {
         &self.prefix
     }
 
-    fn record_key(&self, key: &str) -> String {
+    /// The record's key for the replay key `key` (where `WAIT` goes on a cluster).
+    pub(crate) fn record_key(&self, key: &str) -> String {
         format!("{}{{{}}}:{key}", self.prefix, bucket_of(key))
     }
 
@@ -97,11 +98,6 @@ impl Layout {
             .map(|b| self.epoch_key(&format!("{b:02x}")))
             .collect();
         conn.set_absent(&keys, millis(now)).await
-    }
-
-    /// The record's key for the replay key `key` (where `WAIT` goes on a cluster).
-    pub(crate) fn key_of(&self, key: &str) -> String {
-        self.record_key(key)
     }
 
     /// Runs the record script for the replay key `key`.

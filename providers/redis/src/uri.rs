@@ -138,15 +138,15 @@ mod tests {
         assert_eq!(Kind::of("redis://h"), Some(Kind::Single { tls: false }));
         assert_eq!(Kind::of("memcached://h"), None);
         assert_eq!(
-            cluster_seeds("redis-cluster://app:p%40ss@a:7000,b:7001/"),
+            cluster_seeds("redis-cluster://app:p%40ss@a.invalid:7000,b.invalid:7001/"),
             Ok(vec![
-                "redis://app:p%40ss@a:7000".to_owned(),
-                "redis://app:p%40ss@b:7001".to_owned()
+                "redis://app:p%40ss@a.invalid:7000".to_owned(),
+                "redis://app:p%40ss@b.invalid:7001".to_owned()
             ])
         );
         assert_eq!(
-            cluster_seeds("rediss-cluster://a:7000"),
-            Ok(vec!["rediss://a:7000".to_owned()])
+            cluster_seeds("rediss-cluster://a.invalid:7000"),
+            Ok(vec!["rediss://a.invalid:7000".to_owned()])
         );
         assert!(cluster_seeds("redis-cluster:///").is_err());
         assert!(
@@ -154,7 +154,7 @@ mod tests {
                 .unwrap_err()
                 .contains("database 0")
         );
-        let err = RedisReplayStore::builder("redis-cluster://:s3cret@a:1/2")
+        let err = RedisReplayStore::builder("redis-cluster://:s3cret@a.invalid:1/2")
             .build()
             .unwrap_err()
             .to_string();
@@ -162,11 +162,16 @@ mod tests {
             err.contains("database 0") && !err.contains("s3cret"),
             "{err}"
         );
-        let store = RedisReplayStore::builder("redis-cluster://:s3cret@a:1,b:2/?wait_replicas=1")
-            .build()
-            .expect("store");
+        let store = RedisReplayStore::builder(
+            "redis-cluster://:s3cret@a.invalid:1,b.invalid:2/?wait_replicas=1",
+        )
+        .build()
+        .expect("store");
         assert!(!format!("{store:?}").contains("s3cret"));
-        assert_eq!(store.uri(), "redis-cluster://a:1,b:2/?wait_replicas=1");
+        assert_eq!(
+            store.uri(),
+            "redis-cluster://a.invalid:1,b.invalid:2/?wait_replicas=1"
+        );
     }
 
     #[test]

@@ -112,15 +112,16 @@ impl Connection {
         replicas: u32,
         within: Duration,
     ) -> RedisResult<u64> {
-        // The server gives up well before this handle and the record's
-        // deadline do, so its answer (how many replicas have the record) is
-        // read even on a loaded host, not timed out.
-        let timeout_ms = (within * 6 / 10).as_millis().max(1) as u64;
+        // The server gives up at half of `within`, so its answer (how many
+        // replicas have the record) is read, not timed out: a server answers
+        // a timed-out WAIT only at its next cron tick (up to 100 ms late at
+        // the default hz 10), later still on a loaded host.
+        let timeout_ms = (within / 2).as_millis().max(1) as u64;
         let mut cmd = redis::cmd("WAIT");
         cmd.arg(replicas).arg(timeout_ms);
         match self {
             Self::Single(c) => {
-                c.set_response_timeout((within * 9 / 10).max(Duration::from_millis(1)));
+                c.set_response_timeout(within.max(Duration::from_millis(1)));
                 cmd.query_async(c).await
             }
             Self::Cluster(c) => {

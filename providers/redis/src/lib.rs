@@ -349,7 +349,16 @@ impl RedisReplayStore {
         let acked = conn
             .wait(&self.layout.record_key(key), wanted, left)
             .await
-            .map_err(|e| self.error(format!("WAIT: {:?}", e.kind())))?;
+            .map_err(|e| {
+                if e.is_timeout() {
+                    self.error(
+                        "no replica count within the deadline (WAIT timed out): refused, since a failover could lose the record"
+                            .to_owned(),
+                    )
+                } else {
+                    self.error(format!("WAIT: {:?}", e.kind()))
+                }
+            })?;
         if acked < u64::from(wanted) {
             return Err(self.error(format!(
                 "the record reached {acked} of {wanted} replicas within the deadline: refused, since a failover could lose it"

@@ -276,12 +276,14 @@ impl Boundary {
             Ok(p) => match self.envelope.open(round, token, p.as_ref()) {
                 Ok((text, Some(once))) => match self.single_use.record(&once).await {
                     Ok(()) => plaintext(Ok(text)),
-                    Err(reason) => Err(reason),
+                    Err(reason) => refuse(text, reason),
                 },
                 // A round this instance treats as single-use accepts nothing
                 // else: a multi-use state of it (minted by an instance without
                 // the setting, or before it) would verify any number of times.
-                Ok(_) if self.single_use.covers(round) => Err(RejectReason::MissingSingleUseClaim),
+                Ok((text, None)) if self.single_use.covers(round) => {
+                    refuse(text, RejectReason::MissingSingleUseClaim)
+                }
                 other => plaintext(other.map(|(text, _)| text)),
             },
         };
@@ -306,7 +308,9 @@ impl Boundary {
             Err(PrincipalError) => Err(RejectReason::PrincipalBindingError),
             Ok(p) => match self.envelope.verify(round, token, p.as_ref()) {
                 // As in `admit`: a multi-use state of a single-use round is refused.
-                Ok(_) if self.single_use.covers(round) => Err(RejectReason::MissingSingleUseClaim),
+                Ok(text) if self.single_use.covers(round) => {
+                    refuse(text, RejectReason::MissingSingleUseClaim)
+                }
                 verified => plaintext(verified),
             },
         };
@@ -374,7 +378,13 @@ fn plaintext(verified: Result<crate::json::Text, Error>) -> Result<String, Rejec
         // Python can mint a lone surrogate; a Rust handler cannot receive one.
         Ok(text) => text
             .into_string()
-            .map_err(|_| RejectReason::UnrepresentableState),
+            .or_else(|text| refuse(text, RejectReason::UnrepresentableState)),
         Err(e) => Err(e.reject_reason().unwrap_or(RejectReason::CodecError)),
     }
+}
+
+/// A state refused after it was decrypted: its plaintext wiped, not just freed.
+fn refuse<T>(mut state: crate::json::Text, reason: RejectReason) -> Result<T, RejectReason> {
+    state.wipe();
+    Err(reason)
 }

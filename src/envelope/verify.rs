@@ -32,7 +32,8 @@ impl Envelope {
         now: f64,
     ) -> Result<Text, Error> {
         let result = match self.check(identity, Echo::Text(token), principal, now) {
-            Ok(c) if c.single_use.is_some() => {
+            Ok(mut c) if c.single_use.is_some() => {
+                c.state.wipe();
                 Err(Error::Rejected(RejectReason::ReplayStoreUnavailable))
             }
             other => other.map(|c| c.state),
@@ -156,11 +157,12 @@ impl Envelope {
                 )
             })
             // Last: only a state that passed every other check is looked up.
-            .and_then(|c| {
+            .and_then(|mut c| {
                 if self
                     .codec
                     .revoked(c.iat, principal.map(Principal::as_bytes))
                 {
+                    c.state.wipe();
                     Err(Error::Rejected(RejectReason::Revoked))
                 } else {
                     Ok(c)

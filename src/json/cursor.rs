@@ -121,7 +121,13 @@ impl<'a> Cursor<'a> {
         let value = self.p.string_cow().ok()?;
         // The scan does not decode, so the raw text must be checked here; escapes are
         // ASCII, so the raw text is UTF-8 exactly when every unescaped run is.
-        std::str::from_utf8(&s[at + 1..self.p.i - 1]).ok()?;
+        if std::str::from_utf8(&s[at + 1..self.p.i - 1]).is_err() {
+            // Decoded plaintext, refused: wiped, not just freed.
+            if let Cow::Owned(mut decoded) = value {
+                zeroize::Zeroize::zeroize(&mut decoded);
+            }
+            return None;
+        }
         Some(value)
     }
 }

@@ -51,6 +51,17 @@ impl Text {
         }
     }
 
+    /// Empty text with room for `capacity` bytes.
+    pub(crate) fn with_capacity(capacity: usize) -> Self {
+        Self(Vec::with_capacity(capacity))
+    }
+
+    /// Overwrites the bytes (all the capacity) with zeros before they are
+    /// freed: for plaintext that is not handed on.
+    pub(crate) fn wipe(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.0);
+    }
+
     /// The WTF-8 bytes, owned.
     pub fn into_bytes(self) -> Vec<u8> {
         self.0

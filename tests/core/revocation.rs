@@ -326,9 +326,10 @@ async fn a_revocation_during_live_traffic_reaches_every_instance_within_r() {
 /// is authentic and unexpired). The running instance refuses it as a
 /// rollback and keeps refusing the revoked state. A restarted instance has no
 /// watermark: configured with the `min_generation` that `stateseal revoke`
-/// prints, it refuses the document and serves nothing; without it, it adopts
-/// the document and accepts the revoked state (what docs/security.md says
-/// remains).
+/// prints, it refuses the document and serves nothing; without it, the newest
+/// copy beside the document is its floor and it refuses the same. A writer
+/// who also restores the copy makes an unpinned instance adopt the document
+/// and accept the revoked state (what docs/security.md says remains).
 #[tokio::test]
 async fn a_restored_pre_revocation_document_is_refused_with_the_printed_min_generation() {
     let (dir, store, registry, running) = setup("revoke-restored").await;
@@ -373,10 +374,32 @@ async fn a_restored_pre_revocation_document_is_refused_with_the_printed_min_gene
     assert!(err.to_string().contains("min_generation"), "{err}");
     assert!(!pinned.sched.is_ready());
     assert_ne!(refusal(&pinned, &early, Some(&a), T0 + 44.0), None);
+    // Not pinned: the newest copy beside the document is its floor.
     let unpinned = Member::new(&registry, store.clone(), T0 + 44.0);
-    unpinned.sched.refresh_at(T0 + 44.0).await.expect("adopted");
+    let err = unpinned.sched.refresh_at(T0 + 44.0).await.unwrap_err();
+    let text = err.to_string();
+    assert!(
+        matches!(
+            &err,
+            stateseal::Error::KeysetRefused {
+                reason: "behind_newest",
+                ..
+            }
+        ) && text.contains(&format!(
+            "the store holds generation 1, but generation {revoked_at} was written before it"
+        )) && text.contains("--now-compromise"),
+        "{text}"
+    );
+    assert!(!unpinned.sched.is_ready());
+    assert_ne!(refusal(&unpinned, &early, Some(&a), T0 + 45.0), None);
+    // Refused until the document changes: judged once, not at every refresh.
+    assert!(unpinned.sched.refresh_at(T0 + 60.0).await.is_err());
+    // A writer who restores the copy too leaves min_generation as the only floor.
+    std::fs::write(dir.join("keyset.json.newest"), &backup).expect("restore the copy");
+    let fooled = Member::new(&registry, store.clone(), T0 + 61.0);
+    fooled.sched.refresh_at(T0 + 61.0).await.expect("adopted");
     assert_eq!(
-        refusal(&unpinned, &early, Some(&a), T0 + 45.0),
+        refusal(&fooled, &early, Some(&a), T0 + 62.0),
         None,
         "what remains without min_generation"
     );

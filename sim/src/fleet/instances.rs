@@ -194,7 +194,7 @@ impl Fleet {
         let epoch = self.members[i].epoch;
         self.push(done + wait, Event::Refresh(i, epoch));
         if self.store.version() != self.observed.as_ref().map_or(0, |o| o.0) {
-            self.observe(done);
+            self.observe();
         }
         self.check_adoption(done);
         Ok(())

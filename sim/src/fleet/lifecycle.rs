@@ -190,7 +190,7 @@ impl Fleet {
                     }
                 }
                 if self.store.version() != self.observed.as_ref().map_or(0, |o| o.0) {
-                    self.observe(t);
+                    self.observe();
                 }
             }
         }

@@ -257,7 +257,7 @@ impl Fleet {
             driven: 0,
             idle: 0,
         };
-        fleet.observe(-60.0);
+        fleet.observe();
         fleet.generates_at = fleet.kms.generates();
         for i in 0..scenario.instances {
             let m = fleet.member(i, 0)?;
@@ -375,7 +375,7 @@ impl Fleet {
                 .await
             }),
         )?;
-        self.observe(t);
+        self.observe();
         if let Some(r) = self.rotations.last_mut() {
             r.emergency = true;
             r.due_at = None;

@@ -43,7 +43,7 @@ impl Fleet {
     }
 
     /// Reads the document in place (uncounted) and records new rotations.
-    pub(super) fn observe(&mut self, t: f64) {
+    pub(super) fn observe(&mut self) {
         let Some(stored) = self.store.document() else {
             return;
         };
@@ -56,6 +56,10 @@ impl Fleet {
             return;
         };
         let doc = v.doc;
+        // When the write landed, not when this run first noticed it: noticing
+        // depends on which refreshes run the scheduler (see `Scenario::exact`).
+        // Every document in place was written through the model.
+        let t = self.store.written_at();
         let previous = self.observed.as_ref().map(|(_, d)| d.clone());
         for e in &doc.keys {
             if self.known_entries.insert(e.entry.clone()) {

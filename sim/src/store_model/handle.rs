@@ -149,6 +149,7 @@ impl Handle {
         }
         object.doc = Some(doc.clone());
         object.version += 1;
+        object.written_at = t;
         if self.object == DOC {
             st.counts.writes.add(t);
         } else {

@@ -39,6 +39,8 @@ pub struct StoreProfile {
 pub(crate) struct Object {
     pub(crate) doc: Option<stateseal::StoredKeyset>,
     pub(crate) version: u64,
+    /// When (virtual time) the write of this version landed.
+    pub(crate) written_at: f64,
     pub(crate) bucket: Bucket,
 }
 
@@ -87,6 +89,7 @@ impl StoreModel {
         let object = || Object {
             doc: None,
             version: 0,
+            written_at: f64::NEG_INFINITY,
             bucket: Bucket::new(profile.writes_per_second, profile.write_burst),
         };
         Arc::new(Self {
@@ -119,6 +122,11 @@ impl StoreModel {
 
     pub(crate) fn version(&self) -> u64 {
         self.lock().objects[DOC].version
+    }
+
+    /// When the document in place was written (virtual time).
+    pub(crate) fn written_at(&self) -> f64 {
+        self.lock().objects[DOC].written_at
     }
 
     /// The document in place (the operator's view, never counted).

@@ -4,6 +4,8 @@ use crate::error::Error;
 use std::borrow::Cow;
 use std::ops::Range;
 
+use zeroize::{Zeroize, Zeroizing};
+
 use crate::json::{
     Cursor, Scalar, Text, is_plain_ascii, json_string_len, parse_flat_object_with,
     push_classified_json_string, push_json_float,
@@ -142,8 +144,12 @@ fn str_eq(v: Option<&Scalar<'_>>, expected: &[u8]) -> bool {
 
 /// Checks a decrypted payload against the request and returns the inner state
 /// and its `iat`. `buffer[at]` is the payload.
+///
+/// The decrypted payload is wiped before its memory is freed, whatever the
+/// verdict: a refused state is what an attacker presents. Only an accepted
+/// state leaves, as the caller's.
 pub(crate) fn check(
-    mut buffer: Vec<u8>,
+    buffer: Vec<u8>,
     at: Range<usize>,
     identity: &RequestIdentity,
     audience: Option<&str>,
@@ -151,6 +157,7 @@ pub(crate) fn check(
     now: f64,
     max_skew: f64,
 ) -> Result<Checked, Error> {
+    let mut buffer = Zeroizing::new(buffer);
     let payload = buffer
         .get(at.clone())
         .ok_or(reject(RejectReason::CodecError))?;
@@ -159,11 +166,17 @@ pub(crate) fn check(
     let (state, iat, exp) =
         match check_minted_layout(payload, identity, audience, principal, now, max_skew) {
             Some((StateAt::Range(state), iat, exp)) => {
-                // Reuse the decrypted buffer for the state instead of allocating a copy.
+                // Reuse the decrypted buffer for the state instead of allocating a copy;
+                // the claims after it are wiped, not left in its spare capacity.
                 let len = state.len();
                 buffer.copy_within(at.start + state.start..at.start + state.end, 0);
+                buffer[len..].zeroize();
                 buffer.truncate(len);
-                (Text::from_wtf8_unchecked(buffer), iat, exp)
+                (
+                    Text::from_wtf8_unchecked(std::mem::take(&mut *buffer)),
+                    iat,
+                    exp,
+                )
             }
             Some((StateAt::Owned(state), iat, exp)) => (Text::from_wtf8_unchecked(state), iat, exp),
             None => return check_any_layout(payload, identity, audience, principal, now, max_skew),
@@ -239,19 +252,27 @@ fn check_minted_layout(
         Cow::Borrowed(_) => StateAt::Range(state_at + 1..c.position() - 1),
         Cow::Owned(decoded) => StateAt::Owned(decoded),
     };
-    if let Some(expected) = audience
-        && !plain_eq(&mut c, b",\"aud\":", expected.as_bytes())
-    {
+    let rest_ok = audience
+        .is_none_or(|expected| plain_eq(&mut c, b",\"aud\":", expected.as_bytes()))
+        && principal.is_none_or(|p| {
+            c.literal(b",\"p\":")
+                .then(|| c.plain_string())
+                .flatten()
+                // A plain string is ASCII, so this conversion cannot fail.
+                .is_some_and(|claim| {
+                    std::str::from_utf8(claim).is_ok_and(|claim| principal::matches(claim, p))
+                })
+        })
+        && c.literal(b"}")
+        && c.at_end();
+    if !rest_ok {
+        // A state decoded from escapes is a copy of the plaintext: wiped.
+        if let StateAt::Owned(mut decoded) = state {
+            decoded.zeroize();
+        }
         return None;
     }
-    if let Some(p) = principal {
-        let claim = c.literal(b",\"p\":").then(|| c.plain_string()).flatten()?;
-        // A plain string is ASCII, so this conversion cannot fail.
-        if !std::str::from_utf8(claim).is_ok_and(|claim| principal::matches(claim, p)) {
-            return None;
-        }
-    }
-    (c.literal(b"}") && c.at_end()).then_some((state, iat, exp))
+    Some((state, iat, exp))
 }
 
 /// Length of what `write_payload` writes after the state's closing quote, for
@@ -266,7 +287,16 @@ fn tail_len(audience: Option<&str>, principal: bool) -> usize {
     aud + p + 1
 }
 
-/// Checks a payload in any layout, in the Python SDK's order.
+/// Wipes a string the parser decoded from escapes (a copy of plaintext).
+fn wipe(value: Option<Scalar<'_>>) {
+    if let Some(Scalar::Str(Cow::Owned(mut bytes))) = value {
+        bytes.zeroize();
+    }
+}
+
+/// Checks a payload in any layout, in the Python SDK's order. Every string
+/// the parser decoded from escapes is wiped before it is freed; the state,
+/// when accepted, leaves as the caller's.
 fn check_any_layout(
     payload: &[u8],
     identity: &RequestIdentity,
@@ -280,6 +310,34 @@ fn check_any_layout(
     // Hashed, so a payload of many short unknown keys stays linear.
     let mut unknown: std::collections::HashSet<std::borrow::Cow<'_, [u8]>> =
         std::collections::HashSet::new();
+    let verdict = judge_any_layout(
+        payload,
+        &mut c,
+        &mut unknown,
+        (identity, audience, principal),
+        now,
+        max_skew,
+    );
+    c.into_iter().for_each(wipe);
+    for key in unknown.drain() {
+        wipe(Some(Scalar::Str(key)));
+    }
+    verdict
+}
+
+/// What the round expects: its identity, the audience and the principal.
+type Expected<'r> = (&'r RequestIdentity, Option<&'r str>, Option<&'r Principal>);
+
+/// [`check_any_layout`]'s parse and checks, filing what it decodes in
+/// `c` and `unknown` (which the caller wipes); an accepted state is taken out of `c`.
+fn judge_any_layout<'a>(
+    payload: &'a [u8],
+    c: &mut [Option<Scalar<'a>>; 10],
+    unknown: &mut std::collections::HashSet<std::borrow::Cow<'a, [u8]>>,
+    (identity, audience, principal): Expected<'_>,
+    now: f64,
+    max_skew: f64,
+) -> Result<Checked, Error> {
     parse_flat_object_with(payload, |key, value, at| {
         let slot = match key.as_ref() {
             b"v" => 0,
@@ -294,14 +352,18 @@ fn check_any_layout(
             b"u" => 9,
             // Unknown claims are ignored, as in Python, but still may not repeat.
             _ => {
-                return if unknown.insert(key) {
-                    Ok(())
-                } else {
+                wipe(Some(value));
+                return if unknown.contains(&key) {
+                    wipe(Some(Scalar::Str(key)));
                     Err(Error::InvalidJson { offset: at })
+                } else {
+                    unknown.insert(key);
+                    Ok(())
                 };
             }
         };
-        if c[slot].replace(value).is_some() {
+        if let Some(earlier) = c[slot].replace(value) {
+            wipe(Some(earlier));
             return Err(Error::InvalidJson { offset: at });
         }
         Ok(())
@@ -312,7 +374,7 @@ fn check_any_layout(
         return Err(reject(RejectReason::Malformed));
     };
     // Stricter than Python: only the integer 1 is version 1 (not `true`, not `1.0`).
-    let Scalar::Str(state) = s else {
+    let Scalar::Str(_) = s else {
         return Err(reject(RejectReason::Malformed));
     };
     if *v != Scalar::Int("1") {
@@ -359,8 +421,12 @@ fn check_any_layout(
         }
         Some(_) => return Err(reject(RejectReason::Malformed)),
     };
+    let state = match c[6].take() {
+        Some(Scalar::Str(state)) => state.into_owned(),
+        _ => return Err(reject(RejectReason::Malformed)),
+    };
     Ok(Checked {
-        state: Text::from_wtf8_unchecked(state.clone().into_owned()),
+        state: Text::from_wtf8_unchecked(state),
         single_use,
         iat,
         exp,

@@ -41,9 +41,19 @@ impl<'a> Parser<'a> {
             self.i += 1;
             return Ok(Cow::Borrowed(&s[start..self.i - 1]));
         }
-        let mut out = Text::default();
+        // Room for the whole decoded string at once (it is never longer than
+        // its raw text): a buffer that grew would leave copies of what was
+        // decoded so far in the memory it released, and a state's plaintext
+        // passes through here. A string that fails to decode is wiped.
+        let mut out = Text::with_capacity(raw_end(s, self.i) - start);
         out.push_utf8_bytes(&s[start..self.i]);
-        self.string_rest(out).map(|t| Cow::Owned(t.into_bytes()))
+        match self.string_rest(&mut out) {
+            Ok(()) => Ok(Cow::Owned(out.into_bytes())),
+            Err(e) => {
+                out.wipe();
+                Err(e)
+            }
+        }
     }
 
     fn scan_unescaped(&mut self) {
@@ -57,12 +67,12 @@ impl<'a> Parser<'a> {
     }
 
     /// Continues a string at an escape, a quote, or an error.
-    fn string_rest(&mut self, mut out: Text) -> Result<Text, Error> {
+    fn string_rest(&mut self, out: &mut Text) -> Result<(), Error> {
         loop {
             match self.s.get(self.i) {
                 Some(b'"') => {
                     self.i += 1;
-                    return Ok(out);
+                    return Ok(());
                 }
                 Some(b'\\') => {
                     self.i += 1;
@@ -110,4 +120,17 @@ impl<'a> Parser<'a> {
         }
         Ok(hi)
     }
+}
+
+/// Where the string whose text continues at `from` ends (just past its
+/// closing quote; the input's end when it has none).
+fn raw_end(s: &[u8], mut from: usize) -> usize {
+    while let Some(&b) = s.get(from) {
+        match b {
+            b'"' => return from + 1,
+            b'\\' => from += 2,
+            _ => from += 1,
+        }
+    }
+    s.len()
 }

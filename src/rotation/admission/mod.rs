@@ -56,6 +56,9 @@ pub(crate) enum Refusal {
     PrunedReturned,
     /// A revocation entry that can still cover a valid state is gone.
     RevocationDropped,
+    /// At first adoption: a lower generation than the store's newest copy
+    /// (a restored backup, seen by an instance with no watermark).
+    BehindNewest,
 }
 
 impl Refusal {
@@ -79,6 +82,7 @@ impl Refusal {
             Self::ReservationsDecreased => "reservations_decreased",
             Self::PrunedReturned => "pruned_returned",
             Self::RevocationDropped => "revocation_dropped",
+            Self::BehindNewest => "behind_newest",
         }
     }
 
@@ -97,6 +101,7 @@ impl Refusal {
             Self::Unauthenticated,
             Self::UnpinnedKek,
             Self::BelowMinimum,
+            Self::BehindNewest,
         ]
         .iter()
         .any(|r| r.label() == label)

@@ -8,6 +8,7 @@ mod conversation;
 #[path = "../../cli/src/demo/confirming.rs"]
 mod demo_confirming;
 mod e2e;
+mod fleet_processes;
 mod floats;
 mod http;
 mod macros;

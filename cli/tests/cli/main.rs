@@ -9,6 +9,7 @@ mod azure;
 mod bench_demo;
 mod cloud_flow;
 mod commands;
+mod failing_claimants;
 mod gcp;
 mod gcs;
 mod integrity;

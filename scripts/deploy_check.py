@@ -126,6 +126,23 @@ for name in overlays:
           f"{name}: Prometheus scrapes /metrics on the operators' port")
     pdb = kind(docs, "PodDisruptionBudget")
     check(len(pdb) == 1 and pdb[0]["spec"]["minAvailable"] >= 2, f"{name}: a disruption budget keeps two serving")
+    # Each selector picks exactly the server pods (a budget without a selector
+    # protects no pod; kustomize's selector labels once turned the policy's
+    # `from` into the servers' own labels, shutting Prometheus out).
+    servers = spec["selector"]["matchLabels"]
+    check(servers and servers.items() <= spec["template"]["metadata"].get("labels", {}).items(),
+          f"{name}: the Deployment selects its own pods ({servers})")
+    services = kind(docs, "Service")
+    check(len(services) == 1 and services[0]["spec"].get("selector") == servers,
+          f"{name}: the Service selects the server pods")
+    check(len(pdb) == 1 and pdb[0]["spec"].get("selector", {}).get("matchLabels") == servers,
+          f"{name}: the disruption budget selects the server pods")
+    check(len(policies) == 1 and policies[0]["spec"].get("podSelector", {}).get("matchLabels") == servers,
+          f"{name}: the NetworkPolicy applies to the server pods, not the whole namespace")
+    scrapers = [f.get("podSelector", {}).get("matchLabels", {}) for r in admin_rules for f in r.get("from", [])]
+    check(bool(scrapers) and all(s and not s.items() <= servers.items() and s.get("app.kubernetes.io/name") == "prometheus"
+                                 for s in scrapers),
+          f"{name}: the operators' port is open to Prometheus's pods ({scrapers})")
     config = tomllib.loads(config_map(docs, "stateseal-fleet")["data"]["fleet.toml"])
     scheme, identity = IDENTITY[name]
     check(config["store"].startswith(scheme), f"{name}: the keyset store is {scheme}…")
@@ -144,6 +161,9 @@ for name in overlays:
         continue
     job = jobs[0]["spec"]
     job_pod = job["jobTemplate"]["spec"]["template"]["spec"]
+    job_labels = job["jobTemplate"]["spec"]["template"].get("metadata", {}).get("labels", {})
+    check(not servers.items() <= job_labels.items(),
+          f"{name}: the rotator's pods are not server pods (no Service, budget or policy of the servers counts them)")
     rc = job_pod["containers"][0]
     check(rc.get("command") == ["/usr/local/bin/stateseal"] and rc.get("args", [])[:2] == ["rotate", "--if-due"],
           f"{name}: the rotator runs `stateseal rotate --if-due`")

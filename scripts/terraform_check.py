@@ -94,14 +94,18 @@ def check_vault(doc):
         data = sorted(p for p in paths if p.split("/", 2)[1:2] == ["data"])
         if name == "server":
             check(
-                kinds == ["data", "decrypt", "metadata"],
-                f"vault: policy server covers exactly decrypt, the keyset and its metadata ({kinds})",
+                kinds == ["data", "data", "decrypt", "metadata"],
+                f"vault: policy server covers exactly decrypt, the keyset, its newest copy and its metadata ({kinds})",
             )
             kv_caps = [c for c, p in zip(caps, paths) if p.split("/", 2)[1:2] in (["data"], ["metadata"])]
-            check(kv_caps == [{"read"}, {"read"}], f"vault: policy server only reads the keyset ({kv_caps})")
+            check(kv_caps == [{"read"}] * 3, f"vault: policy server only reads the keyset ({kv_caps})")
+            check(
+                len(data) == 2 and data[1] == data[0] + ".newest",
+                f"vault: the server reads the keyset and its .newest copy, a restarted server's floor ({data})",
+            )
             meta = [p for p in paths if p.split("/", 2)[1:2] == ["metadata"]]
             check(
-                [m.replace("/metadata/", "/data/", 1) for m in meta] == data,
+                [m.replace("/metadata/", "/data/", 1) for m in meta] == data[:1],
                 f"vault: the server's metadata path is the keyset's ({meta})",
             )
         else:
@@ -148,6 +152,12 @@ def check_aws(doc):
             all("*" not in str(st.get("resources")) for st in statements),
             f"aws: {name} policy names its resources (no wildcard)",
         )
+    server_s3 = [st for st in documents.get("server", {}).get("statement", [])
+                 if any(value(a).startswith("s3:") for a in st.get("actions", []))]
+    check(
+        any("newest_arn" in str(st.get("resources")) for st in server_s3),
+        "aws: servers read the keyset's newest copy too (a restarted server's floor)",
+    )
     versioning = resources(doc, "aws_s3_bucket_versioning")
     check(
         any(value(v["versioning_configuration"][0].get("status")) == "Enabled" for v in versioning.values()),

@@ -1,5 +1,6 @@
 # What an MCP server needs, and nothing else: decrypt data keys under this
-# key with stateseal's encryption context, and read the keyset object. With v2
+# key with stateseal's encryption context, and read the keyset object and its
+# newest copy. With v2
 # keys (what `stateseal init` and every rotation write) that is all sealing
 # needs; the rotator job writes. Servers that should write the keyset
 # themselves (renewals, rotation by age) get rotator_policy_arn as well.
@@ -20,10 +21,12 @@ data "aws_iam_policy_document" "server" {
       values   = ["false"]
     }
   }
+  # The newest copy too: a restarted server takes it as its floor, so a
+  # restored older document is not adopted (without it the floor is off).
   statement {
     sid       = "KeysetDocument"
     actions   = ["s3:GetObject"]
-    resources = [local.keyset_arn]
+    resources = [local.keyset_arn, local.newest_arn]
   }
 }
 

@@ -58,6 +58,11 @@ data "vault_policy_document" "server" {
     capabilities = ["read"]
     description  = "conditional refresh: the keyset's current version, without its data"
   }
+  rule {
+    path         = "${vault_mount.kv.path}/data/${var.keyset_path}.newest"
+    capabilities = ["read"]
+    description  = "the newest copy: a restarted server's floor (a restored older document is not adopted)"
+  }
 }
 
 # The rotator (`stateseal rotate --if-due` on a schedule, deploy/kubernetes

@@ -1,10 +1,14 @@
 //! # stateseal
 //!
 //! Seals the MCP multi-round-trip `requestState` (spec 2026-07-28, SEP-2322)
-//! so a server can trust the echo a client sends back: AES-256-GCM under
-//! HKDF-SHA256 keys with a 4-byte key id, inside a claims envelope that binds
-//! each state to its expiry, request, audience and caller. Tokens are
-//! byte-compatible with the Python MCP SDK (mcp 2.3.0), so mixed fleets work.
+//! so a server can trust the echo a client sends back, inside a claims
+//! envelope that binds each state to its expiry, request, audience and caller.
+//! Keys from a keyset seal XAES-256-GCM `v2.` tokens (a 192-bit nonce: no
+//! seal budget to count); static keys seal AES-256-GCM `v1.` tokens under
+//! HKDF-SHA256 keys with a 4-byte key id, byte-compatible with the Python MCP
+//! SDK (mcp 2.3.0), whose own codec opens `v1.` only: a fleet mixed with
+//! Python SDK servers uses static `v1.` keys; stateseal's Python and Node
+//! packages open both.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -21,7 +25,9 @@
 //! ## Layers and features
 //!
 //! The **data plane** (always built: codec, envelope, ring, boundary, and with
-//! the `rmcp` feature the rmcp adapter) seals and verifies without I/O. It
+//! the `rmcp` feature the rmcp adapter) seals and verifies without I/O (a
+//! single-use round's [`boundary::Boundary::admit`] alone awaits its replay
+//! store). It
 //! sees keys only through a [`RingHandle`]. The **key plane** (feature `keys`,
 //! on by default: [`provider`], [`keyset`], [`rotation`], [`setup`]) fetches
 //! data keys from a KMS, keeps the shared keyset, rotates, and swaps rings

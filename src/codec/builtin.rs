@@ -11,7 +11,10 @@ use crate::random::RandomSource;
 use crate::reason::RejectReason;
 use crate::ring::RingHandle;
 
-/// The built-in codec: `v1.` ‖ base64url(kid ‖ nonce ‖ AES-256-GCM(payload) ‖ tag).
+/// The built-in codec: `v1.` ‖ base64url(kid ‖ nonce ‖ AES-256-GCM(payload) ‖ tag)
+/// for static keys (the Python SDK's format), and `v2.` ‖ base64url(kid ‖
+/// 192-bit nonce ‖ XAES-256-GCM(payload) ‖ tag) for keyset keys: each key
+/// seals the format it was made for.
 ///
 /// It reads its keys from a [`RingHandle`] once per call, so a rotation is an
 /// atomic swap of the ring and never blocks a seal or unseal.

@@ -1,4 +1,5 @@
-//! Token codecs: the `v1.` AES-256-GCM format and the trait for bringing your own.
+//! Token codecs: the `v1.` AES-256-GCM format (the Python SDK's), the `v2.`
+//! XAES-256-GCM format (keyset keys), and the trait for bringing your own.
 //!
 //! Threat model: the token travels through the client, which may be hostile.
 //! It may replay, truncate, re-encode, splice or forge tokens, and knows every

@@ -119,8 +119,8 @@ impl ProviderRegistry {
     }
 
     /// Adds (or replaces) the replay store for `scheme`, built by `open` from
-    /// a URI and a key prefix (`stateseal_redis::register` adds `redis` and
-    /// `rediss`; `memory://` is built in).
+    /// a URI and a key prefix (`stateseal_redis::register` adds `redis`,
+    /// `rediss`, `redis-cluster` and `rediss-cluster`; `memory://` is built in).
     pub fn register_replay_store(
         &mut self,
         scheme: &str,

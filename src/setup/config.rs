@@ -100,7 +100,8 @@ pub struct Config {
     #[serde(default = "defaults::renew_keyset")]
     pub renew_keyset: bool,
     /// Where single-use states are recorded: `memory://` (this process
-    /// only) or a registered replay store (`redis://`, `rediss://`).
+    /// only) or a registered replay store (`redis://`, `rediss://`,
+    /// `redis-cluster://`, `rediss-cluster://`).
     #[serde(default)]
     pub replay_store: Option<String>,
     /// Tools, prompts and resources (by URI) whose states are single-use

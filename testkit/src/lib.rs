@@ -40,5 +40,5 @@ mod served;
 mod services;
 mod tls;
 
-pub use services::free_port;
+pub use services::{built, free_port};
 pub use stateseal_contract::member;

@@ -10,6 +10,26 @@ pub(crate) fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
+/// A binary `cargo test --workspace` built beside the running test
+/// (`examples/NAME` or `NAME` under the target directory's profile).
+///
+/// # Panics
+/// When it is missing, saying how to build it.
+pub fn built(path: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary");
+    let bin = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target dir")
+        .join(path);
+    assert!(
+        bin.exists(),
+        "{} is missing: `cargo test --workspace` builds it (or `cargo build --workspace --examples --bins`)",
+        bin.display()
+    );
+    bin
+}
+
 /// A program from the project's service venv (`scripts/svc-env.sh`), or the
 /// one the environment variable `var` names (as `scripts/test.sh` sets it).
 ///

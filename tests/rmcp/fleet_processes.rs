@@ -19,31 +19,16 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 use stateseal::LocalProvider;
-use stateseal_testkit::free_port;
 use stateseal_testkit::issuer::Issuer;
 use stateseal_testkit::redis::Redis;
+use stateseal_testkit::{built, free_port};
 
 use crate::http::call;
+use crate::single_use::{done, first, second};
 
 const AUDIENCE: &str = "http://127.0.0.1/mcp";
 const STATE_AUDIENCE: &str = "stateseal-fleet";
 const CLIENT: &str = "c";
-
-/// A binary `cargo test` builds beside this test's (`examples/NAME` or `NAME`).
-fn built(path: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary");
-    let bin = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("target dir")
-        .join(path);
-    assert!(
-        bin.exists(),
-        "{} is missing: `cargo test --workspace` builds it",
-        bin.display()
-    );
-    bin
-}
 
 /// `GET path` on a loopback port: the status line and the body (empty when
 /// nothing answers).
@@ -264,32 +249,12 @@ impl Drop for Fleet {
     }
 }
 
-fn first(tool: &str) -> Value {
-    match tool {
-        "transfer" => json!({"name": "transfer", "arguments": {"amount": 5}}),
-        _ => json!({"name": "deploy", "arguments": {"env": "prod"}}),
-    }
-}
-
-fn second(tool: &str, state: &str) -> Value {
-    let mut p = first(tool);
-    p["requestState"] = json!(state);
-    p["inputResponses"] = json!({"confirm": {"action": "accept", "content": {"ok": true}}});
-    p
-}
-
 fn state_from(server: &Server, token: &str, tool: &str) -> String {
     let answer = call(&server.addr, token, first(tool));
     answer["result"]["requestState"]
         .as_str()
         .unwrap_or_else(|| panic!("a sealed state: {answer}"))
         .to_owned()
-}
-
-fn done(answer: &Value) -> bool {
-    answer["result"]["content"][0]["text"]
-        .as_str()
-        .is_some_and(|t| t.starts_with("transferred") || t.starts_with("deployed"))
 }
 
 fn refused(answer: &Value) -> bool {

@@ -18,18 +18,7 @@ const AUDIENCE: &str = "http://127.0.0.1/mcp";
 
 /// The example's binary, built by `cargo test` beside this test's.
 fn server_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary");
-    let bin = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("target dir")
-        .join("examples/mcp_server");
-    assert!(
-        bin.exists(),
-        "{} is missing: `cargo test` builds it (or `cargo build --example mcp_server`)",
-        bin.display()
-    );
-    bin
+    stateseal_testkit::built("examples/mcp_server")
 }
 
 struct Killed(Child);

@@ -110,14 +110,14 @@ async fn on(addr: &str, params: Value) -> Value {
         .expect("join")
 }
 
-fn first(tool: &str) -> Value {
+pub(crate) fn first(tool: &str) -> Value {
     match tool {
         "transfer" => json!({"name": "transfer", "arguments": {"amount": 5}}),
         _ => json!({"name": "deploy", "arguments": {"env": "prod"}}),
     }
 }
 
-fn second(tool: &str, state: &str) -> Value {
+pub(crate) fn second(tool: &str, state: &str) -> Value {
     let mut p = first(tool);
     p["requestState"] = json!(state);
     p["inputResponses"] = json!({"confirm": {"action": "accept", "content": {"ok": true}}});
@@ -133,7 +133,7 @@ async fn state_from(addr: &str, tool: &str) -> String {
         .to_owned()
 }
 
-fn done(answer: &Value) -> bool {
+pub(crate) fn done(answer: &Value) -> bool {
     answer["result"]["content"][0]["text"]
         .as_str()
         .is_some_and(|t| t.starts_with("transferred") || t.starts_with("deployed"))

@@ -20,7 +20,7 @@ use crate::output::{kid_json, kid_text, line, object};
       --store s3://my-bucket/stateseal/keyset.json --state-ttl 900 --refresh-interval 30
   stateseal init --kek gcp-kms://projects/P/locations/L/keyRings/R/cryptoKeys/K \\
       --store gs://my-bucket/stateseal/keyset.json
-  STATESEAL_KEK=hcvault://transit/stateseal STATESEAL_STORE=vault-kv://secret/stateseal stateseal init")]
+  STATESEAL_KEK=hcvault://transit/keys/stateseal STATESEAL_STORE=vault-kv://secret/stateseal stateseal init")]
 pub(crate) struct InitArgs {
     /// KEK URI: local://PATH (created with mode 0600 if absent; development only),
     /// aws-kms://ARN, gcp-kms://projects/…/cryptoKeys/…, azure-kv://HSM/keys/NAME, hcvault://transit/KEY.

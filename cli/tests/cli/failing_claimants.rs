@@ -27,18 +27,7 @@ const RUNS: usize = 3;
 
 /// The deployable server, built by `cargo test --workspace` beside this test.
 fn server_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary");
-    let bin = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("target dir")
-        .join("examples/mcp_server");
-    assert!(
-        bin.exists(),
-        "{} is missing: `cargo test --workspace` builds it (or `cargo build --example mcp_server`)",
-        bin.display()
-    );
-    bin
+    stateseal_testkit::built("examples/mcp_server")
 }
 
 fn now() -> f64 {

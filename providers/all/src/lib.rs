@@ -4,7 +4,7 @@
 use stateseal::ProviderRegistry;
 
 /// Registers `hcvault`, `vault-kv`, `aws-kms`, `gcp-kms`, `azure-kv`, `s3`, `gs` and `az-blob`, each
-/// configured from the environment, and the `redis` and `rediss` replay
+/// configured from the environment, and the `redis`, `rediss`, `redis-cluster` and `rediss-cluster` replay
 /// stores. The built-in `file` store, `memory://` replay store (and `local`,
 /// where allowed) come from the registry itself.
 pub fn register_from_env(registry: &mut ProviderRegistry) {

@@ -15,8 +15,9 @@
 //! The choice is made once, at the first key the process prepares, from the
 //! CPU's features (no timing at start, so every instance of a fleet on one
 //! machine type chooses alike), and logged. `STATESEAL_AEAD` (`auto`,
-//! `aws-lc`, `ring`) overrides it; `stateseal bench --compare` measures both
-//! on the machine at hand.
+//! `aws-lc`, `ring`, or `split`: ring below 4 KiB, aws-lc from there)
+//! overrides it; `stateseal bench --compare` measures all three on the
+//! machine at hand.
 
 use std::sync::OnceLock;
 
@@ -160,7 +161,7 @@ impl AeadBackend {
     /// (unset: `auto`).
     ///
     /// # Errors
-    /// [`Error::Config`] for a value other than `auto`, `aws-lc` or `ring`,
+    /// [`Error::Config`] for a value other than `auto`, `aws-lc`, `ring` or `split`,
     /// or if the process already chose another backend.
     pub fn select_from_env() -> Result<Self, Error> {
         match from_env()? {

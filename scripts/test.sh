@@ -53,7 +53,7 @@ job infrastructure
 step "packages: the sdist, the wheel pip builds from it, the npm tarballs (scripts/package.sh python node, in the background since ${binaries_started}s)"
 join "$binaries" target/package-binaries.log
 cat target/package-binaries.log
-job_times+=("(wheel and Node binary) $((SECONDS - binaries_started)) background")
+job_times+=("wheel-and-node-binary $((SECONDS - binaries_started)) background")
 export STATESEAL_BINARIES_BUILT=1
 # What the bindings job runs is built before the crates' packaging takes
 # cargo's lock on target/ in the background.

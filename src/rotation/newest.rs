@@ -109,6 +109,55 @@ pub(crate) async fn newest_written(
     }
 }
 
+/// Where the store's newest copy shows that `base` (the document in place)
+/// is a restored backup: the generation written before it, and the copy's
+/// URI for the way out.
+pub(crate) struct Behind {
+    pub(crate) newest: u64,
+    pub(crate) copy: String,
+}
+
+/// Whether `base` is behind the store's newest copy (`None`: it is not, or
+/// there is no usable copy). The copy is read after the document: another
+/// writer's compare-and-swap and copy update may have landed in between.
+/// Then the document moved on too: [`Error::Conflict`], a lost race, not a
+/// backup.
+///
+/// # Errors
+/// [`Error::Conflict`] when the document moved on while the copy was read;
+/// the store's errors re-reading it.
+pub(crate) async fn behind_newest(
+    store: &dyn KeysetStore,
+    registry: &ProviderRegistry,
+    trust: &KeysetTrust,
+    base: &Keyset,
+) -> Result<Option<Behind>, Error> {
+    let Some(newest) = newest_written(store, registry, trust, &base.id).await else {
+        return Ok(None);
+    };
+    if newest.generation <= base.generation {
+        return Ok(None);
+    }
+    let current = store.load().await?.map(|d| d.generation());
+    if current != Some(base.generation) {
+        return Err(Error::Conflict {
+            expected: Some(base.generation),
+            found: current,
+        });
+    }
+    Ok(Some(Behind {
+        newest: newest.generation,
+        copy: copy_uri(store),
+    }))
+}
+
+/// The newest copy's URI (empty for a store that keeps none).
+fn copy_uri(store: &dyn KeysetStore) -> String {
+    store
+        .newest_copy()
+        .map_or_else(String::new, |c| c.uri().to_owned())
+}
+
 /// A server's write floor: a server writes (claims, renewals, seal
 /// reservations, rotations) only on the newest document it can see. A
 /// restarted server has no watermark, so a restored backup the running fleet
@@ -124,31 +173,14 @@ pub(crate) async fn server_floor(
     trust: &KeysetTrust,
     base: &Keyset,
 ) -> Result<(), Error> {
-    let Some(newest) = newest_written(store, registry, trust, &base.id).await else {
+    let Some(Behind { newest, copy }) = behind_newest(store, registry, trust, base).await? else {
         return Ok(());
     };
-    if newest.generation <= base.generation {
-        return Ok(());
-    }
-    // The copy is read after the document: another writer's compare-and-swap
-    // and copy update may have landed in between. Then the document moved on
-    // too, and this write has simply lost a race.
-    let current = store.load().await?.map(|d| d.generation());
-    if current != Some(base.generation) {
-        return Err(Error::Conflict {
-            expected: Some(base.generation),
-            found: current,
-        });
-    }
-    let copy = store
-        .newest_copy()
-        .map_or_else(String::new, |c| c.uri().to_owned());
     metrics::counter!("stateseal_keyset_writes_refused_total", "reason" => "behind_newest")
         .increment(1);
     Err(Error::BehindNewest(format!(
-        "the store holds generation {}, but generation {} was written before it (its copy is {copy}): this is a restored backup, and a server neither renews, claims on nor rotates it. Put the newest document back (copy {copy} over {}), or retire every key in the backup with `stateseal rotate --now-compromise`",
+        "the store holds generation {}, but generation {newest} was written before it (its copy is {copy}): this is a restored backup, and a server neither renews, claims on nor rotates it. Put the newest document back (copy {copy} over {}), or retire every key in the backup with `stateseal rotate --now-compromise`",
         base.generation,
-        newest.generation,
         store.uri(),
     )))
 }
@@ -192,9 +224,7 @@ pub(crate) fn judge_against_newest(
         .collect();
     let timing = candidate.timing.unwrap_or_default();
     admit(Some(newest), candidate, &timing, now, &pruned).map_err(|(reason, detail)| {
-        let copy = store
-            .newest_copy()
-            .map_or_else(String::new, |c| c.uri().to_owned());
+        let copy = copy_uri(store);
         Error::BehindNewest(format!(
             "the store holds generation {}, but generation {} was written before it (its copy is {copy}): this is a restored backup, and instances serving generation {} would refuse this write ({}: {detail}). Put the newest document back (copy {copy} over {}), or retire every key in the backup with `stateseal rotate --now-compromise`",
             base.generation,

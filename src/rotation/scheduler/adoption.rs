@@ -5,7 +5,7 @@ use super::{RotationScheduler, lock};
 use crate::error::Error;
 use crate::keyset::{ConditionalLoad, Keyset, StoreVersion, StoredKeyset};
 use crate::rotation::admission::{Refusal, admit};
-use crate::rotation::newest::newest_written;
+use crate::rotation::newest::{Behind, behind_newest};
 use crate::rotation::trust::{KeysetTrust, VerifiedKeyset};
 
 /// How long a refusal that a KMS answer decided stands before the same document
@@ -179,29 +179,24 @@ impl RotationScheduler {
     /// backup, which running instances refuse as a rollback, and adopting it
     /// would bring back what was revoked or retired since. Refused until the
     /// document changes. A copy that is missing or does not verify leaves
-    /// `min_generation` and `expires_at` as the floor (see `newest_written`).
+    /// `min_generation` and `expires_at` as the floor (see `newest_written`);
+    /// a copy that moved on with the document (a write landed between the
+    /// two reads) is a lost race, and the next refresh reads the new one.
     async fn floor_at_first_adoption(&self, doc: &Keyset) -> Result<(), Error> {
         let inner = &self.inner;
         let store = &*inner.store;
-        let Some(newest) = newest_written(store, &inner.registry, &inner.trust, &doc.id).await
-        else {
-            return Ok(());
-        };
-        if newest.generation <= doc.generation {
-            return Ok(());
+        match behind_newest(store, &inner.registry, &inner.trust, doc).await {
+            Ok(None) | Err(Error::Conflict { .. }) => Ok(()),
+            Ok(Some(Behind { newest, copy })) => Err(Refusal::BehindNewest.record(
+                store.uri(),
+                format!(
+                    "the store holds generation {}, but generation {newest} was written before it (its copy is {copy}): a restored backup, not adopted by an instance that has none yet. Put the newest document back (copy {copy} over {}), or retire every key in the backup with `stateseal rotate --now-compromise`",
+                    doc.generation,
+                    store.uri()
+                ),
+            )),
+            Err(e) => Err(e),
         }
-        let copy = store
-            .newest_copy()
-            .map_or_else(String::new, |c| c.uri().to_owned());
-        Err(Refusal::BehindNewest.record(
-            store.uri(),
-            format!(
-                "the store holds generation {}, but generation {} was written before it (its copy is {copy}): a restored backup, not adopted by an instance that has none yet. Put the newest document back (copy {copy} over {}), or retire every key in the backup with `stateseal rotate --now-compromise`",
-                doc.generation,
-                newest.generation,
-                store.uri()
-            ),
-        ))
     }
 
     /// A copy of the document adopted last (released before any await).

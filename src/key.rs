@@ -9,9 +9,9 @@ use hkdf::Hkdf;
 use sha2::{Digest, Sha256};
 use zeroize::Zeroizing;
 
-use crate::codec::TAG_LEN;
-use crate::codec::aead::{AeadBackend, GcmKey};
-use crate::codec::xaes::{NONCE_LEN as XAES_NONCE_LEN, XaesKey};
+use crate::cipher::TAG_LEN;
+use crate::cipher::aead::{AeadBackend, GcmKey};
+use crate::cipher::xaes::{NONCE_LEN as XAES_NONCE_LEN, XaesKey};
 use crate::error::Error;
 use crate::random::RandomSource;
 use crate::secret::Secret;

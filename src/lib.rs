@@ -37,6 +37,7 @@
 #![forbid(unsafe_code)]
 
 pub mod boundary;
+mod cipher;
 mod clock;
 mod codec;
 mod envelope;
@@ -49,6 +50,7 @@ mod json;
 mod key;
 #[cfg(feature = "keys")]
 pub mod keyset;
+mod principal;
 #[cfg(feature = "keys")]
 pub mod provider;
 mod random;
@@ -63,9 +65,10 @@ pub mod rotation;
 mod secret;
 #[cfg(feature = "keys")]
 pub mod setup;
+mod uri;
 
+pub use cipher::aead::{AEAD_SETTING, AEAD_SPLIT_AT, AeadBackend, AeadChoice};
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use codec::aead::{AEAD_SETTING, AEAD_SPLIT_AT, AeadBackend, AeadChoice};
 pub use codec::{
     AesGcmCodec, NONCE_LEN, SEAL_HEADROOM, StateCodec, TAG_LEN, TOKEN_PREFIX, token_key_id,
 };

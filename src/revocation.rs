@@ -13,8 +13,8 @@ use std::fmt;
 
 use sha2::{Digest, Sha256};
 
-use crate::envelope::Principal;
 use crate::json::push_wtf8;
+use crate::principal::Principal;
 
 /// Label hashed in front of a principal in a revocation entry.
 ///

@@ -4,6 +4,7 @@
 mod bench;
 mod demo;
 mod error;
+mod flag_values;
 mod key_spec;
 mod keyset;
 mod output;

@@ -9,7 +9,7 @@ use stateseal::rotation::Timing;
 use stateseal_sim::{KmsKind, Scenario, StoreKind, Topology, run, table};
 
 use crate::error::CliError;
-use crate::token::parse_seconds;
+use crate::flag_values::parse_seconds;
 
 /// Options of `stateseal simulate`.
 #[derive(Debug, Args)]

@@ -15,6 +15,18 @@ step "cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy -p stateseal --lib -- -D warnings
 cargo clippy -p stateseal --lib --no-default-features -- -D warnings
+step "the layers: no cycle of modules in src/, no data-plane module on the key plane (scripts/layers.py)"
+python3 scripts/layers.py
+# The check can fail: a copy of src/ with one arrow back up is refused.
+layers_copy="$(mktemp -d)"
+cp -r src "$layers_copy/src"
+echo 'use crate::rotation::Phase;' >> "$layers_copy/src/ring.rs"
+if layers_out="$(python3 scripts/layers.py "$layers_copy/src" 2>&1)"; then
+  echo "scripts/layers.py passed a data-plane import of the key plane" >&2
+  exit 1
+fi
+rm -rf "$layers_copy"
+grep -q "the data plane's ring imports the key plane's rotation" <<<"$layers_out"
 step "the data plane builds without the key plane's dependencies"
 for dep in tokio moka toml time; do
   if cargo tree -p stateseal --no-default-features -e normal -i "$dep" 2>/dev/null | grep -q .; then

@@ -13,8 +13,8 @@ use sha2::{Digest, Sha256};
 use stateseal::provider::{BoxFuture, DataKey, ErrorClass, KeyProvider, WrapContext, kms_error};
 use stateseal::{Error, Secret};
 
+use crate::retry::RetryPolicy;
 use crate::rng::Rng;
-use crate::scenario::RetryPolicy;
 use crate::series::Series;
 use crate::virtual_time::{Actor, Clock, OPERATOR};
 

@@ -34,6 +34,7 @@
 mod fleet;
 mod kms_model;
 mod report;
+mod retry;
 mod rng;
 mod scenario;
 mod series;
@@ -42,7 +43,8 @@ mod virtual_time;
 
 pub use kms_model::KmsProfile;
 pub use report::{Report, RotationRecord, table};
-pub use scenario::{KmsKind, RetryPolicy, Scenario, StoreKind, TRAFFIC_FROM, Topology};
+pub use retry::RetryPolicy;
+pub use scenario::{KmsKind, Scenario, StoreKind, TRAFFIC_FROM, Topology};
 pub use store_model::StoreProfile;
 
 /// Runs `scenario` to its end.

@@ -16,11 +16,9 @@
 //! Replay within the TTL is not the codec's job: the claims envelope binds a
 //! token to its request, audience, principal and expiry.
 
-pub(crate) mod aead;
 mod base64url;
 mod builtin;
 mod scratch;
-pub(crate) mod xaes;
 
 use std::ops::Range;
 
@@ -37,12 +35,11 @@ pub(crate) use scratch::payload_buffer;
 pub const TOKEN_PREFIX: &str = "v1.";
 /// Nonce length of v1 tokens in bytes.
 pub const NONCE_LEN: usize = 12;
-/// Authentication tag length in bytes (both formats).
-pub const TAG_LEN: usize = 16;
+pub use crate::cipher::TAG_LEN;
 /// Length of a prefix (`v1.`, `v2.`).
 const PREFIX_LEN: usize = 3;
 /// The longest header the built-in codec writes: a key id and a v2 nonce.
-const MAX_HEADER: usize = KID_LEN + xaes::NONCE_LEN;
+const MAX_HEADER: usize = KID_LEN + crate::cipher::xaes::NONCE_LEN;
 /// Bytes free at the front of the buffer [`StateCodec::seal_with_headroom`] receives
 /// (room for the built-in codec's key id and its longest nonce).
 pub const SEAL_HEADROOM: usize = MAX_HEADER;

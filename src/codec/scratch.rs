@@ -42,7 +42,9 @@ mod tests {
 
     use super::super::{AesGcmCodec, SEAL_HEADROOM, StateCodec, TAG_LEN};
     use super::*;
-    use crate::{Error, KeyRing, RingHandle, Secret};
+    use crate::error::Error;
+    use crate::ring::{KeyRing, RingHandle};
+    use crate::secret::Secret;
 
     #[test]
     fn a_kept_buffer_comes_back_empty_and_large_ones_are_let_go() {

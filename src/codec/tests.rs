@@ -3,8 +3,8 @@ use std::sync::Arc;
 
 use crate::key::TokenFormat;
 use crate::reason::RejectReason;
-use crate::ring::RingHandle;
-use crate::{KeyRing, Secret};
+use crate::ring::{KeyRing, RingHandle};
+use crate::secret::Secret;
 
 fn codec(keys: &[u8]) -> AesGcmCodec {
     let secrets: Vec<Secret> = keys

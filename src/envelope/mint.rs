@@ -212,7 +212,7 @@ impl Envelope {
 
     /// Checks a sealed token before it may be sent, and counts it.
     fn sealed(&self, token: &[u8], single_use: bool) -> Result<(), Error> {
-        if single_use && !token.starts_with(crate::TokenFormat::V2.prefix().as_bytes()) {
+        if single_use && !token.starts_with(crate::key::TokenFormat::V2.prefix().as_bytes()) {
             return Err(Error::Seal(
                 "single-use states need a v2 key (a keyset key; `stateseal rotate` gives one): the Python SDK's codec opens v1 tokens and would not enforce single use",
             ));

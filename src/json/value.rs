@@ -1,7 +1,6 @@
 //! `Value`: a JSON document as Python's `json.loads` returns it.
 
 use super::text::Text;
-use super::write::{float_repr, write_compact};
 
 /// A parsed JSON value with Python's data model: integers stay exact (as
 /// canonical decimal text), floats are `f64` (NaN and infinities included),
@@ -56,30 +55,6 @@ impl Value {
         }
     }
 
-    /// Python's `str(value)` for scalars; `None` for arrays and objects,
-    /// whose Python `repr` stateseal deliberately does not reproduce.
-    pub fn python_str(&self) -> Option<Text> {
-        Some(match self {
-            Self::Null => Text::from("None"),
-            Self::Bool(true) => Text::from("True"),
-            Self::Bool(false) => Text::from("False"),
-            Self::Int(s) => Text::from(s.as_str()),
-            Self::Float(f) if f.is_nan() => Text::from("nan"),
-            Self::Float(f) if f.is_infinite() => Text::from(if *f > 0.0 { "inf" } else { "-inf" }),
-            Self::Float(f) => Text::from(float_repr(*f)),
-            Self::Str(t) => t.clone(),
-            Self::Array(_) | Self::Object(_) => return None,
-        })
-    }
-
-    /// `json.dumps(value, sort_keys=True, separators=(",", ":"))`, byte for byte.
-    pub fn to_canonical_json(&self) -> String {
-        let mut out = Vec::new();
-        write_compact(self, true, &mut out);
-        // ensure_ascii output is ASCII.
-        String::from_utf8(out).unwrap_or_default()
-    }
-
     /// Converts a `serde_json` value (what rmcp hands a server).
     ///
     /// `serde_json` has already turned integers beyond the 64-bit range into
@@ -113,28 +88,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn python_str_of_scalars() {
-        let s = |v: Value| v.python_str().map(|t| t.as_str().unwrap().to_owned());
-        assert_eq!(s(Value::Null).as_deref(), Some("None"));
-        assert_eq!(s(Value::Float(100.0)).as_deref(), Some("100.0"));
-        assert_eq!(s(Value::Float(f64::INFINITY)).as_deref(), Some("inf"));
-        assert_eq!(s(Value::Int("5".into())).as_deref(), Some("5"));
-        assert_eq!(s(Value::Array(vec![])), None);
-    }
-
-    #[test]
     fn truthiness() {
         assert!(!Value::Float(-0.0).is_truthy());
         assert!(Value::Float(f64::NAN).is_truthy());
         assert!(!Value::Str(Text::default()).is_truthy());
         assert!(Value::Int("-1".into()).is_truthy());
-    }
-
-    #[test]
-    fn from_serde_matches_parse() {
-        let raw = r#"{"z":[1,-2,1.5,1e16,true,null],"a":{"é":"x"}}"#;
-        let from_serde = Value::from_serde(&serde_json::from_str(raw).unwrap());
-        let parsed = super::super::parse(raw.as_bytes(), super::super::Duplicates::Reject).unwrap();
-        assert_eq!(from_serde.to_canonical_json(), parsed.to_canonical_json());
     }
 }

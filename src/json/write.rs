@@ -244,6 +244,33 @@ pub(crate) fn write_compact(v: &Value, sort_keys: bool, out: &mut Vec<u8>) {
     }
 }
 
+/// How a parsed value is written back: as Python's `str` or as canonical JSON.
+impl Value {
+    /// Python's `str(value)` for scalars; `None` for arrays and objects,
+    /// whose Python `repr` stateseal deliberately does not reproduce.
+    pub fn python_str(&self) -> Option<Text> {
+        Some(match self {
+            Self::Null => Text::from("None"),
+            Self::Bool(true) => Text::from("True"),
+            Self::Bool(false) => Text::from("False"),
+            Self::Int(s) => Text::from(s.as_str()),
+            Self::Float(f) if f.is_nan() => Text::from("nan"),
+            Self::Float(f) if f.is_infinite() => Text::from(if *f > 0.0 { "inf" } else { "-inf" }),
+            Self::Float(f) => Text::from(float_repr(*f)),
+            Self::Str(t) => t.clone(),
+            Self::Array(_) | Self::Object(_) => return None,
+        })
+    }
+
+    /// `json.dumps(value, sort_keys=True, separators=(",", ":"))`, byte for byte.
+    pub fn to_canonical_json(&self) -> String {
+        let mut out = Vec::new();
+        write_compact(self, true, &mut out);
+        // ensure_ascii output is ASCII.
+        String::from_utf8(out).unwrap_or_default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -272,5 +299,23 @@ mod tests {
         let mut out = Vec::new();
         push_json_string("a\"\\\n\u{7f}é😀\u{1}".as_bytes(), &mut out);
         assert_eq!(out, br#""a\"\\\n\u007f\u00e9\ud83d\ude00\u0001""#);
+    }
+
+    #[test]
+    fn python_str_of_scalars() {
+        let s = |v: Value| v.python_str().map(|t| t.as_str().unwrap().to_owned());
+        assert_eq!(s(Value::Null).as_deref(), Some("None"));
+        assert_eq!(s(Value::Float(100.0)).as_deref(), Some("100.0"));
+        assert_eq!(s(Value::Float(f64::INFINITY)).as_deref(), Some("inf"));
+        assert_eq!(s(Value::Int("5".into())).as_deref(), Some("5"));
+        assert_eq!(s(Value::Array(vec![])), None);
+    }
+
+    #[test]
+    fn from_serde_matches_parse() {
+        let raw = r#"{"z":[1,-2,1.5,1e16,true,null],"a":{"é":"x"}}"#;
+        let from_serde = Value::from_serde(&serde_json::from_str(raw).unwrap());
+        let parsed = super::super::parse(raw.as_bytes(), super::super::Duplicates::Reject).unwrap();
+        assert_eq!(from_serde.to_canonical_json(), parsed.to_canonical_json());
     }
 }

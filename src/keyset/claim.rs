@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::document::{format_rfc3339, is_representable, parse_rfc3339};
+use super::rfc3339::{format_rfc3339, is_representable, parse_rfc3339};
 use crate::error::Error;
 
 /// Longest `holder` a claim may name.

@@ -13,26 +13,28 @@ mod file_store;
 mod mac;
 mod pins;
 mod revocation;
+mod rfc3339;
 mod sealed;
 mod store;
 mod timing;
 
 pub use claim::{INSTANCE_ID_RULE, RotationClaim, is_instance_id};
 pub use conditional::{ConditionalLoad, StoreVersion};
+pub(crate) use document::random_id;
 pub use document::{
-    ALG_V1_AES_256_GCM, ALG_V2_XAES_256_GCM, KEYSET_FORMAT, KeyEntry, Keyset, MAX_ENTRIES,
-    MAX_TIME, alg_name, is_representable,
+    ALG_V1_AES_256_GCM, ALG_V2_XAES_256_GCM, KEYSET_FORMAT, KeyEntry, Keyset, MAX_ENTRIES, alg_name,
 };
-pub(crate) use document::{document_time, format_rfc3339, random_id};
-/// The document's RFC 3339 time format: exposed for tests and fuzzing only
-/// (feature `internals`, no stability promise).
-#[cfg(feature = "internals")]
-pub use document::{format_rfc3339 as format_time, parse_rfc3339 as parse_time};
 pub use file_store::FileStore;
 pub use mac::{MAC_PURPOSE, MacKey};
 pub use pins::KeysetPins;
 pub(crate) use revocation::dropped_live;
 pub use revocation::{MAX_CLIENT_ID_LEN, MAX_REVOCATIONS, live_until, prunable};
+pub use rfc3339::{MAX_TIME, is_representable};
+pub(crate) use rfc3339::{document_time, format_rfc3339};
+/// The document's RFC 3339 time format: exposed for tests and fuzzing only
+/// (feature `internals`, no stability promise).
+#[cfg(feature = "internals")]
+pub use rfc3339::{format_rfc3339 as format_time, parse_rfc3339 as parse_time};
 /// A stored document's content under a given MAC key: exposed for fuzzing
 /// only (feature `internals`, no stability promise).
 #[cfg(feature = "internals")]

@@ -14,7 +14,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::document::{format_rfc3339, is_representable, parse_rfc3339};
+use super::rfc3339::{format_rfc3339, is_representable, parse_rfc3339};
 use super::timing::Timing;
 use crate::error::Error;
 use crate::revocation::{PRINCIPAL_DIGEST_LEN, Revocation, RevocationSelector};
@@ -184,7 +184,7 @@ pub(super) fn validate(entries: &[Revocation]) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Principal;
+    use crate::principal::Principal;
 
     #[test]
     fn entries_round_trip_and_errors_name_the_field() {

@@ -8,6 +8,7 @@ use super::{KeyProvider, LocalProvider};
 use crate::error::Error;
 use crate::keyset::{FileStore, KeysetStore};
 use crate::replay::{MemoryReplayStore, ReplayStore};
+pub use crate::uri::scheme_of;
 
 type StoreFactory = Arc<dyn Fn(&str) -> Result<Arc<dyn KeysetStore>, Error> + Send + Sync>;
 type ReplayFactory = Arc<dyn Fn(&str, &str) -> Result<Arc<dyn ReplayStore>, Error> + Send + Sync>;
@@ -54,28 +55,6 @@ impl fmt::Debug for ProviderRegistry {
                 &self.replay_stores.keys().collect::<Vec<_>>(),
             )
             .finish()
-    }
-}
-
-/// The scheme of `uri` (`scheme://rest`), or an error that says what a URI looks like.
-///
-/// # Errors
-/// [`Error::InvalidUri`].
-pub fn scheme_of(uri: &str) -> Result<&str, Error> {
-    match uri.split_once("://") {
-        Some((scheme, rest))
-            if !scheme.is_empty()
-                && !rest.is_empty()
-                && scheme
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') =>
-        {
-            Ok(scheme)
-        }
-        _ => Err(Error::InvalidUri {
-            uri: uri.to_owned(),
-            problem: "expected <scheme>://<location>".into(),
-        }),
     }
 }
 

@@ -4,7 +4,8 @@
 //! primary is due by age or by the fleet's seal reservations, else renews the
 //! document when less than half its validity is left, else does nothing.
 
-use super::operations::{DEFAULT_MAX_LIVE_KEYS, RotationPlan, load_existing, rotate_keyset};
+use super::operations::{DEFAULT_MAX_LIVE_KEYS, RotationPlan, load_existing};
+use super::rotate::rotate_keyset;
 use super::{
     DEFAULT_KEYSET_VALIDITY, KeysetTrust, Phase, RotateMode, SchedulerConfig, VerifiedKeyset,
     describe_keyset, renew_keyset,

@@ -12,10 +12,10 @@ mod proof;
 mod reservations;
 mod revoke;
 mod rewrite;
+mod rotate;
 mod scheduler;
 mod timeline;
 mod trust;
-mod vetted;
 
 pub use config::{SchedulerConfig, SchedulerConfigBuilder};
 pub use if_due::{IfDue, renew_if_due, rotate_if_due, rotation_due};
@@ -25,11 +25,12 @@ pub use inspect::{
 };
 pub use operations::{
     DEFAULT_MAX_LIVE_KEYS, NEW_KEY_FORMAT, RotationPlan, init_keyset, load_existing, load_verified,
-    operator_generation, plan_rotation, rotate_keyset, rotate_store_at,
+    operator_generation, plan_rotation,
 };
 pub use proof::unwrap_entry;
 pub use revoke::{Revoked, revoke};
 pub use rewrite::{renew_keyset, upgrade_keyset};
+pub use rotate::{rotate_keyset, rotate_store_at};
 pub(crate) use scheduler::unit_draw;
 pub use scheduler::{CLAIM_TTL, RefreshPacing, RotationScheduler, SchedulerStatus};
 pub use timeline::{Phase, RotateMode, Timing};

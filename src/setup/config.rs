@@ -3,7 +3,7 @@
 use serde::Deserialize;
 
 use crate::boundary::FailureMode;
-use crate::codec::aead::AeadBackend;
+use crate::cipher::aead::AeadBackend;
 use crate::error::Error;
 use crate::keyset::KeysetPins;
 use crate::rotation::{SchedulerConfig, Timing, TrustPolicy};

@@ -23,9 +23,9 @@ pub use builder::ConfigBuilder;
 pub use config::{AeadName, Config, FailureModeName};
 
 use crate::boundary::Boundary;
+use crate::cipher::aead::AeadBackend;
 use crate::clock::SystemClock;
 use crate::codec::AesGcmCodec;
-use crate::codec::aead::AeadBackend;
 use crate::envelope::Envelope;
 use crate::error::Error;
 use crate::keyset::Keyset;

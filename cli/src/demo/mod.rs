@@ -22,8 +22,8 @@ use stateseal::setup::Config;
 use stateseal::{Clock, LocalProvider, Principal, Revocation, SystemClock};
 
 use crate::error::CliError;
+use crate::flag_values::parse_seconds;
 use crate::keyset::{load_verified, registry};
-use crate::token::parse_seconds;
 use fleet::{REPLAY_STORE, answered, deploy, launch, rejected, transfer};
 
 /// Options of `stateseal demo`.

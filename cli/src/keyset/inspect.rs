@@ -13,8 +13,8 @@ use stateseal::rotation::{
 use super::init::{timing_json, timing_text};
 use super::{StoreArg, read_now, registry};
 use crate::error::CliError;
+use crate::flag_values::parse_seconds;
 use crate::output::{human, kid_json, kid_text, line, object, rfc3339, when};
-use crate::token::parse_seconds;
 
 /// Flags shared by the read-only keyset views.
 #[derive(Debug, Args)]

@@ -17,7 +17,7 @@ use stateseal::rotation::{KeysetTrust, Timing, TrustPolicy, VerifiedKeyset};
 use stateseal::{Clock, KeysetStore, ProviderRegistry, StoredKeyset, SystemClock};
 
 use crate::error::CliError;
-use crate::token::parse_seconds;
+use crate::flag_values::parse_seconds;
 
 pub(crate) use init::{InitArgs, init};
 pub(crate) use inspect::{CheckArgs, ShowArgs, StatusArgs, check, show, status};

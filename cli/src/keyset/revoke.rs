@@ -55,7 +55,7 @@ pub(crate) struct RevokeArgs {
 
 /// TIME: Unix seconds (fraction allowed) or RFC 3339.
 fn parse_time(s: &str) -> Result<f64, String> {
-    if let Ok(secs) = crate::token::parse_seconds(s) {
+    if let Ok(secs) = crate::flag_values::parse_seconds(s) {
         return Ok(secs);
     }
     time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
@@ -80,7 +80,7 @@ impl RevokeArgs {
         let text = match &self.principal_file {
             // An editor's or `echo`'s final newline would make a digest no state carries.
             Some(path) => {
-                let mut text = crate::token::file_text("--principal-file", path)?;
+                let mut text = crate::flag_values::file_text("--principal-file", path)?;
                 if text.ends_with('\n') {
                     text.pop();
                     if text.ends_with('\r') {

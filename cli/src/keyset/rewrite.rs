@@ -9,8 +9,8 @@ use stateseal::rotation::{DEFAULT_KEYSET_VALIDITY, KeysetTrust, renew_keyset, up
 
 use super::{StoreArg, WriteClockArgs, registry};
 use crate::error::CliError;
+use crate::flag_values::parse_seconds;
 use crate::output::{line, object, when};
-use crate::token::parse_seconds;
 
 /// `stateseal keyset upgrade`.
 #[derive(Debug, Args)]

@@ -40,7 +40,7 @@ pub(crate) struct RotateArgs {
     #[arg(long = "if-due", conflicts_with_all = ["force", "now_compromise", "dry_run"])]
     if_due: bool,
     /// With --if-due: the primary key's age that makes a rotation due [default: 30 days].
-    #[arg(long = "rotation-period", requires = "if_due", value_parser = crate::token::parse_seconds, value_name = "SECS")]
+    #[arg(long = "rotation-period", requires = "if_due", value_parser = crate::flag_values::parse_seconds, value_name = "SECS")]
     rotation_period: Option<f64>,
     /// Refuse a forced rotation that would leave more keys than this unsealing at once.
     #[arg(long = "max-live-keys", default_value_t = DEFAULT_MAX_LIVE_KEYS, value_name = "N")]

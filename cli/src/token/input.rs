@@ -1,45 +1,7 @@
-//! What the token commands read: seconds, texts from files or stdin, a
-//! token or params argument. Errors name the flag and path, never the contents.
-
-use std::io::Read;
+//! What the token commands read: a token or params argument. Errors name the flag and path, never the contents.
 
 use crate::error::CliError;
-
-/// `--now`/`--ttl`: seconds with an optional fraction.
-pub(crate) fn parse_seconds(s: &str) -> Result<f64, String> {
-    let ok = !s.is_empty()
-        && s.chars().all(|c| c.is_ascii_digit() || c == '.')
-        && s.matches('.').count() <= 1;
-    match s.parse::<f64>() {
-        Ok(v) if ok && v.is_finite() => Ok(v),
-        _ => Err(format!(
-            "expected seconds like 1782345600 or 1782345600.25, got {s:?}"
-        )),
-    }
-}
-
-/// Reads everything on stdin (once per process).
-fn stdin_text(what: &str) -> Result<String, CliError> {
-    let mut text = String::new();
-    std::io::stdin()
-        .read_to_string(&mut text)
-        .map_err(|e| CliError::Usage(format!("{what}: reading stdin: {}", e.kind())))?;
-    Ok(text)
-}
-
-/// The text of `path` (`-`: stdin) for `flag`; the error names the flag and
-/// the path, never the contents.
-pub(crate) fn file_text(flag: &str, path: &str) -> Result<String, CliError> {
-    if path == "-" {
-        return stdin_text(flag);
-    }
-    std::fs::read_to_string(path).map_err(|e| {
-        CliError::Usage(format!(
-            "{flag} {path}: cannot read the file as UTF-8 text ({})",
-            e.kind()
-        ))
-    })
-}
+use crate::flag_values::stdin_text;
 
 /// A token argument: itself, or stdin for `-` without its one trailing newline
 /// (`echo` and `$(…)` add one; a token never ends in one).
@@ -70,19 +32,5 @@ pub(super) fn params_arg(params: &str) -> Result<String, CliError> {
             ))
         }),
         None => Ok(params.to_owned()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_seconds;
-
-    #[test]
-    fn seconds() {
-        assert_eq!(parse_seconds("1782345600.25"), Ok(1782345600.25));
-        assert_eq!(parse_seconds("600"), Ok(600.0));
-        for bad in ["", "-1", "1e3", "1.2.3", "inf", "NaN", "10s"] {
-            assert!(parse_seconds(bad).is_err(), "{bad}");
-        }
     }
 }

@@ -14,10 +14,10 @@ use stateseal::{
 };
 
 use crate::error::CliError;
+use crate::flag_values::{file_text, parse_seconds};
 use crate::key_spec::ring_from_specs;
 use crate::keyset::{TrustArgs, load_verified, registry};
 use crate::output::line;
-pub(crate) use input::{file_text, parse_seconds};
 use input::{params_arg, token_arg};
 use inspect::inspect;
 

@@ -180,7 +180,7 @@ impl Fleet {
             KmsProfile {
                 quota_per_s: u64::MAX,
                 latency: 0.0,
-                retry: crate::scenario::RetryPolicy::Never,
+                retry: crate::retry::RetryPolicy::Never,
             },
             clock.clone(),
             0,

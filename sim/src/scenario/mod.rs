@@ -9,7 +9,7 @@ use crate::store_model::StoreProfile;
 
 mod services;
 
-pub use services::{KmsKind, RetryPolicy, StoreKind, Topology};
+pub use services::{KmsKind, StoreKind, Topology};
 
 /// When conversations start, in seconds into a run: after the fleet's
 /// start-up, so a round measures the fleet, not its cold start.

@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 
 use stateseal::KeysetStore;
 
+use crate::retry::RetryPolicy;
 use crate::rng::Rng;
-use crate::scenario::RetryPolicy;
 use crate::series::{Bucket, Series};
 use crate::virtual_time::Clock;
 

@@ -9,10 +9,8 @@
 
 mod raw;
 
-use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
-
 use super::claim::RotationClaim;
+use super::rfc3339::is_representable;
 use super::timing::Timing;
 use crate::error::Error;
 use crate::key::{KeyId, TokenFormat};
@@ -117,43 +115,6 @@ fn bad(field: impl Into<String>, problem: impl Into<String>) -> Error {
         field: field.into(),
         problem: problem.into(),
     }
-}
-
-/// Unix seconds → RFC 3339 (UTC, to the nearest millisecond).
-#[cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
-pub fn format_rfc3339(secs: f64) -> String {
-    // The nearest millisecond, as `document_time` rounds.
-    let nanos = (secs * 1e3).round() as i128 * 1_000_000;
-    OffsetDateTime::from_unix_timestamp_nanos(nanos)
-        .ok()
-        .and_then(|t| t.format(&Rfc3339).ok())
-        .unwrap_or_else(|| "invalid-time".to_owned())
-}
-
-/// `secs` at the document's resolution: the nearest whole millisecond, as
-/// [`format_rfc3339`] writes it.
-pub(crate) fn document_time(secs: f64) -> f64 {
-    (secs * 1000.0).round() / 1000.0
-}
-
-/// The latest time a document may hold: 9999-12-31T23:59:59Z (RFC 3339 has four-digit years).
-pub const MAX_TIME: f64 = 253_402_300_799.0;
-
-/// Whether `secs` is a time a document can hold: from the Unix epoch to [`MAX_TIME`].
-pub fn is_representable(secs: f64) -> bool {
-    secs.is_finite() && (0.0..=MAX_TIME).contains(&secs)
-}
-
-/// RFC 3339 → Unix seconds.
-///
-/// # Errors
-/// A message describing the parse failure.
-#[cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
-pub fn parse_rfc3339(text: &str) -> Result<f64, String> {
-    let t = OffsetDateTime::parse(text, &Rfc3339)
-        .map_err(|e| format!("not an RFC 3339 timestamp ({e})"))?;
-    // Whole seconds plus the fraction: the nearest double to what was written.
-    Ok(t.unix_timestamp() as f64 + f64::from(t.nanosecond()) / 1e9)
 }
 
 pub(crate) fn b64_decode(text: &str) -> Option<Vec<u8>> {

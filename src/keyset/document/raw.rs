@@ -6,10 +6,11 @@ use serde::{Deserialize, Serialize};
 
 use super::super::claim::RawClaim;
 use super::super::revocation::{MAX_REVOCATIONS, RawRevocation};
+use super::super::rfc3339::{format_rfc3339, is_representable, parse_rfc3339};
 use super::super::timing::Timing;
 use super::{
     ALG_V1_AES_256_GCM, ALG_V2_XAES_256_GCM, KEYSET_FORMAT, KeyEntry, Keyset, MAX_ENTRIES,
-    alg_name, alg_of, b64_decode, bad, format_rfc3339, is_representable, parse_rfc3339,
+    alg_name, alg_of, b64_decode, bad,
 };
 use crate::error::Error;
 use crate::key::{KeyId, TokenFormat};

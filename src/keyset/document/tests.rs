@@ -1,4 +1,5 @@
 use super::*;
+use crate::keyset::MAX_TIME;
 
 #[test]
 fn wrapped_keys_are_canonical_padded_base64() {

@@ -166,7 +166,7 @@ impl StoredKeyset {
         if wrapped.is_empty() {
             return Err(bad("mac.wrapped", "is empty"));
         }
-        if crate::provider::scheme_of(&raw.mac.kek).is_err() {
+        if crate::uri::scheme_of(&raw.mac.kek).is_err() {
             return Err(bad("mac.kek", "must be a KEK URI like aws-kms://ARN"));
         }
         Ok(Self {

@@ -27,8 +27,8 @@ use super::{RotationScheduler, lock};
 use crate::error::Error;
 use crate::keyset::{Keyset, RotationClaim, Timing};
 use crate::rotation::newest::write_keyset;
+use crate::rotation::rotate::{Rotation, rotate_vetted};
 use crate::rotation::timeline::{Phase, RotateMode, ring_at};
-use crate::rotation::vetted::{Rotation, rotate_vetted};
 
 /// How long a claim holds: one rotation's KMS calls and write take seconds.
 pub const CLAIM_TTL: f64 = 60.0;

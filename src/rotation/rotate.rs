@@ -1,14 +1,78 @@
 //! A rotation's write, retried when it lost only to a server's seal
 //! reservation: the one loop behind the scheduler's rotations and the
-//! operator's (`stateseal rotate`).
+//! operator's (`stateseal rotate`), and the two entry points on it.
 
+use super::config::SchedulerConfig;
 use super::newest::{judge_against_newest, newest_written, server_floor};
 use super::operations::{RotationPlan, load_verified, operator_generation, plan_rotation};
 use super::timeline::RotateMode;
-use super::trust::KeysetTrust;
+use super::trust::{DEFAULT_KEYSET_VALIDITY, KeysetTrust};
 use crate::error::Error;
 use crate::keyset::{Keyset, KeysetStore, Timing};
 use crate::provider::ProviderRegistry;
+
+/// One rotation against a store with the scheduler's settings: load and
+/// verify under `config.trust`, [`plan_rotation`] (the document's timing
+/// profile, else `config.timing`), apply.
+///
+/// # Errors
+/// As [`rotate_keyset`].
+pub async fn rotate_store_at(
+    store: &dyn KeysetStore,
+    registry: &ProviderRegistry,
+    config: &SchedulerConfig,
+    now: f64,
+    mode: RotateMode,
+) -> Result<Keyset, Error> {
+    let rotation = Rotation {
+        fallback: config.timing,
+        timing: None,
+        max_live_keys: usize::MAX,
+        validity: config.keyset_validity,
+        generation_floor: false,
+    };
+    let trust = KeysetTrust::new(config.trust.clone());
+    let plan = rotate_vetted(store, registry, &trust, &rotation, now, mode, &|_| Ok(())).await?;
+    Ok(plan.next)
+}
+
+/// One rotation against a store, as an operator asks for it (`stateseal
+/// rotate`): load and verify under `trust` (a stale document is refused:
+/// renew it first), [`plan_rotation`] with `timing` (default: the document's
+/// profile), apply with compare-and-swap; a write that lost only to a server's
+/// seal reservation is planned again on the new document.
+///
+/// The written generation is the next one or the Unix time in seconds,
+/// whichever is higher, and above the store's newest copy
+/// ([`KeysetStore::newest_copy`]). When that copy shows the store holds a
+/// restored backup the fleet has moved past, the rotation is judged against
+/// the copy as a running instance would judge it, and refused unless the
+/// fleet would adopt it (an emergency rotation, which retires every key in
+/// the backup now, is adopted).
+///
+/// # Errors
+/// As [`plan_rotation`]; [`Error::KeysetRefused`] for a document `trust`
+/// refuses; [`Error::BehindNewest`] for a rotation on a restored backup the
+/// fleet would refuse; [`Error::Conflict`] when another rotation landed
+/// first; store errors.
+pub async fn rotate_keyset(
+    store: &dyn KeysetStore,
+    registry: &ProviderRegistry,
+    trust: &KeysetTrust,
+    timing: Option<Timing>,
+    now: f64,
+    mode: RotateMode,
+    max_live_keys: usize,
+) -> Result<RotationPlan, Error> {
+    let rotation = Rotation {
+        fallback: Timing::default(),
+        timing,
+        max_live_keys,
+        validity: DEFAULT_KEYSET_VALIDITY,
+        generation_floor: true,
+    };
+    rotate_vetted(store, registry, trust, &rotation, now, mode, &|_| Ok(())).await
+}
 
 /// What a rotation is planned with.
 pub(crate) struct Rotation {

@@ -31,7 +31,7 @@ use std::cell::RefCell;
 use thread_local::ThreadLocal;
 use zeroize::Zeroizing;
 
-use crate::codec::aead::{AeadBackend, GcmKey};
+use crate::cipher::aead::{AeadBackend, GcmKey};
 use crate::error::Error;
 use crate::random::RandomSource;
 

@@ -3,7 +3,7 @@
 use zeroize::Zeroize;
 
 use super::AeadBackend;
-use crate::codec::TAG_LEN;
+use crate::cipher::TAG_LEN;
 use crate::error::Error;
 
 /// An AES-256-GCM key prepared by one backend, or by both (`Split`: ring

@@ -8,6 +8,7 @@
 # release the baseline becomes the release's tag.
 #
 #   scripts/semver-check.sh [REV]     # REV: the baseline (default: as above)
+#   scripts/semver-check.sh --self-test   # shows the check refusing a removed function
 #
 # Both sides' rustdoc JSON are built with this toolchain in the shared target
 # directory (the baseline from a git worktree of REV), so the dependencies
@@ -28,6 +29,32 @@ if [ ! -x "$tool" ] || ! "$tool" --version | grep -qF "$version"; then
     --root "$root" --target-dir "$target/tools/semver-build"
 fi
 [ "${1:-}" = "--install-only" ] && exit 0
+if [ "${1:-}" = "--self-test" ]; then
+  # The check can fail: against a baseline that has one more public function
+  # (a commit of HEAD plus that function, in a scratch worktree), this tree
+  # must be refused, naming the function.
+  scratch="$target/semver-self-test"
+  git worktree remove --force "$scratch" 2>/dev/null || rm -rf "$scratch"
+  git worktree prune
+  git worktree add --quiet --detach "$scratch" HEAD
+  echo 'pub fn semver_self_test_gone() {}' >> "$scratch/src/lib.rs"
+  git -C "$scratch" -c user.name=semver-self-test -c user.email=self-test@semver.invalid \
+    commit --quiet -am "semver self-test: one more public function"
+  extra="$(git -C "$scratch" rev-parse HEAD)"
+  git worktree remove --force "$scratch"
+  if out="$(SEMVER_CRATES=stateseal "$0" "$extra" 2>&1)"; then
+    echo "semver-check.sh --self-test: a removed public function passed the check" >&2
+    echo "$out" >&2
+    exit 1
+  fi
+  grep -q "semver_self_test_gone" <<<"$out" || {
+    echo "semver-check.sh --self-test: the check failed without naming the removed function:" >&2
+    echo "$out" >&2
+    exit 1
+  }
+  echo "semver-check.sh --self-test: a removed public function is refused"
+  exit 0
+fi
 rev="${1:-$(git log -1 --format=%H -- api/semver-baseline)}"
 if [ -z "$rev" ]; then
   echo "semver-check.sh: api/semver-baseline has no commit yet: commit it first" >&2
@@ -39,36 +66,48 @@ if ! base="$(git rev-parse --verify --quiet "$rev^{commit}")"; then
 fi
 # The crates users depend on (the CLI, the bindings, the test kit and the
 # simulation's calibration are not libraries of ours to keep stable).
-crates=(stateseal stateseal-vault stateseal-aws-kms stateseal-gcp-kms stateseal-azure-kv
-  stateseal-object-store stateseal-redis stateseal-providers stateseal-contract stateseal-oauth
-  stateseal-sim)
+# SEMVER_CRATES (space-separated) checks fewer.
+all_crates="stateseal stateseal-vault stateseal-aws-kms stateseal-gcp-kms stateseal-azure-kv"
+all_crates+=" stateseal-object-store stateseal-redis stateseal-providers stateseal-contract"
+all_crates+=" stateseal-oauth stateseal-sim"
+read -r -a crates <<<"${SEMVER_CRATES:-$all_crates}"
 worktree="$target/semver-baseline"
 git worktree remove --force "$worktree" 2>/dev/null || rm -rf "$worktree"
 git worktree prune
 git worktree add --quiet --detach "$worktree" "$base"
 trap 'git worktree remove --force "$worktree" 2>/dev/null || true' EXIT
-json() {
-  # json DIR CRATE SIDE: the crate's rustdoc JSON, built from DIR in the shared
-  # target directory (the two sides' paths differ, so their builds coexist),
-  # kept as target/semver-json/SIDE/CRATE.json; prints its path.
-  local dir="$1" crate="$2" out="$target/semver-json/$3"
+# docs DIR SIDE: every checked crate's rustdoc JSON, built from DIR in one
+# cargo call (the crates' features unified, as api/*.txt sees them), kept in
+# target/semver-json/SIDE. Both sides build in target/semver, apart from the
+# other jobs' builds: RUSTC_BOOTSTRAP (rustdoc's JSON output is unstable)
+# reruns some build scripts, which would rebuild the shared target twice.
+docs() {
+  local dir="$1" out="$target/semver-json/$2" args=() crate
+  for crate in "${crates[@]}"; do
+    if (cd "$dir" && cargo metadata --no-deps --format-version 1 | grep -q "\"name\":\"$crate\""); then
+      args+=(-p "$crate")
+    fi
+  done
+  rm -rf "$target/semver/doc"
+  (cd "$dir" && RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR="$target/semver" \
+    RUSTDOCFLAGS="-Zunstable-options --output-format json" cargo doc --quiet --no-deps "${args[@]}") >&2
+  rm -rf "$out"
   mkdir -p "$out"
-  (cd "$dir" && RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR="$target" cargo rustdoc --quiet \
-    -p "$crate" --lib -- -Zunstable-options --output-format json) >&2
-  cp "$target/doc/${crate//-/_}.json" "$out/${crate//-/_}.json"
-  echo "$out/${crate//-/_}.json"
+  cp "$target/semver/doc/"*.json "$out/"
 }
+docs "$worktree" baseline
+docs . current
 failed=0
 for crate in "${crates[@]}"; do
-  if ! (cd "$worktree" && cargo metadata --no-deps --format-version 1 | grep -q "\"name\":\"$crate\""); then
+  json="${crate//-/_}.json"
+  if [ ! -f "$target/semver-json/baseline/$json" ]; then
     echo "semver-check.sh: $crate is new since $rev (nothing to compare)"
     continue
   fi
-  current="$(json . "$crate" current)"
-  baseline="$(json "$worktree" "$crate" baseline)"
   echo "== $crate against $rev"
   if ! "$tool" semver-checks check-release --manifest-path Cargo.toml -p "$crate" \
-    --current-rustdoc "$current" --baseline-rustdoc "$baseline"; then
+    --current-rustdoc "$target/semver-json/current/$json" \
+    --baseline-rustdoc "$target/semver-json/baseline/$json"; then
     failed=1
   fi
 done

@@ -39,11 +39,19 @@ job() {
 }
 background target/tools-prefetch.log scripts/tools-prefetch.sh
 prefetch=$started
+# cargo-semver-checks builds once (minutes of two cores) at the lowest priority
+# beside the lint and unit jobs; the semver job runs after them.
+semver_tool_started=$SECONDS
+background target/semver-tool.log "${lowest[@]}" scripts/semver-check.sh --install-only
+semver_tool=$started
 job lint
 step "the test tools in place (scripts/tools-prefetch.sh, started at the beginning)"
 join "$prefetch" target/tools-prefetch.log
 export STATESEAL_TOOLS_READY=1
 job unit
+step "cargo-semver-checks in place (scripts/semver-check.sh --install-only, in the background since ${semver_tool_started}s)"
+join "$semver_tool" target/semver-tool.log
+job semver
 binaries_started=$SECONDS
 background target/package-binaries.log "${lowest[@]}" scripts/package.sh python node
 binaries=$started

@@ -5,3 +5,5 @@
 source "$(dirname "$0")/lib.sh"
 step "cargo-semver-checks against the baseline (the last commit that changed api/semver-baseline)"
 scripts/semver-check.sh
+step "the check can fail: a public function removed against the baseline is refused (scripts/semver-check.sh --self-test)"
+scripts/semver-check.sh --self-test

@@ -44,4 +44,27 @@ mv bindings/node/stateseal.node.tmp bindings/node/stateseal.node
 # The single-use tests start their own Redis servers (Debian's, unpacked once).
 STATESEAL_REDIS_SERVER="$(scripts/redis-env.sh)" \
 STATESEAL_CLI="$PWD/target/debug/stateseal" node --test --test-concurrency=1 --test-reporter=spec "$project"/*.test.mjs >&2
+# The oldest SDK the package supports (package.json's peerDependencies): the SDK
+# rounds again, from a project pinned to @modelcontextprotocol/server 2.0.0 (its
+# own lock file). The tests are copied in so that they load that project's SDK;
+# stateseal is linked as above (its binary already in place, so no install script).
+oldest="$project/oldest-sdk"
+(cd "$oldest" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error) >&2
+cp "$project/harness.mjs" "$project/sdk.test.mjs" "$oldest/"
+STATESEAL_CLI="$PWD/target/debug/stateseal" node --test --test-concurrency=1 --test-reporter=spec "$oldest/sdk.test.mjs" >&2
+rm -f "$oldest/harness.mjs" "$oldest/sdk.test.mjs"
+# A release outside the range (a pre-release of 2.0.0) is refused when stateseal loads.
+outside="${CARGO_TARGET_DIR:-target}/node-sdk-outside"
+mkdir -p "$outside"
+(cd "$outside" && npm install --no-audit --no-fund --ignore-scripts --loglevel=error --no-save \
+  "@modelcontextprotocol/server@2.0.0-beta.5") >&2
+package="$PWD/bindings/node"
+if refused="$(cd "$outside" && node -e "require('$package')" 2>&1)"; then
+  echo "node-package.sh: loading stateseal beside @modelcontextprotocol/server 2.0.0-beta.5 was not refused" >&2
+  exit 1
+fi
+grep -q "supports the TypeScript MCP SDK @modelcontextprotocol/server >=2.0.0 <2.5.0, and 2.0.0-beta.5 is installed" <<<"$refused" || {
+  echo "node-package.sh: loading beside 2.0.0-beta.5 failed without the range's message: $refused" >&2
+  exit 1
+}
 node "$project/bench.mjs" >&2

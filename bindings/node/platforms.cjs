@@ -1,5 +1,5 @@
 'use strict';
-// The platforms prebuilt binaries exist for, napi-rs style: one npm package
+// The platforms the release workflow builds binaries for, napi-rs style: one npm package
 // per platform (`stateseal-<platform>`), an optional dependency of the main
 // package, whose `main` is the binary. One home for the list: the loader
 // (native.cjs) and the packaging script (scripts/stage.cjs) read it here.
@@ -57,7 +57,7 @@ function load(dir, platform = current(), req = require) {
   const pkg = `stateseal-${platform}`;
   if (!Object.hasOwn(PLATFORMS, platform)) {
     throw notBuilt(
-      `stateseal: no prebuilt binary for ${platform}; prebuilt: ${Object.keys(PLATFORMS).join(', ')}. Or ${FROM_SOURCE}`,
+      `stateseal: no binary package for ${platform}; the release builds them for ${Object.keys(PLATFORMS).join(', ')}. Or ${FROM_SOURCE}`,
     );
   }
   try {

@@ -122,16 +122,21 @@ impl Server {
         }
     }
 
-    fn wait_answering(&self) -> (String, String) {
+    /// Polls `/readyz` until `done` holds for its answer (30 s at most).
+    fn wait_readiness(
+        &self,
+        what: &str,
+        done: impl Fn(&(String, String)) -> bool,
+    ) -> (String, String) {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let r = self.readiness();
-            if !r.0.is_empty() {
+            if done(&r) {
                 return r;
             }
             assert!(
                 Instant::now() < deadline,
-                "{} never answered: {}",
+                "{} {what}: {}",
                 self.addr,
                 self.logged()
             );
@@ -139,17 +144,12 @@ impl Server {
         }
     }
 
+    fn wait_answering(&self) -> (String, String) {
+        self.wait_readiness("never answered", |r| !r.0.is_empty())
+    }
+
     fn wait_ready(&self) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !self.readiness().0.contains("200") {
-            assert!(
-                Instant::now() < deadline,
-                "{} not ready: {}",
-                self.addr,
-                self.logged()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        self.wait_readiness("not ready", |r| r.0.contains("200"));
     }
 
     fn stop(&mut self) {

@@ -39,7 +39,7 @@ const common = {
   engines: source.engines,
 };
 
-const mainFiles = ['index.cjs', 'index.mjs', 'errors.cjs', 'codec.cjs', 'sdk.cjs', 'frame.cjs', 'index.d.ts', 'native.cjs', 'platforms.cjs', 'README.md'];
+const mainFiles = ['index.cjs', 'index.mjs', 'errors.cjs', 'codec.cjs', 'sdk.cjs', 'frame.cjs', 'index.d.ts', 'native.cjs', 'platforms.cjs', 'sdk-range.cjs', 'README.md'];
 const main = {
   name: source.name,
   description: source.description,

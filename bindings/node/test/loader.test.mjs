@@ -13,14 +13,14 @@ const { PLATFORMS, current, load } = require(join(packageDir, 'platforms.cjs'));
 
 const empty = () => mkdtempSync(join(tmpdir(), 'stateseal-loader-'));
 
-test('this machine is one of the prebuilt platforms', () => {
+test('this machine is one of the platforms the release builds', () => {
   assert.ok(Object.hasOwn(PLATFORMS, current()), current());
 });
 
 test('a platform without a binary is told which exist and how to build from source', () => {
   assert.throws(() => load(empty(), 'freebsd-x64'), (e) => {
     assert.equal(e.code, 'ERR_STATESEAL_NOT_BUILT');
-    assert.match(e.message, /no prebuilt binary for freebsd-x64; prebuilt: linux-x64-gnu, linux-x64-musl, linux-arm64-gnu, darwin-x64, darwin-arm64, win32-x64-msvc/);
+    assert.match(e.message, /no binary package for freebsd-x64; the release builds them for linux-x64-gnu, linux-x64-musl, linux-arm64-gnu, darwin-x64, darwin-arm64, win32-x64-msvc/);
     assert.match(e.message, /npm install \.\/bindings\/node/);
     return true;
   });

@@ -93,6 +93,19 @@ def start_service(args: list[str], port: int, log: pathlib.Path, env: dict[str, 
     return service
 
 
+def start_all(*starters) -> list[Service]:
+    """Starts each service in turn; when one fails to start, stops those already started."""
+    started: list[Service] = []
+    try:
+        for start in starters:
+            started.append(start())
+    except BaseException:
+        for service in started:
+            service.stop()
+        raise
+    return started
+
+
 @dataclass
 class Keyset:
     store: str

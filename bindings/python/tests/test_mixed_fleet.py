@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 
 import anyio
-from conftest import TIMING, Keyset, cli, node_server, python_server, rust_server
+from conftest import TIMING, Keyset, cli, node_server, python_server, rust_server, start_all
 from issuer import Issuer
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -96,11 +96,12 @@ def status(keyset: Keyset) -> dict:
 
 
 async def run_fleet(keyset: Keyset, tmp_path, issuer: Issuer) -> Tally:
-    members = [
-        rust_server(keyset, tmp_path / "rust.log", issuer),
-        python_server(keyset, tmp_path / "python.log", issuer),
-        node_server(keyset, tmp_path / "node.log", issuer),
-    ]
+    # A member that fails to start stops those started before it.
+    members = start_all(
+        lambda: rust_server(keyset, tmp_path / "rust.log", issuer),
+        lambda: python_server(keyset, tmp_path / "python.log", issuer),
+        lambda: node_server(keyset, tmp_path / "node.log", issuer),
+    )
     tally = Tally()
     pick = random.Random(0x5EA1)
     try:

@@ -16,10 +16,46 @@ the GIL and never touch the network.
 
 from __future__ import annotations
 
+import re
 from contextvars import ContextVar
+from importlib import metadata
 from typing import Any
 
 from stateseal import _native
+
+# The MCP SDK releases this package supports (pyproject.toml's `mcp` extra says
+# the same; CI runs the tests on the oldest and the newest). RequestStateBoundary
+# builds on the SDK boundary's internals (`_unseal`, `_reject`, `_security`,
+# `_audience`), which another release may change without notice, so any other
+# release is refused at import rather than trusted to fail closed.
+MCP_OLDEST = (2, 0, 0)
+MCP_FIRST_UNSUPPORTED = (2, 4, 0)
+MCP_SUPPORTED = ">=2.0.0,<2.4"
+
+
+def _mcp_release(version: str) -> tuple[int, int, int] | None:
+    """``X.Y[.Z]`` (a ``.postN`` allowed) as a tuple; None for anything else (pre-releases)."""
+    match = re.fullmatch(r"(\d+)\.(\d+)(?:\.(\d+))?(?:\.post\d+)?", version)
+    if match is None:
+        return None
+    return (int(match[1]), int(match[2]), int(match[3] or 0))
+
+
+def _check_mcp() -> None:
+    try:
+        found = metadata.version("mcp")
+    except metadata.PackageNotFoundError:
+        return  # the codec is usable without the SDK
+    release = _mcp_release(found)
+    if release is None or not MCP_OLDEST <= release < MCP_FIRST_UNSUPPORTED:
+        raise ImportError(
+            f"stateseal supports the MCP Python SDK mcp{MCP_SUPPORTED}, and mcp {found} is installed: "
+            f"install a supported release (pip install 'mcp{MCP_SUPPORTED}') or a stateseal release "
+            "that supports this one (its RequestStateBoundary builds on the SDK boundary's internals)"
+        )
+
+
+_check_mcp()
 
 try:  # the SDK's exception, so its boundary treats our failures as its own
     from mcp.server.request_state import InvalidRequestState

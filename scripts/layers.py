@@ -16,9 +16,10 @@ import re
 import sys
 from pathlib import Path
 
-# The key plane: compiled only with the `keys` feature. Everything else is the
-# data plane, which must build and make sense without it.
-KEY_PLANE = {"keyset", "provider", "rotation", "setup"}
+# The key plane: compiled only with the `keys` feature (`uri` is its URI
+# schemes, below keyset and provider). Everything else is the data plane,
+# which must build and make sense without it.
+KEY_PLANE = {"keyset", "provider", "rotation", "setup", "uri"}
 
 PATH = re.compile(r"\bcrate::(\{[^}]*\}|[a-z_][a-z0-9_]*)")
 

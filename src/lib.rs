@@ -65,6 +65,7 @@ pub mod rotation;
 mod secret;
 #[cfg(feature = "keys")]
 pub mod setup;
+#[cfg(feature = "keys")]
 mod uri;
 
 pub use cipher::aead::{AEAD_SETTING, AEAD_SPLIT_AT, AeadBackend, AeadChoice};

@@ -51,7 +51,7 @@ export STATESEAL_TOOLS_READY=1
 job unit
 step "cargo-semver-checks in place (scripts/semver-check.sh --install-only, in the background since ${semver_tool_started}s)"
 join "$semver_tool" target/semver-tool.log
-job semver
+job semver-check
 binaries_started=$SECONDS
 background target/package-binaries.log "${lowest[@]}" scripts/package.sh python node
 binaries=$started

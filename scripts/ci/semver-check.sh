@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CI job "semver": the published crates' public API against the baseline
+# CI job "semver-check": the published crates' public API against the baseline
 # revision (scripts/semver-check.sh, cargo-semver-checks). Needs Rust and the
 # clone's history.
 source "$(dirname "$0")/lib.sh"

@@ -10,16 +10,21 @@
 #   scripts/semver-check.sh [REV]     # REV: the baseline (default: as above)
 #   scripts/semver-check.sh --self-test   # shows the check refusing a removed function
 #
-# Both sides' rustdoc JSON are built with this toolchain in the shared target
-# directory (the baseline from a git worktree of REV), so the dependencies
-# lint already built are reused; cargo-semver-checks (pinned) is installed once
-# into target/tools/semver.
+# Both sides' rustdoc JSON are built with this toolchain in target/semver (the
+# baseline from a git worktree of REV), apart from the other jobs' builds;
+# cargo-semver-checks (pinned) is installed once into target/tools/semver.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 version=0.51.0
-root="${CARGO_TARGET_DIR:-target}/tools/semver"
-tool="$root/bin/cargo-semver-checks"
 target="$(mkdir -p "${CARGO_TARGET_DIR:-target}" && cd "${CARGO_TARGET_DIR:-target}" && pwd)"
+root="$target/tools/semver"
+tool="$root/bin/cargo-semver-checks"
+# worktree DIR REV: a fresh detached git worktree of REV at DIR.
+worktree() {
+  git worktree remove --force "$1" 2>/dev/null || rm -rf "$1"
+  git worktree prune
+  git worktree add --quiet --detach "$1" "$2"
+}
 if [ ! -x "$tool" ] || ! "$tool" --version | grep -qF "$version"; then
   # Its release profile is fat LTO in one codegen unit (19.5 minutes on two
   # cores here, most of them one core on the last crate); the check does not
@@ -34,9 +39,7 @@ if [ "${1:-}" = "--self-test" ]; then
   # (a commit of HEAD plus that function, in a scratch worktree), this tree
   # must be refused, naming the function.
   scratch="$target/semver-self-test"
-  git worktree remove --force "$scratch" 2>/dev/null || rm -rf "$scratch"
-  git worktree prune
-  git worktree add --quiet --detach "$scratch" HEAD
+  worktree "$scratch" HEAD
   echo 'pub fn semver_self_test_gone() {}' >> "$scratch/src/lib.rs"
   git -C "$scratch" -c user.name=semver-self-test -c user.email=self-test@semver.invalid \
     commit --quiet -am "semver self-test: one more public function"
@@ -71,11 +74,9 @@ all_crates="stateseal stateseal-vault stateseal-aws-kms stateseal-gcp-kms states
 all_crates+=" stateseal-object-store stateseal-redis stateseal-providers stateseal-contract"
 all_crates+=" stateseal-oauth stateseal-sim"
 read -r -a crates <<<"${SEMVER_CRATES:-$all_crates}"
-worktree="$target/semver-baseline"
-git worktree remove --force "$worktree" 2>/dev/null || rm -rf "$worktree"
-git worktree prune
-git worktree add --quiet --detach "$worktree" "$base"
-trap 'git worktree remove --force "$worktree" 2>/dev/null || true' EXIT
+baseline_tree="$target/semver-baseline"
+worktree "$baseline_tree" "$base"
+trap 'git worktree remove --force "$baseline_tree" 2>/dev/null || true' EXIT
 # docs DIR SIDE: every checked crate's rustdoc JSON, built from DIR in one
 # cargo call (the crates' features unified, as api/*.txt sees them), kept in
 # target/semver-json/SIDE. Both sides build in target/semver, apart from the
@@ -95,7 +96,7 @@ docs() {
   mkdir -p "$out"
   cp "$target/semver/doc/"*.json "$out/"
 }
-docs "$worktree" baseline
+docs "$baseline_tree" baseline
 docs . current
 failed=0
 for crate in "${crates[@]}"; do

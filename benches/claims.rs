@@ -13,9 +13,12 @@ use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use serde::Deserialize;
-use stateseal::{AesGcmCodec, Envelope, KeyRing, RequestIdentity, RingHandle, Secret, StateCodec};
+use stateseal::{
+    AesGcmCodec, Envelope, KeyRing, MintOptions, OpenOptions, RequestIdentity, RingHandle, Secret,
+    StateCodec, UnixTime,
+};
 
-const NOW: f64 = 1_782_345_600.0;
+const NOW: UnixTime = UnixTime::from_secs(1_782_345_600);
 
 #[derive(Deserialize)]
 struct Claims<'a> {
@@ -43,11 +46,12 @@ fn verify_serde(
 ) -> Option<String> {
     let payload = codec.unseal(token).ok()?;
     let c: Claims<'_> = serde_json::from_slice(&payload).ok()?;
+    let now = NOW.as_secs_f64();
     let ok = c.v == 1
         && c.iat.is_finite()
-        && c.iat <= NOW + 60.0
+        && c.iat <= now + 60.0
         && c.exp.is_finite()
-        && NOW < c.exp
+        && now < c.exp
         && c.m == id.method()
         && c.t.as_bytes() == id.target().as_bytes()
         && c.a == id.args_digest()
@@ -59,8 +63,8 @@ fn bench(c: &mut Criterion) {
     let ring = Arc::new(RingHandle::new(
         KeyRing::from_secrets(&[Secret::new(vec![7; 32]).expect("key")]).expect("ring"),
     ));
-    let codec = Arc::new(AesGcmCodec::new(ring));
-    let envelope = Envelope::builder(codec.clone(), Some("bench"))
+    let codec = Arc::new(AesGcmCodec::new(ring.clone()));
+    let envelope = Envelope::builder(ring, Some("bench"))
         .build()
         .expect("envelope");
     let id = RequestIdentity::from_json(
@@ -72,13 +76,14 @@ fn bench(c: &mut Criterion) {
     for size in [64usize, 1024, 16 * 1024] {
         let state = "x".repeat(size);
         let token = envelope
-            .mint_at(&id, state.as_bytes(), None, NOW)
+            .mint(&id, state.as_bytes(), MintOptions::new().at(NOW))
             .expect("mint");
         // Both readers accept the token and return the same state.
         assert_eq!(
             envelope
-                .verify_at(&id, &token, None, NOW)
+                .open(&id, &token, OpenOptions::new().at(NOW))
                 .expect("verify")
+                .state
                 .as_str(),
             Some(state.as_str())
         );
@@ -89,7 +94,8 @@ fn bench(c: &mut Criterion) {
         g.bench_with_input(BenchmarkId::new("cursor", size), &token, |b, t| {
             b.iter(|| {
                 envelope
-                    .verify_at(&id, black_box(t), None, NOW)
+                    .open(&id, black_box(t), OpenOptions::new().at(NOW))
+                    .map(|o| o.state)
                     .expect("verify")
             });
         });

@@ -10,7 +10,10 @@ use std::time::Duration;
 
 use aws_lc_rs::aead::{AES_256_GCM, Aad, LessSafeKey, Nonce, UnboundKey};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use stateseal::{AesGcmCodec, Envelope, KeyRing, RequestIdentity, RingHandle, Secret, StateCodec};
+use stateseal::{
+    AesGcmCodec, Envelope, KeyRing, MintOptions, OpenOptions, RequestIdentity, RingHandle, Secret,
+    StateCodec,
+};
 
 const SIZES: [usize; 3] = [64, 1024, 16 * 1024];
 
@@ -18,8 +21,8 @@ fn setup() -> (Arc<AesGcmCodec>, Envelope, RequestIdentity) {
     let ring = Arc::new(RingHandle::new(
         KeyRing::from_secrets(&[Secret::generate().expect("rng")]).expect("ring"),
     ));
-    let codec = Arc::new(AesGcmCodec::new(ring));
-    let envelope = Envelope::builder(codec.clone(), Some("bench"))
+    let codec = Arc::new(AesGcmCodec::new(ring.clone()));
+    let envelope = Envelope::builder(ring, Some("bench"))
         .build()
         .expect("envelope");
     let params = serde_json::json!({
@@ -56,7 +59,7 @@ fn bench(c: &mut Criterion) {
             b.iter(|| codec.seal(black_box(p)))
         });
         g.bench_with_input(BenchmarkId::new("envelope_mint", size), &state, |b, s| {
-            b.iter(|| envelope.mint(&id, black_box(s), None))
+            b.iter(|| envelope.mint(&id, black_box(s), MintOptions::new()))
         });
     }
     g.finish();
@@ -72,7 +75,9 @@ fn bench(c: &mut Criterion) {
         .expect("seal");
         let sealed = base64_turbo::URL_SAFE_NO_PAD.encode(&sealed);
         let token = codec.seal(&payload).expect("seal");
-        let minted = envelope.mint(&id, &"x".repeat(size), None).expect("mint");
+        let minted = envelope
+            .mint(&id, "x".repeat(size), MintOptions::new())
+            .expect("mint");
         g.throughput(Throughput::Bytes(size as u64));
         g.bench_with_input(BenchmarkId::new("raw_aead_b64", size), &sealed, |b, t| {
             b.iter(|| {
@@ -95,7 +100,13 @@ fn bench(c: &mut Criterion) {
         g.bench_with_input(
             BenchmarkId::new("envelope_verify", size),
             &minted,
-            |b, t| b.iter(|| envelope.verify(&id, black_box(t), None)),
+            |b, t| {
+                b.iter(|| {
+                    envelope
+                        .open(&id, black_box(t), OpenOptions::new())
+                        .map(|o| o.state)
+                })
+            },
         );
     }
     g.finish();

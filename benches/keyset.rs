@@ -14,7 +14,7 @@ use stateseal::rotation::{
 };
 use stateseal::{
     FileStore, KeyEntry, Keyset, KeysetStore, LocalProvider, ManualClock, ProviderRegistry,
-    RingHandle, RotationScheduler, StoredKeyset,
+    RingHandle, RotationScheduler, StoredKeyset, UnixTime,
 };
 
 const T0: f64 = 1_782_345_600.0;
@@ -125,7 +125,9 @@ fn verify_and_write(c: &mut Criterion) {
         store,
         f.registry.clone(),
         Arc::new(RingHandle::empty()),
-        Arc::new(ManualClock::new(T0)),
+        Arc::new(ManualClock::new(
+            UnixTime::from_secs_f64(T0).expect("a finite time"),
+        )),
     )
     .expect("scheduler");
     f.rt.block_on(sched.refresh_at(T0)).expect("refresh");

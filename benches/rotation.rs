@@ -12,7 +12,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use stateseal::rotation::{SchedulerConfig, Timing, init_keyset};
 use stateseal::{
     AesGcmCodec, FileStore, KeyRing, KeysetStore, LocalProvider, ManualClock, ProviderRegistry,
-    RingHandle, RotationScheduler, Secret, StateCodec,
+    RingHandle, RotationScheduler, Secret, StateCodec, UnixTime,
 };
 
 fn swap(c: &mut Criterion) {
@@ -95,7 +95,9 @@ fn steady_state_kms_calls(_: &mut Criterion) {
             store,
             registry,
             ring.clone(),
-            Arc::new(ManualClock::new(t0)),
+            Arc::new(ManualClock::new(
+                UnixTime::from_secs_f64(t0).expect("a finite time"),
+            )),
         )
         .expect("scheduler");
         sched.refresh_at(t0).await.expect("refresh");

@@ -15,7 +15,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use stateseal::boundary::{Boundary, FailureMode};
 use stateseal::rmcp_adapter::StateSealed;
-use stateseal::{AesGcmCodec, Envelope, KeyRing, RingHandle};
+use stateseal::{Envelope, KeyRing, RingHandle};
 
 fn usage() -> ! {
     eprintln!(
@@ -47,12 +47,9 @@ async fn main() -> std::io::Result<()> {
     let ring = Arc::new(RingHandle::new(
         KeyRing::ephemeral().map_err(std::io::Error::other)?,
     ));
-    let envelope = Envelope::builder(
-        Arc::new(AesGcmCodec::new(ring)),
-        Some("stateseal-conformance"),
-    )
-    .build()
-    .map_err(std::io::Error::other)?;
+    let envelope = Envelope::builder(ring, Some("stateseal-conformance"))
+        .build()
+        .map_err(std::io::Error::other)?;
     let boundary = Boundary::builder(Arc::new(envelope))
         .failure_mode(mode)
         .build();

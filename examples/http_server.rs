@@ -37,7 +37,7 @@ use stateseal::provider::MEMORY_REPLAY_STORE;
 use stateseal::rmcp_adapter::StateSealed;
 use stateseal::setup::{Config, start_with_clock};
 use stateseal::{
-    AesGcmCodec, Clock, Envelope, KeyRing, RingHandle, RingKey, Secret, SystemClock, TokenFormat,
+    Clock, Envelope, KeyRing, RingHandle, RingKey, Secret, SystemClock, TokenFormat, UnixTime,
 };
 use stateseal_oauth::{ResourceServer, ResourceServerConfig, require_bearer};
 
@@ -57,8 +57,9 @@ fn usage(message: &str) -> ! {
 struct OffsetClock(f64);
 
 impl Clock for OffsetClock {
-    fn now(&self) -> f64 {
-        SystemClock.now() + self.0
+    fn now(&self) -> UnixTime {
+        // A non-finite offset (`--clock-offset inf`) reads as the epoch: every state expired.
+        UnixTime::from_secs_f64(SystemClock.now().as_secs_f64() + self.0).unwrap_or(UnixTime::EPOCH)
     }
 }
 
@@ -146,7 +147,7 @@ async fn main() -> std::io::Result<()> {
             let ring = Arc::new(RingHandle::new(
                 KeyRing::from_keys(vec![Arc::new(key)]).map_err(std::io::Error::other)?,
             ));
-            let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some(AUDIENCE))
+            let envelope = Envelope::builder(ring, Some(AUDIENCE))
                 .build()
                 .map_err(std::io::Error::other)?;
             let replay = stateseal_providers::registry_from_env(false)

@@ -19,7 +19,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use serde_json::{Value, json};
 use stateseal::boundary::Boundary;
 use stateseal::rmcp_adapter::StateSealed;
-use stateseal::{AesGcmCodec, Envelope, KeyRing, RingHandle, Secret};
+use stateseal::{Envelope, KeyRing, RingHandle, Secret};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
@@ -178,7 +178,7 @@ async fn main() -> std::io::Result<()> {
         KeyRing::from_secrets(&[Secret::generate().map_err(std::io::Error::other)?])
             .map_err(std::io::Error::other)?,
     ));
-    let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("overhead"))
+    let envelope = Envelope::builder(ring, Some("overhead"))
         .build()
         .map_err(std::io::Error::other)?;
     let plain = serve(confirming::Confirming).await?;

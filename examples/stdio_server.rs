@@ -13,7 +13,7 @@ use std::sync::Arc;
 use rmcp::ServiceExt;
 use stateseal::boundary::Boundary;
 use stateseal::rmcp_adapter::StateSealed;
-use stateseal::{AesGcmCodec, Envelope, KeyRing, RingHandle};
+use stateseal::{Envelope, KeyRing, RingHandle};
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
@@ -25,7 +25,7 @@ async fn main() -> std::io::Result<()> {
     let ring = Arc::new(RingHandle::new(
         KeyRing::ephemeral().map_err(std::io::Error::other)?,
     ));
-    let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("stateseal-example"))
+    let envelope = Envelope::builder(ring, Some("stateseal-example"))
         .build()
         .map_err(std::io::Error::other)?;
     let handler = StateSealed::new(confirming::Confirming, Boundary::new(Arc::new(envelope)));

@@ -12,13 +12,17 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use stateseal::{AesGcmCodec, Envelope, KeyRing, RequestIdentity, RingHandle, Secret};
+//! use std::time::Duration;
+//! use stateseal::{Envelope, KeyRing, MintOptions, OpenOptions, RequestIdentity, RingHandle, Secret};
 //!
 //! let ring = Arc::new(RingHandle::new(KeyRing::from_secrets(&[Secret::generate()?])?));
-//! let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("my-server")).build()?;
+//! let envelope = Envelope::builder(ring, Some("my-server"))
+//!     .ttl(Duration::from_secs(300))
+//!     .build()?;
 //! let round = RequestIdentity::from_json("tools/call", br#"{"name":"deploy","arguments":{}}"#)?;
-//! let token = envelope.mint(&round, "step-2", None)?;
-//! assert_eq!(envelope.verify(&round, &token, None)?.as_str(), Some("step-2"));
+//! let token = envelope.mint(&round, "step-2", MintOptions::new())?;
+//! let opened = envelope.open(&round, &token, OpenOptions::new())?;
+//! assert_eq!(opened.state.as_str(), Some("step-2"));
 //! # Ok::<(), stateseal::Error>(())
 //! ```
 //!
@@ -69,14 +73,15 @@ pub mod setup;
 mod uri;
 
 pub use cipher::aead::{AEAD_SETTING, AEAD_SPLIT_AT, AeadBackend, AeadChoice};
-pub use clock::{Clock, ManualClock, SystemClock};
+pub use clock::{Clock, ManualClock, SystemClock, UnixTime};
 pub use codec::{
-    AesGcmCodec, NONCE_LEN, SEAL_HEADROOM, StateCodec, TAG_LEN, TOKEN_PREFIX, token_key_id,
+    AesGcmCodec, InPlaceCodec, NONCE_LEN, SEAL_HEADROOM, StateCodec, TAG_LEN, TOKEN_PREFIX,
+    token_key_id,
 };
 pub use envelope::{
-    CARRIER_METHODS, DEFAULT_MAX_TOKEN_LEN, DEFAULT_TTL_SECS, ENVELOPE_VERSION, Envelope,
-    EnvelopeBuilder, FUTURE_SKEW_SECS, PRINCIPAL_LABEL, Principal, RequestBatch, RequestIdentity,
-    SdkPayload, SingleUse,
+    CARRIER_METHODS, DEFAULT_MAX_TOKEN_LEN, DEFAULT_TTL, ENVELOPE_VERSION, Envelope,
+    EnvelopeBuilder, FUTURE_SKEW, MintOptions, OpenOptions, Opened, PRINCIPAL_LABEL, Principal,
+    RequestBatch, RequestIdentity, SdkPayload, SingleUse,
 };
 pub use error::{Error, ErrorClass};
 pub use json::Text;

@@ -13,6 +13,7 @@ use std::fmt;
 
 use sha2::{Digest, Sha256};
 
+use crate::clock::UnixTime;
 use crate::json::push_wtf8;
 use crate::principal::Principal;
 
@@ -56,15 +57,15 @@ impl fmt::Debug for RevocationSelector {
 pub struct Revocation {
     /// Whose states.
     pub selector: RevocationSelector,
-    /// Unix seconds: states with an `iat` at or before this are refused
-    /// (at: a coarse clock gives a state minted in the same tick as the
-    /// revocation an `iat` equal to it).
-    pub before: f64,
+    /// States with an `iat` at or before this are refused (at: a coarse
+    /// clock gives a state minted in the same tick as the revocation an
+    /// `iat` equal to it).
+    pub before: UnixTime,
 }
 
 impl Revocation {
     /// `principal`'s states issued before `before`.
-    pub fn principal(principal: &Principal, before: f64) -> Self {
+    pub fn principal(principal: &Principal, before: UnixTime) -> Self {
         Self {
             selector: RevocationSelector::Principal(principal_digest(principal.as_bytes())),
             before,
@@ -72,7 +73,7 @@ impl Revocation {
     }
 
     /// The states of every principal with `client_id`, issued before `before`.
-    pub fn client_id(client_id: &str, before: f64) -> Self {
+    pub fn client_id(client_id: &str, before: UnixTime) -> Self {
         Self {
             selector: RevocationSelector::ClientId(client_id.to_owned()),
             before,
@@ -80,7 +81,7 @@ impl Revocation {
     }
 
     /// Every state issued before `before`.
-    pub fn all_before(before: f64) -> Self {
+    pub fn all_before(before: UnixTime) -> Self {
         Self {
             selector: RevocationSelector::All,
             before,
@@ -97,7 +98,7 @@ impl Revocation {
     }
 
     /// Whether this entry covers a state issued at `iat` for `principal`.
-    pub fn covers(&self, iat: f64, principal: Option<&Principal>) -> bool {
+    pub fn covers(&self, iat: UnixTime, principal: Option<&Principal>) -> bool {
         RevocationList::new(std::slice::from_ref(self))
             .covers(iat, principal.map(Principal::as_bytes))
     }
@@ -148,21 +149,19 @@ impl RevocationList {
         };
         let later = |slot: &mut f64, before: f64| *slot = slot.max(before);
         for r in entries {
-            later(&mut list.latest, r.before);
+            let before = r.before.as_secs_f64();
+            later(&mut list.latest, before);
             match &r.selector {
-                RevocationSelector::All => later(&mut list.all_before, r.before),
+                RevocationSelector::All => later(&mut list.all_before, before),
                 RevocationSelector::ClientId(id) => {
                     let mut key = Vec::with_capacity(id.len() + 2);
                     push_wtf8(id.as_bytes(), &mut key);
-                    later(
-                        list.clients.entry(key).or_insert(f64::NEG_INFINITY),
-                        r.before,
-                    );
+                    later(list.clients.entry(key).or_insert(f64::NEG_INFINITY), before);
                 }
                 RevocationSelector::Principal(d) => {
                     later(
                         list.principals.entry(*d).or_insert(f64::NEG_INFINITY),
-                        r.before,
+                        before,
                     );
                 }
             }
@@ -183,13 +182,18 @@ impl RevocationList {
     /// Whether some entry could cover a state issued at `iat`, whoever
     /// presents it: for a verifier that cannot see the principal (a codec
     /// under an SDK's own boundary), which then refuses it.
-    pub fn may_cover(&self, iat: f64) -> bool {
-        !iat.is_nan() && iat <= self.latest
+    pub fn may_cover(&self, iat: UnixTime) -> bool {
+        iat.as_secs_f64() <= self.latest
     }
 
     /// Whether a verified state issued at `iat`, presented by `principal`
     /// (its bytes, as [`Principal::as_bytes`] gives them), is revoked.
-    pub fn covers(&self, iat: f64, principal: Option<&[u8]>) -> bool {
+    pub fn covers(&self, iat: UnixTime, principal: Option<&[u8]>) -> bool {
+        self.covers_secs(iat.as_secs_f64(), principal)
+    }
+
+    /// [`RevocationList::covers`] of a claim's `iat` in seconds.
+    pub(crate) fn covers_secs(&self, iat: f64, principal: Option<&[u8]>) -> bool {
         // A NaN `iat` is covered by nothing (the claims check refused it already).
         if iat.is_nan() || iat > self.latest {
             return false;
@@ -235,34 +239,44 @@ fn client_id_of(p: &[u8]) -> Option<&[u8]> {
 mod tests {
     use super::*;
 
+    fn at(secs: f64) -> UnixTime {
+        UnixTime::from_secs_f64(secs).unwrap()
+    }
+
     #[test]
     fn entries_select_by_time_client_and_principal() {
         let alice = Principal::from_components("app-1", Some("https://as"), Some("alice"));
         let bob = Principal::from_components("app-1", Some("https://as"), Some("bob"));
         let carol = Principal::from_components("app-\"2\"", None, Some("carol"));
         let list = RevocationList::new(&[
-            Revocation::principal(&alice, 100.0),
-            Revocation::client_id("app-\"2\"", 50.0),
+            Revocation::principal(&alice, at(100.0)),
+            Revocation::client_id("app-\"2\"", at(50.0)),
         ]);
-        let covers = |iat, p: &Principal| list.covers(iat, Some(p.as_bytes()));
+        let covers = |iat, p: &Principal| list.covers(at(iat), Some(p.as_bytes()));
         assert!(covers(99.9, &alice) && covers(100.0, &alice) && !covers(100.001, &alice));
         assert!(!covers(10.0, &bob), "another principal of the same client");
         assert!(covers(49.0, &carol) && covers(50.0, &carol) && !covers(50.001, &carol));
-        assert!(!list.covers(10.0, None) && !list.covers(f64::NAN, Some(alice.as_bytes())));
+        assert!(
+            !list.covers(at(10.0), None) && !list.covers_secs(f64::NAN, Some(alice.as_bytes()))
+        );
         assert!(
             !covers(10.0, &Principal::new("app-1")),
             "not the components form"
         );
-        let all = RevocationList::new(&[Revocation::all_before(10.0)]);
-        assert!(all.covers(9.0, None) && all.covers(10.0, None) && !all.covers(10.001, None));
+        let all = RevocationList::new(&[Revocation::all_before(at(10.0))]);
+        assert!(
+            all.covers(at(9.0), None)
+                && all.covers(at(10.0), None)
+                && !all.covers(at(10.001), None)
+        );
         assert!(RevocationList::default().is_empty());
-        assert!(!RevocationList::new(&[]).covers(0.0, None));
+        assert!(!RevocationList::new(&[]).covers(UnixTime::EPOCH, None));
         assert_eq!(
             client_id_of(br#"["a\"b",null,null]"#),
             Some(&br#""a\"b""#[..])
         );
         assert_eq!(client_id_of(br#"["a"]"#), None);
-        let entry = Revocation::principal(&alice, 100.0);
+        let entry = Revocation::principal(&alice, at(100.0));
         let RevocationSelector::Principal(d) = &entry.selector else {
             unreachable!()
         };
@@ -271,6 +285,6 @@ mod tests {
             !format!("{entry:?}").contains(&full),
             "Debug shows a prefix only"
         );
-        assert!(entry.covers(1.0, Some(&alice)) && !entry.covers(1.0, Some(&bob)));
+        assert!(entry.covers(at(1.0), Some(&alice)) && !entry.covers(at(1.0), Some(&bob)));
     }
 }

@@ -5,6 +5,8 @@
 
 use std::io::Read;
 
+use stateseal::UnixTime;
+
 use crate::error::CliError;
 
 /// `--now`/`--ttl`: seconds with an optional fraction.
@@ -18,6 +20,16 @@ pub(crate) fn parse_seconds(s: &str) -> Result<f64, String> {
             "expected seconds like 1782345600 or 1782345600.25, got {s:?}"
         )),
     }
+}
+
+/// `--now` (or the system clock's time) as the instant the data plane takes;
+/// a time that is not one is refused as `--now` refuses it.
+pub(crate) fn instant(now: f64) -> Result<UnixTime, CliError> {
+    UnixTime::from_secs_f64(now).ok_or_else(|| {
+        CliError::Usage(format!(
+            "--now {now}: must be Unix seconds between 1970 and 9999 (milliseconds are not accepted)"
+        ))
+    })
 }
 
 /// Reads everything on stdin (once per process).

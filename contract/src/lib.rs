@@ -94,6 +94,15 @@ pub mod provider;
 pub mod replay;
 pub mod store;
 
+/// The instant `t` seconds after the epoch, as the data plane takes it (the
+/// suites' times are the key plane's seconds).
+///
+/// # Panics
+/// When `t` is not finite.
+pub(crate) fn instant(t: f64) -> stateseal::UnixTime {
+    stateseal::UnixTime::from_secs_f64(t).expect("a finite time")
+}
+
 #[cfg(test)]
 mod tests {
     /// Every public type may cross threads: suites run on multi-threaded

@@ -32,8 +32,8 @@ use std::sync::Arc;
 
 use stateseal::rotation::{SchedulerConfig, TrustPolicy};
 use stateseal::{
-    AesGcmCodec, Envelope, KeysetStore, ManualClock, ProviderRegistry, RequestIdentity, RingHandle,
-    RotationScheduler,
+    Envelope, KeysetStore, ManualClock, MintOptions, OpenOptions, ProviderRegistry,
+    RequestIdentity, RingHandle, RotationScheduler,
 };
 
 /// A fleet member.
@@ -60,7 +60,7 @@ pub fn instance(
         store,
         registry.clone(),
         Arc::new(RingHandle::empty()),
-        Arc::new(ManualClock::new(t)),
+        Arc::new(ManualClock::new(crate::instant(t))),
     )
     .expect("scheduler")
 }
@@ -123,10 +123,10 @@ impl Member {
             store,
             registry.clone(),
             ring.clone(),
-            Arc::new(ManualClock::new(t0)),
+            Arc::new(ManualClock::new(crate::instant(t0))),
         )
         .expect("scheduler");
-        let env = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("svc"))
+        let env = Envelope::builder(ring, Some("svc"))
             .build()
             .expect("envelope");
         Self { sched, env }
@@ -134,9 +134,10 @@ impl Member {
 
     /// Whether a state minted at `now` verifies at `now`.
     pub fn works(&self, now: f64) -> bool {
+        let now = crate::instant(now);
         self.env
-            .mint_at(&round(), b"s", None, now)
-            .and_then(|t| self.env.verify_at(&round(), &t, None, now))
+            .mint(&round(), b"s", MintOptions::new().at(now))
+            .and_then(|t| self.env.open(&round(), &t, OpenOptions::new().at(now)))
             .is_ok()
     }
 }

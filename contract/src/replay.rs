@@ -15,11 +15,12 @@
 //! ```
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use stateseal::replay::{Recorded, ReplayStore};
 use stateseal::{
-    AesGcmCodec, Envelope, KeyRing, RequestIdentity, RingHandle, RingKey, Secret, SingleUse,
-    SystemClock, TokenFormat,
+    Clock, Envelope, KeyRing, MintOptions, OpenOptions, RequestIdentity, RingHandle, RingKey,
+    Secret, SingleUse, SystemClock, TokenFormat, UnixTime,
 };
 
 /// The skew allowance of the contract's envelopes (seconds).
@@ -45,8 +46,8 @@ impl States {
         let ring = Arc::new(RingHandle::new(
             KeyRing::from_keys(vec![key]).expect("ring"),
         ));
-        let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some(audience))
-            .max_skew(SKEW)
+        let envelope = Envelope::builder(ring, Some(audience))
+            .max_skew(Duration::from_secs_f64(SKEW))
             .build()
             .expect("envelope");
         let round =
@@ -59,15 +60,26 @@ impl States {
     /// # Panics
     /// When minting or opening fails.
     pub fn record_at(&self, minted: f64) -> SingleUse {
+        let at = |t: f64| UnixTime::from_secs_f64(t).expect("a finite time");
         let token = self
             .envelope
-            .mint_single_use_at(&self.round, b"s", None, minted)
+            .mint(
+                &self.round,
+                b"s",
+                MintOptions::new().at(at(minted)).single_use(true),
+            )
             .expect("mint");
-        let (_, once) = self
+        let opened = self
             .envelope
-            .open_at(&self.round, &token, None, minted + 1.0)
+            .open(
+                &self.round,
+                &token,
+                OpenOptions::new()
+                    .at(at(minted + 1.0))
+                    .records_single_use(true),
+            )
             .expect("open");
-        once.expect("a single-use state")
+        opened.single_use.expect("a single-use state")
     }
 
     /// A fresh single-use state's record, minted past the epoch of any store
@@ -75,7 +87,7 @@ impl States {
     /// refuses states issued up to the skew allowance after its epoch, and
     /// tests do not wait for time to pass).
     pub fn record(&self) -> SingleUse {
-        self.record_at(stateseal::Clock::now(&SystemClock) + SKEW + 1.0)
+        self.record_at(SystemClock.now().as_secs_f64() + SKEW + 1.0)
     }
 }
 
@@ -133,8 +145,8 @@ pub async fn run(store: Arc<dyn ReplayStore>) {
     }
     // A record is kept no longer than asked: one whose time has passed
     // (minted long ago) does not refuse the state again.
-    let now = stateseal::Clock::now(&SystemClock);
-    let old = bank.record_at(now - 7200.0);
+    let now = SystemClock.now();
+    let old = bank.record_at(now.as_secs_f64() - 7200.0);
     assert!(old.keep_until() < now);
     assert_eq!(store.record(&old).await, Ok(Recorded::First));
     assert_eq!(
@@ -144,7 +156,7 @@ pub async fn run(store: Arc<dyn ReplayStore>) {
     );
     // Issued before the store's epoch (and still live): a record of it may
     // have been lost, so it is refused however often it comes.
-    let before = bank.record_at(now - 10.0);
+    let before = bank.record_at(now.as_secs_f64() - 10.0);
     assert!(before.keep_until() > now);
     for _ in 0..2 {
         assert_eq!(

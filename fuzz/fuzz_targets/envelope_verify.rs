@@ -6,7 +6,9 @@ use std::sync::{Arc, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
 use stateseal::json::{Duplicates, Value, parse};
-use stateseal::{Envelope, Error, RejectReason, RequestIdentity, StateCodec};
+use stateseal::{
+    Envelope, Error, OpenOptions, RejectReason, RequestIdentity, RingHandle, StateCodec, UnixTime,
+};
 
 /// A codec that "opens" every token to its own bytes, so the fuzzer drives the claims checks.
 struct Plain;
@@ -23,7 +25,10 @@ impl StateCodec for Plain {
 fn envelope() -> &'static (Envelope, RequestIdentity) {
     static E: OnceLock<(Envelope, RequestIdentity)> = OnceLock::new();
     E.get_or_init(|| {
-        let env = Envelope::builder(Arc::new(Plain), Some("svc")).build().expect("envelope");
+        let env = Envelope::builder(Arc::new(RingHandle::empty()), Some("svc"))
+            .codec(Arc::new(Plain))
+            .build()
+            .expect("envelope");
         let id = RequestIdentity::from_json("tools/call", br#"{"name":"t","arguments":{}}"#).expect("id");
         (env, id)
     })
@@ -32,8 +37,8 @@ fn envelope() -> &'static (Envelope, RequestIdentity) {
 fuzz_target!(|data: &[u8]| {
     let Ok(payload) = std::str::from_utf8(data) else { return };
     let (env, id) = envelope();
-    let now = 1_782_345_600.0;
-    match env.verify_at(id, payload, None, now) {
+    let now = UnixTime::from_secs(1_782_345_600);
+    match env.open(id, payload, OpenOptions::new().at(now)).map(|o| o.state) {
         Ok(_) => {
             // Anything accepted must bind this request, audience and time (checked independently).
             let claims = parse(payload.as_bytes(), Duplicates::Reject).expect("accepted claims parse");
@@ -45,7 +50,7 @@ fuzz_target!(|data: &[u8]| {
                 Some(Value::Int(i)) => i.parse().expect("int"),
                 other => panic!("accepted exp {other:?}"),
             };
-            assert!(exp > now && exp.is_finite());
+            assert!(exp > now.as_secs_f64() && exp.is_finite());
         }
         Err(e) => assert!(e.reject_reason().is_some() && e.reject_reason() != Some(RejectReason::CodecError)),
     }

@@ -6,9 +6,13 @@
 #![no_main]
 
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
-use stateseal::{AesGcmCodec, Envelope, KeyRing, RequestIdentity, RingHandle, RingKey, Secret, TokenFormat};
+use stateseal::{
+    Envelope, KeyRing, MintOptions, OpenOptions, RequestIdentity, RingHandle, RingKey, Secret,
+    TokenFormat, UnixTime,
+};
 
 fn envelopes() -> &'static ([Envelope; 2], RequestIdentity) {
     static E: OnceLock<([Envelope; 2], RequestIdentity)> = OnceLock::new();
@@ -16,8 +20,7 @@ fn envelopes() -> &'static ([Envelope; 2], RequestIdentity) {
         let secret = Secret::new(vec![0x5a; 32]).expect("secret");
         let env = |format| {
             let ring = KeyRing::from_keys(vec![Arc::new(RingKey::with_format(&secret, format))]).expect("ring");
-            let codec = Arc::new(AesGcmCodec::new(Arc::new(RingHandle::new(ring))));
-            Envelope::builder(codec, Some("svc")).build().expect("envelope")
+            Envelope::builder(Arc::new(RingHandle::new(ring)), Some("svc")).build().expect("envelope")
         };
         let id = RequestIdentity::from_json("tools/call", br#"{"name":"t","arguments":{"k":[1,2.5]}}"#).expect("id");
         ([env(TokenFormat::V1), env(TokenFormat::V2)], id)
@@ -28,10 +31,10 @@ fuzz_target!(|data: &[u8]| {
     let Some((&pick, data)) = data.split_first() else { return };
     let (envs, id) = envelopes();
     let env = &envs[usize::from(pick & 1)];
-    let now = 1_782_345_600.0;
-    match env.mint_at(id, data, None, now) {
+    let now = UnixTime::from_secs(1_782_345_600);
+    match env.mint(id, data, MintOptions::new().at(now)) {
         Ok(token) => {
-            let back = env.verify_at(id, &token, None, now + 1.0).expect("a freshly minted token verifies");
+            let back = env.open(id, &token, OpenOptions::new().at(now + Duration::from_secs(1))).map(|o| o.state).expect("a freshly minted token verifies");
             assert_eq!(back.as_bytes(), data, "verify returns the minted state");
         }
         // Only non-WTF-8 bytes may be refused, and then whatever the length.

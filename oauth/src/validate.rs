@@ -95,7 +95,8 @@ impl ResourceServer {
     /// [`Error::InvalidToken`] naming the failed check,
     /// [`Error::KeysUnavailable`] when no key set was ever fetched.
     pub async fn authenticate(&self, token: &str) -> Result<AuthenticatedPrincipal, Error> {
-        self.authenticate_at(token, self.clock.now()).await
+        self.authenticate_at(token, self.clock.now().as_secs_f64())
+            .await
     }
 
     /// [`authenticate`](Self::authenticate) at `now` (Unix seconds).

@@ -8,8 +8,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::Extension;
 use serde_json::{Value, json};
-use stateseal::ManualClock;
 use stateseal::boundary::AuthenticatedPrincipal;
+use stateseal::{ManualClock, UnixTime};
 use stateseal_oauth::{Algorithm, Error, ResourceServer, ResourceServerConfig, require_bearer};
 use stateseal_testkit::issuer::{Issuer, hs256_token, unsigned_token};
 
@@ -193,7 +193,9 @@ async fn valid_tokens_pass_and_every_forgery_gets_a_challenge() {
 async fn a_rotated_key_is_fetched_once_and_unknown_key_ids_are_rate_limited() {
     let issuer = Issuer::start();
     let t0 = now();
-    let clock = Arc::new(ManualClock::new(t0));
+    let clock = Arc::new(ManualClock::new(
+        UnixTime::from_secs_f64(t0).expect("a finite time"),
+    ));
     let server = ResourceServer::with_clock(config(&issuer), clock.clone()).expect("server");
     let first = issuer.mint(&claims(&issuer, "alice", t0));
     if let Err(e) = server.authenticate(&first).await {
@@ -219,7 +221,7 @@ async fn a_rotated_key_is_fetched_once_and_unknown_key_ids_are_rate_limited() {
         ));
     }
     assert_eq!(issuer.fetches(), 2, "unknown key ids are rate-limited");
-    clock.advance(31.0);
+    clock.advance(Duration::from_secs(31));
     let forged = issuer.mint_unpublished(&claims(&issuer, "alice", t0));
     assert!(server.authenticate(&forged).await.is_err());
     assert_eq!(issuer.fetches(), 3, "one fetch per interval");
@@ -230,7 +232,7 @@ async fn a_rotated_key_is_fetched_once_and_unknown_key_ids_are_rate_limited() {
         .authenticate(&first)
         .await
         .expect("held keys until refreshed");
-    clock.advance(3600.0);
+    clock.advance(Duration::from_secs(3600));
     let late = issuer.mint(&claims(&issuer, "alice", clock_now(&clock)));
     server.authenticate(&late).await.expect("refetched");
     assert_eq!(issuer.fetches(), 4);
@@ -243,7 +245,7 @@ async fn a_rotated_key_is_fetched_once_and_unknown_key_ids_are_rate_limited() {
 
 fn clock_now(clock: &ManualClock) -> f64 {
     use stateseal::Clock;
-    clock.now()
+    clock.now().as_secs_f64()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -272,14 +274,16 @@ async fn without_the_issuers_keys_nothing_passes_and_held_keys_outlive_an_outage
     // Keys once fetched stay in use while the issuer is down, and a failed
     // fetch is not retried at once.
     let t0 = now();
-    let clock = Arc::new(ManualClock::new(t0));
+    let clock = Arc::new(ManualClock::new(
+        UnixTime::from_secs_f64(t0).expect("a finite time"),
+    ));
     let server = ResourceServer::with_clock(config(&issuer), clock.clone()).expect("server");
     let mut long = claims(&issuer, "alice", t0);
     long["exp"] = json!(t0 + 7200.0);
     let long = issuer.mint(&long);
     server.authenticate(&long).await.expect("fetched");
     drop(issuer);
-    clock.advance(3601.0);
+    clock.advance(Duration::from_secs(3601));
     for _ in 0..3 {
         let p = server.authenticate(&long).await.expect("held key");
         assert_eq!(p.subject.as_deref(), Some("alice"));

@@ -29,9 +29,9 @@ impl Boundary {
     /// ```
     /// # use std::sync::Arc;
     /// # use stateseal::boundary::Boundary;
-    /// # use stateseal::{AesGcmCodec, Envelope, KeyRing, RingHandle, Secret};
+    /// # use stateseal::{Envelope, KeyRing, RingHandle, Secret};
     /// # let ring = Arc::new(RingHandle::new(KeyRing::from_secrets(&[Secret::generate()?])?));
-    /// # let boundary = Boundary::new(Arc::new(Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("svc")).build()?));
+    /// # let boundary = Boundary::new(Arc::new(Envelope::builder(ring, Some("svc")).build()?));
     /// let mut params = serde_json::json!({"name": "deploy", "requestState": null});
     /// let round = boundary.open_params("tools/call", &mut params, &Ok(None)).expect("ok");
     /// let mut result = serde_json::json!({"resultType": "input_required", "requestState": "step-2"});

@@ -22,7 +22,10 @@ use std::sync::Arc;
 
 use single_use::SingleUseRounds;
 
-use crate::envelope::{CARRIER_METHODS, Envelope, Principal, RequestIdentity, SingleUse};
+use crate::envelope::{
+    CARRIER_METHODS, Envelope, MintOptions, OpenOptions, Opened, Principal, RequestIdentity,
+    SingleUse,
+};
 use crate::error::Error;
 use crate::reason::RejectReason;
 use crate::replay::ReplayStore;
@@ -110,10 +113,10 @@ impl std::fmt::Debug for AuthenticatedPrincipal {
 /// ```
 /// use std::sync::Arc;
 /// use stateseal::boundary::{Boundary, WireError};
-/// use stateseal::{AesGcmCodec, Envelope, KeyRing, RequestIdentity, RingHandle, Secret};
+/// use stateseal::{Envelope, KeyRing, RequestIdentity, RingHandle, Secret};
 ///
 /// let ring = Arc::new(RingHandle::new(KeyRing::from_secrets(&[Secret::generate()?])?));
-/// let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("my-server")).build()?;
+/// let envelope = Envelope::builder(ring, Some("my-server")).build()?;
 /// let boundary = Boundary::new(Arc::new(envelope));
 /// let round = RequestIdentity::from_json("tools/call", br#"{"name":"deploy"}"#)?;
 /// let sealed = boundary.seal(&round, "step-2", &Ok(None)).expect("sealed");
@@ -181,10 +184,10 @@ impl Boundary {
     ///
     /// ```
     /// # use std::sync::Arc;
-    /// # use stateseal::{AesGcmCodec, Envelope, KeyRing, RingHandle};
+    /// # use stateseal::{Envelope, KeyRing, RingHandle};
     /// use stateseal::boundary::{Boundary, FailureMode};
     /// # let ring = Arc::new(RingHandle::new(KeyRing::ephemeral()?));
-    /// # let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("svc")).build()?;
+    /// # let envelope = Envelope::builder(ring, Some("svc")).build()?;
     /// let boundary = Boundary::builder(Arc::new(envelope))
     ///     .failure_mode(FailureMode::TreatAsAbsent)
     ///     .build();
@@ -273,18 +276,28 @@ impl Boundary {
         let Some(token) = echoed else { return Ok(None) };
         let verdict = match principal {
             Err(PrincipalError) => Err(RejectReason::PrincipalBindingError),
-            Ok(p) => match self.envelope.open(round, token, p.as_ref()) {
-                Ok((text, Some(once))) => match self.single_use.record(&once).await {
-                    Ok(()) => plaintext(Ok(text)),
-                    Err(reason) => refuse(text, reason),
+            Ok(p) => match self.envelope.open(
+                round,
+                token,
+                OpenOptions::new()
+                    .principal(p.as_ref())
+                    .records_single_use(true),
+            ) {
+                Ok(Opened {
+                    state,
+                    single_use: Some(once),
+                    ..
+                }) => match self.single_use.record(&once).await {
+                    Ok(()) => plaintext(Ok(state)),
+                    Err(reason) => refuse(state, reason),
                 },
                 // A round this instance treats as single-use accepts nothing
                 // else: a multi-use state of it (minted by an instance without
                 // the setting, or before it) would verify any number of times.
-                Ok((text, None)) if self.single_use.covers(round) => {
-                    refuse(text, RejectReason::MissingSingleUseClaim)
+                Ok(Opened { state, .. }) if self.single_use.covers(round) => {
+                    refuse(state, RejectReason::MissingSingleUseClaim)
                 }
-                other => plaintext(other.map(|(text, _)| text)),
+                other => plaintext(other.map(|opened| opened.state)),
             },
         };
         self.decide(round.method(), verdict)
@@ -306,13 +319,18 @@ impl Boundary {
         let Some(token) = echoed else { return Ok(None) };
         let verdict = match principal {
             Err(PrincipalError) => Err(RejectReason::PrincipalBindingError),
-            Ok(p) => match self.envelope.verify(round, token, p.as_ref()) {
-                // As in `admit`: a multi-use state of a single-use round is refused.
-                Ok(text) if self.single_use.covers(round) => {
-                    refuse(text, RejectReason::MissingSingleUseClaim)
+            Ok(p) => {
+                match self
+                    .envelope
+                    .open(round, token, OpenOptions::new().principal(p.as_ref()))
+                {
+                    // As in `admit`: a multi-use state of a single-use round is refused.
+                    Ok(opened) if self.single_use.covers(round) => {
+                        refuse(opened.state, RejectReason::MissingSingleUseClaim)
+                    }
+                    verified => plaintext(verified.map(|opened| opened.state)),
                 }
-                verified => plaintext(verified),
-            },
+            }
         };
         self.decide(round.method(), verdict)
     }
@@ -360,12 +378,10 @@ impl Boundary {
             );
             return Err(WireError::internal());
         };
-        let minted = if self.single_use.covers(round) {
-            self.envelope.mint_single_use(round, state, p.as_ref())
-        } else {
-            self.envelope.mint(round, state, p.as_ref())
-        };
-        minted.map_err(|e: Error| {
+        let options = MintOptions::new()
+            .principal(p.as_ref())
+            .single_use(self.single_use.covers(round));
+        self.envelope.mint(round, state, options).map_err(|e: Error| {
             tracing::error!(method = round.method(), error = %e, "refusing to seal requestState");
             WireError::internal()
         })

@@ -4,7 +4,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use super::{PREFIX_LEN, SEAL_HEADROOM, StateCodec, TAG_LEN, base64url, scratch};
+use super::{InPlaceCodec, PREFIX_LEN, SEAL_HEADROOM, StateCodec, TAG_LEN, base64url, scratch};
 use crate::error::Error;
 use crate::key::{KID_LEN, KeyId, TokenFormat};
 use crate::random::RandomSource;
@@ -155,10 +155,33 @@ impl StateCodec for AesGcmCodec {
         buffer.reserve(SEAL_HEADROOM + TAG_LEN + payload.len());
         buffer.resize(SEAL_HEADROOM, 0);
         buffer.extend_from_slice(payload);
-        self.seal_with_headroom(buffer)
+        self.seal_in_place_to_string(buffer)
     }
 
-    fn seal_with_headroom(&self, body: Vec<u8>) -> Result<String, Error> {
+    fn unseal(&self, token: &str) -> Result<Vec<u8>, Error> {
+        let (mut raw, payload) = self.unseal_in_place(token.as_bytes(), Vec::new())?;
+        let len = payload.len();
+        raw.copy_within(payload, 0);
+        raw.truncate(len);
+        Ok(raw)
+    }
+
+    fn in_place(&self) -> Option<&dyn InPlaceCodec> {
+        Some(self)
+    }
+}
+
+impl InPlaceCodec for AesGcmCodec {
+    fn seal_in_place(&self, body: Vec<u8>, token: &mut Vec<u8>) -> Result<(), Error> {
+        token.clear();
+        let (format, body, start) = self.seal_body(body)?;
+        token.extend_from_slice(format.prefix().as_bytes());
+        base64url::encode_bytes_into(&body[start..], token);
+        scratch::keep_sealed(body);
+        Ok(())
+    }
+
+    fn seal_in_place_to_string(&self, body: Vec<u8>) -> Result<String, Error> {
         let (format, body, start) = self.seal_body(body)?;
         let sealed = &body[start..];
         let mut token = String::with_capacity(PREFIX_LEN + sealed.len().div_ceil(3) * 4);
@@ -169,29 +192,7 @@ impl StateCodec for AesGcmCodec {
         Ok(token)
     }
 
-    fn seal_with_headroom_into(&self, body: Vec<u8>, token: &mut Vec<u8>) -> Result<(), Error> {
-        token.clear();
-        let (format, body, start) = self.seal_body(body)?;
-        token.extend_from_slice(format.prefix().as_bytes());
-        base64url::encode_bytes_into(&body[start..], token);
-        scratch::keep_sealed(body);
-        Ok(())
-    }
-
-    fn unseal(&self, token: &str) -> Result<Vec<u8>, Error> {
-        let (mut raw, payload) = self.unseal_in_place(token)?;
-        let len = payload.len();
-        raw.copy_within(payload, 0);
-        raw.truncate(len);
-        Ok(raw)
-    }
-
-    fn unseal_in_place(&self, token: &str) -> Result<(Vec<u8>, Range<usize>), Error> {
-        let (format, raw) = split(token).ok_or(reject(RejectReason::Malformed))?;
-        self.open_raw(format, raw)
-    }
-
-    fn unseal_in_place_into(
+    fn unseal_in_place(
         &self,
         token: &[u8],
         mut raw: Vec<u8>,
@@ -201,16 +202,6 @@ impl StateCodec for AesGcmCodec {
             .ok_or(reject(RejectReason::Malformed))?
             .0;
         self.open_raw(format, raw)
-    }
-
-    fn revoked(&self, iat: f64, principal: Option<&[u8]>) -> bool {
-        // The ring loaded now, not the one that unsealed: a newer list only knows more.
-        self.ring.may_revoke()
-            && self
-                .ring
-                .load()
-                .as_ref()
-                .is_some_and(|ring| ring.revocations().covers(iat, principal))
     }
 }
 

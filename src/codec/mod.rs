@@ -40,7 +40,7 @@ pub use crate::cipher::TAG_LEN;
 const PREFIX_LEN: usize = 3;
 /// The longest header the built-in codec writes: a key id and a v2 nonce.
 const MAX_HEADER: usize = KID_LEN + crate::cipher::xaes::NONCE_LEN;
-/// Bytes free at the front of the buffer [`StateCodec::seal_with_headroom`] receives
+/// Bytes free at the front of the buffer [`InPlaceCodec::seal_in_place`] receives
 /// (room for the built-in codec's key id and its longest nonce).
 pub const SEAL_HEADROOM: usize = MAX_HEADER;
 
@@ -51,6 +51,8 @@ pub const SEAL_HEADROOM: usize = MAX_HEADER;
 /// URL-safe, versioned by a prefix bound under the tag, and never name their
 /// algorithm; comparisons are constant-time. Both methods are synchronous and
 /// must not do I/O: cache key material, never call a KMS per token.
+/// Revocation is not the codec's: the [`Envelope`](crate::Envelope) looks
+/// it up in its ring after every other check.
 ///
 /// ```
 /// use stateseal::{AesGcmCodec, KeyRing, RingHandle, Secret, StateCodec};
@@ -69,60 +71,6 @@ pub trait StateCodec: Send + Sync {
     /// Any error means nothing may be sent; the boundary answers `-32603`.
     fn seal(&self, payload: &[u8]) -> Result<String, Error>;
 
-    /// [`StateCodec::seal`] of `buffer[SEAL_HEADROOM..]`, handing over the buffer.
-    ///
-    /// The envelope mints through this method: a codec may write its header
-    /// into the first [`SEAL_HEADROOM`] bytes and encrypt the payload in place,
-    /// which saves a copy and leaves no plaintext copy behind. The default
-    /// calls [`StateCodec::seal`].
-    ///
-    /// ```
-    /// use stateseal::{AesGcmCodec, KeyRing, RingHandle, SEAL_HEADROOM, Secret, StateCodec};
-    /// use std::sync::Arc;
-    /// let ring = Arc::new(RingHandle::new(KeyRing::from_secrets(&[Secret::new(vec![9; 32])?])?));
-    /// let codec = AesGcmCodec::new(ring);
-    /// let mut buffer = vec![0; SEAL_HEADROOM];
-    /// buffer.extend_from_slice(b"payload");
-    /// let token = codec.seal_with_headroom(buffer)?;
-    /// assert_eq!(codec.unseal(&token)?, b"payload");
-    /// # Ok::<(), stateseal::Error>(())
-    /// ```
-    ///
-    /// # Errors
-    /// As [`StateCodec::seal`]; a buffer shorter than the headroom is an error.
-    fn seal_with_headroom(&self, buffer: Vec<u8>) -> Result<String, Error> {
-        let payload = buffer
-            .get(SEAL_HEADROOM..)
-            .ok_or(Error::Seal("buffer shorter than its headroom"))?;
-        self.seal(payload)
-    }
-
-    /// [`StateCodec::seal_with_headroom`] writing the token's ASCII bytes
-    /// into `token` (cleared first) instead of a new `String`: for bindings
-    /// that copy the token into their runtime's own string anyway, a buffer
-    /// kept between calls. The default copies the `String` in.
-    ///
-    /// ```
-    /// use stateseal::{AesGcmCodec, KeyRing, RingHandle, SEAL_HEADROOM, Secret, StateCodec};
-    /// use std::sync::Arc;
-    /// let ring = Arc::new(RingHandle::new(KeyRing::from_secrets(&[Secret::new(vec![9; 32])?])?));
-    /// let codec = AesGcmCodec::new(ring);
-    /// let mut token = Vec::new();
-    /// let mut buffer = vec![0; SEAL_HEADROOM];
-    /// buffer.extend_from_slice(b"payload");
-    /// codec.seal_with_headroom_into(buffer, &mut token)?;
-    /// assert_eq!(codec.unseal(std::str::from_utf8(&token).unwrap())?, b"payload");
-    /// # Ok::<(), stateseal::Error>(())
-    /// ```
-    ///
-    /// # Errors
-    /// As [`StateCodec::seal_with_headroom`]; `token` is then empty.
-    fn seal_with_headroom_into(&self, buffer: Vec<u8>, token: &mut Vec<u8>) -> Result<(), Error> {
-        token.clear();
-        token.extend_from_slice(self.seal_with_headroom(buffer)?.as_bytes());
-        Ok(())
-    }
-
     /// Reverses [`StateCodec::seal`].
     ///
     /// # Errors
@@ -130,70 +78,65 @@ pub trait StateCodec: Send + Sync {
     /// or unknown-key token.
     fn unseal(&self, token: &str) -> Result<Vec<u8>, Error>;
 
-    /// [`StateCodec::unseal`] that may leave the payload inside a larger
-    /// buffer: returns the buffer and the payload's range in it.
-    ///
-    /// The envelope verifies through this method, so the built-in codec
-    /// decrypts in place and the payload is moved once, not twice. The default
-    /// calls [`StateCodec::unseal`] (the whole buffer is the payload).
-    ///
-    /// ```
-    /// use stateseal::{AesGcmCodec, KeyRing, RingHandle, Secret, StateCodec};
-    /// use std::sync::Arc;
-    /// let ring = Arc::new(RingHandle::new(KeyRing::from_secrets(&[Secret::new(vec![9; 32])?])?));
-    /// let codec = AesGcmCodec::new(ring);
-    /// let (buffer, payload) = codec.unseal_in_place(&codec.seal(b"payload")?)?;
-    /// assert_eq!(&buffer[payload], b"payload");
-    /// # Ok::<(), stateseal::Error>(())
-    /// ```
+    /// The same codec's in-place forms, if it has them (the envelope then
+    /// seals and opens through them). The default has none.
+    fn in_place(&self) -> Option<&dyn InPlaceCodec> {
+        None
+    }
+}
+
+/// A codec that seals and opens inside buffers it is handed: no copy of the
+/// payload, no plaintext copy left behind, and a binding's buffers reused
+/// between calls. Offered through [`StateCodec::in_place`].
+///
+/// ```
+/// use stateseal::{AesGcmCodec, KeyRing, RingHandle, SEAL_HEADROOM, Secret, StateCodec};
+/// use std::sync::Arc;
+/// let ring = Arc::new(RingHandle::new(KeyRing::from_secrets(&[Secret::new(vec![9; 32])?])?));
+/// let codec = AesGcmCodec::new(ring);
+/// let in_place = codec.in_place().expect("the built-in codec works in place");
+/// let mut buffer = vec![0; SEAL_HEADROOM];
+/// buffer.extend_from_slice(b"payload");
+/// let mut token = Vec::new();
+/// in_place.seal_in_place(buffer, &mut token)?;
+/// let (opened, payload) = in_place.unseal_in_place(&token, Vec::new())?;
+/// assert_eq!(&opened[payload], b"payload");
+/// # Ok::<(), stateseal::Error>(())
+/// ```
+pub trait InPlaceCodec: Send + Sync {
+    /// [`StateCodec::seal`] of `buffer[SEAL_HEADROOM..]`, handing over the
+    /// buffer: the codec may write its header into the first
+    /// [`SEAL_HEADROOM`] bytes and encrypt the payload where it is. The
+    /// token's ASCII bytes are written into `token` (cleared first).
     ///
     /// # Errors
-    /// As [`StateCodec::unseal`].
-    fn unseal_in_place(&self, token: &str) -> Result<(Vec<u8>, Range<usize>), Error> {
-        let payload = self.unseal(token)?;
-        let len = payload.len();
-        Ok((payload, 0..len))
+    /// As [`StateCodec::seal`]; a buffer shorter than the headroom is an
+    /// error; `token` is then empty.
+    fn seal_in_place(&self, buffer: Vec<u8>, token: &mut Vec<u8>) -> Result<(), Error>;
+
+    /// [`InPlaceCodec::seal_in_place`] giving the token as a new `String`
+    /// (no copy through a byte buffer).
+    ///
+    /// # Errors
+    /// As [`InPlaceCodec::seal_in_place`].
+    fn seal_in_place_to_string(&self, buffer: Vec<u8>) -> Result<String, Error> {
+        let mut token = Vec::new();
+        self.seal_in_place(buffer, &mut token)?;
+        String::from_utf8(token).map_err(|_| Error::Seal("a codec wrote a token that is not text"))
     }
 
-    /// [`StateCodec::unseal_in_place`] of a token's bytes (as a binding has
-    /// them: a token that is not UTF-8 is malformed) into `buffer`, whose
-    /// bytes the codec may overwrite and reuse (a binding's buffer kept
-    /// between calls, wiped before it is kept). The default checks the token
-    /// is UTF-8 and ignores the buffer.
-    ///
-    /// ```
-    /// use stateseal::{AesGcmCodec, KeyRing, RingHandle, Secret, StateCodec};
-    /// use std::sync::Arc;
-    /// let ring = Arc::new(RingHandle::new(KeyRing::from_secrets(&[Secret::new(vec![9; 32])?])?));
-    /// let codec = AesGcmCodec::new(ring);
-    /// let kept = vec![0; 256];
-    /// let (buffer, payload) = codec.unseal_in_place_into(codec.seal(b"payload")?.as_bytes(), kept)?;
-    /// assert_eq!(&buffer[payload], b"payload");
-    /// # Ok::<(), stateseal::Error>(())
-    /// ```
+    /// [`StateCodec::unseal`] of a token's bytes (as a binding has them: a
+    /// token that is not UTF-8 is malformed), decoded into `buffer`, whose
+    /// bytes the codec may overwrite and reuse: returns the buffer and the
+    /// payload's range in it.
     ///
     /// # Errors
     /// As [`StateCodec::unseal`].
-    fn unseal_in_place_into(
+    fn unseal_in_place(
         &self,
         token: &[u8],
         buffer: Vec<u8>,
-    ) -> Result<(Vec<u8>, Range<usize>), Error> {
-        drop(buffer);
-        let token = std::str::from_utf8(token)
-            .map_err(|_| Error::Rejected(crate::reason::RejectReason::Malformed))?;
-        self.unseal_in_place(token)
-    }
-
-    /// Whether a state this codec unsealed, issued at `iat` and presented by
-    /// the principal whose bytes are `principal`, is revoked: asked by the
-    /// envelope after every other check passed. The default revokes nothing;
-    /// the built-in codec consults the revocations its ring carries
-    /// ([`KeyRing::with_revocations`](crate::KeyRing::with_revocations)).
-    fn revoked(&self, iat: f64, principal: Option<&[u8]>) -> bool {
-        let _ = (iat, principal);
-        false
-    }
+    ) -> Result<(Vec<u8>, Range<usize>), Error>;
 }
 
 #[cfg(test)]

@@ -40,7 +40,7 @@ pub(crate) fn keep_sealed(mut sealed: Vec<u8>) {
 mod tests {
     use std::sync::Arc;
 
-    use super::super::{AesGcmCodec, SEAL_HEADROOM, StateCodec, TAG_LEN};
+    use super::super::{AesGcmCodec, InPlaceCodec, SEAL_HEADROOM, StateCodec, TAG_LEN};
     use super::*;
     use crate::error::Error;
     use crate::ring::{KeyRing, RingHandle};
@@ -74,7 +74,7 @@ mod tests {
         let mut again = kept;
         again.resize(SEAL_HEADROOM, 0);
         again.extend_from_slice(b"next");
-        let next = c.seal_with_headroom(again).unwrap();
+        let next = c.seal_in_place_to_string(again).unwrap();
         assert_eq!(c.unseal(&next).unwrap(), b"next");
         assert_eq!(c.unseal(&token).unwrap(), vec![b'p'; 3000]);
         // No ring loaded: the seal fails before encrypting, and its buffer (plaintext) is not kept.

@@ -48,69 +48,22 @@ fn roundtrip_and_rotation() {
 #[test]
 fn seals_in_the_handed_over_buffer() {
     let c = codec(b"k");
+    let in_place = c.in_place().expect("the built-in codec works in place");
     let mut buffer = vec![0xaa; SEAL_HEADROOM];
     buffer.extend_from_slice(b"payload");
-    let token = c.seal_with_headroom(buffer).unwrap();
+    let token = in_place.seal_in_place_to_string(buffer).unwrap();
     assert_eq!(c.unseal(&token).unwrap(), b"payload");
     assert_eq!(
-        c.seal_with_headroom(vec![0; SEAL_HEADROOM - 1]),
+        in_place.seal_in_place_to_string(vec![0; SEAL_HEADROOM - 1]),
         Err(Error::Seal("buffer shorter than its headroom"))
     );
-    // A codec that only implements `seal` gets the payload without the headroom.
-    struct Echo;
-    impl StateCodec for Echo {
-        fn seal(&self, payload: &[u8]) -> Result<String, Error> {
-            Ok(String::from_utf8_lossy(payload).into_owned())
-        }
-        fn unseal(&self, _: &str) -> Result<Vec<u8>, Error> {
-            Err(Error::Rejected(RejectReason::Malformed))
-        }
-    }
-    let mut buffer = vec![b'#'; SEAL_HEADROOM];
-    buffer.extend_from_slice(b"abc");
-    assert_eq!(Echo.seal_with_headroom(buffer).unwrap(), "abc");
     // Unsealing in place: the built-in codec's payload sits after its header.
-    let (raw, at) = c.unseal_in_place(&token).unwrap();
+    let (raw, at) = in_place
+        .unseal_in_place(token.as_bytes(), Vec::new())
+        .unwrap();
     assert_eq!(
         (&raw[at.clone()], at.start),
         (&b"payload"[..], KID_LEN + NONCE_LEN)
-    );
-    struct Plain;
-    impl StateCodec for Plain {
-        fn seal(&self, payload: &[u8]) -> Result<String, Error> {
-            Ok(String::from_utf8_lossy(payload).into_owned())
-        }
-        fn unseal(&self, token: &str) -> Result<Vec<u8>, Error> {
-            Ok(token.as_bytes().to_vec())
-        }
-    }
-    assert_eq!(
-        Plain.unseal_in_place("abc").unwrap(),
-        (b"abc".to_vec(), 0..3)
-    );
-    assert!(Echo.seal_with_headroom(Vec::new()).is_err());
-    // The defaults of the `_into` forms: the token's bytes copied in, the buffer unused.
-    let mut token = b"stale".to_vec();
-    let mut buffer = vec![b'#'; SEAL_HEADROOM];
-    buffer.extend_from_slice(b"abc");
-    Echo.seal_with_headroom_into(buffer, &mut token).unwrap();
-    assert_eq!(token, b"abc");
-    assert!(
-        Echo.seal_with_headroom_into(Vec::new(), &mut token)
-            .is_err()
-    );
-    assert!(token.is_empty());
-    assert_eq!(
-        Plain.unseal_in_place_into(b"abc", vec![9; 40]).unwrap(),
-        (b"abc".to_vec(), 0..3)
-    );
-    // The default refuses bytes that are not UTF-8 as malformed, before the codec sees them.
-    assert_eq!(
-        Plain
-            .unseal_in_place_into(b"ab\xff", Vec::new())
-            .unwrap_err()
-            .reject_reason(),
-        Some(RejectReason::Malformed)
     );
 }
 
@@ -129,7 +82,7 @@ fn seals_and_opens_in_the_callers_buffers() {
             let at = token.as_ptr();
             let mut buffer = vec![0; SEAL_HEADROOM];
             buffer.extend_from_slice(&payload);
-            c.seal_with_headroom_into(buffer, &mut token).unwrap();
+            c.seal_in_place(buffer, &mut token).unwrap();
             let text = std::str::from_utf8(&token).unwrap().to_owned();
             assert!(text.starts_with(prefix));
             if len < 2999 {
@@ -137,12 +90,12 @@ fn seals_and_opens_in_the_callers_buffers() {
             }
             // Opened by every form, including `unseal` of a token sealed the other way.
             assert_eq!(c.unseal(&text).unwrap(), payload);
-            let (raw, range) = c.unseal_in_place_into(text.as_bytes(), kept).unwrap();
+            let (raw, range) = c.unseal_in_place(text.as_bytes(), kept).unwrap();
             assert_eq!(&raw[range], &payload[..]);
             kept = raw;
             let sealed = c.seal(&payload).unwrap();
             assert_eq!(sealed.len(), text.len());
-            let (raw, range) = c.unseal_in_place_into(sealed.as_bytes(), kept).unwrap();
+            let (raw, range) = c.unseal_in_place(sealed.as_bytes(), kept).unwrap();
             assert_eq!(&raw[range], &payload[..]);
             kept = raw;
         }
@@ -155,9 +108,7 @@ fn seals_and_opens_in_the_callers_buffers() {
         (good[..good.len() - 1].to_owned(), RejectReason::Malformed),
         (String::from("v2.AAAA"), RejectReason::Malformed),
     ] {
-        let refused = v2
-            .unseal_in_place_into(bad.as_bytes(), vec![1; 64])
-            .unwrap_err();
+        let refused = v2.unseal_in_place(bad.as_bytes(), vec![1; 64]).unwrap_err();
         assert_eq!(refused.reject_reason(), Some(why), "{bad}");
         assert_eq!(reason(v2.unseal(&bad)), why);
     }
@@ -175,7 +126,7 @@ fn seals_and_opens_in_the_callers_buffers() {
     accented.splice(10..11, "é".bytes());
     not_text.push(accented);
     for bad in not_text {
-        let refused = v2.unseal_in_place_into(&bad, vec![1; 64]).unwrap_err();
+        let refused = v2.unseal_in_place(&bad, vec![1; 64]).unwrap_err();
         assert_eq!(
             refused.reject_reason(),
             Some(RejectReason::Malformed),
@@ -183,7 +134,7 @@ fn seals_and_opens_in_the_callers_buffers() {
         );
     }
     assert_eq!(
-        v1.unseal_in_place_into(good.as_bytes(), Vec::new())
+        InPlaceCodec::unseal_in_place(&v1, good.as_bytes(), Vec::new())
             .unwrap_err()
             .reject_reason(),
         Some(RejectReason::UnknownKey)
@@ -193,7 +144,7 @@ fn seals_and_opens_in_the_callers_buffers() {
     let mut buffer = vec![0; SEAL_HEADROOM];
     buffer.push(b'p');
     assert_eq!(
-        unready.seal_with_headroom_into(buffer, &mut token),
+        unready.seal_in_place(buffer, &mut token),
         Err(Error::NotReady)
     );
     assert!(token.is_empty());
@@ -241,7 +192,7 @@ fn v2_tokens_round_trip_and_every_bit_flip_rejects() {
             assert_eq!(reason(c.unseal(&forged)), expect, "byte {i} bit {bit}");
         }
     }
-    let (buffer, at) = c.unseal_in_place(&t).unwrap();
+    let (buffer, at) = c.unseal_in_place(t.as_bytes(), Vec::new()).unwrap();
     assert_eq!((&buffer[at.clone()], at.start), (&b"{}"[..], KID_LEN + 24));
 }
 

@@ -1,176 +1,91 @@
 //! Minting: the claims written and sealed for one round.
 
-use super::{Envelope, Principal, RequestIdentity, claims, principal, single_use};
+use super::{Envelope, MintOptions, RequestIdentity, claims, principal, single_use};
 use crate::codec::{SEAL_HEADROOM, TAG_LEN};
 use crate::error::Error;
-use crate::json::{Text, is_plain_ascii};
+use crate::json::is_plain_ascii;
 
 impl Envelope {
-    /// Seals `state` for the round `identity`, bound to `principal` when given.
-    ///
-    /// # Errors
-    /// [`Error::Random`] or a codec error; nothing may be sent then.
-    pub fn mint(
-        &self,
-        identity: &RequestIdentity,
-        state: &str,
-        principal: Option<&Principal>,
-    ) -> Result<String, Error> {
-        self.mint_wtf8(
-            identity,
-            state.as_bytes(),
-            principal,
-            self.clock.now(),
-            false,
-        )
-    }
-
-    /// Seals a single-use `state`: it carries a random id, and it verifies
-    /// only through [`Envelope::open`], whose caller records the id in a
-    /// [`ReplayStore`](crate::replay::ReplayStore) before accepting it (the
-    /// [`Boundary`](crate::boundary::Boundary) does this for the tools,
-    /// prompts and resources it is told are single-use).
+    /// Seals `state` (UTF-8, or WTF-8: a lone surrogate is allowed) for the
+    /// round `identity`, as `options` say.
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use stateseal::{AesGcmCodec, Envelope, Error, KeyRing, RejectReason, RequestIdentity, RingHandle, RingKey, Secret, TokenFormat};
+    /// use stateseal::{Envelope, Error, KeyRing, MintOptions, OpenOptions, RejectReason, RequestIdentity, RingHandle, RingKey, Secret, TokenFormat};
     ///
     /// let ring = Arc::new(RingHandle::new(KeyRing::from_keys(vec![Arc::new(RingKey::with_format(&Secret::generate()?, TokenFormat::V2))])?));
-    /// let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("bank")).build()?;
+    /// let envelope = Envelope::builder(ring, Some("bank")).build()?;
     /// let id = RequestIdentity::from_json("tools/call", br#"{"name":"transfer","arguments":{"amount":5}}"#)?;
-    /// let token = envelope.mint_single_use(&id, "confirm", None)?;
-    /// // The plain verify cannot record it, so it refuses it.
-    /// assert_eq!(envelope.verify(&id, &token, None).unwrap_err(), Error::Rejected(RejectReason::ReplayStoreUnavailable));
-    /// let (state, single_use) = envelope.open(&id, &token, None)?;
-    /// assert_eq!(state.as_str(), Some("confirm"));
-    /// assert!(single_use.is_some());
+    /// let token = envelope.mint(&id, "confirm", MintOptions::new().single_use(true))?;
+    /// // A caller that records nothing cannot enforce single use, so it is refused.
+    /// let refused = envelope.open(&id, &token, OpenOptions::new()).unwrap_err();
+    /// assert_eq!(refused, Error::Rejected(RejectReason::ReplayStoreUnavailable));
+    /// let opened = envelope.open(&id, &token, OpenOptions::new().records_single_use(true))?;
+    /// assert_eq!(opened.state.as_str(), Some("confirm"));
+    /// assert!(opened.single_use.is_some());
     /// # Ok::<(), stateseal::Error>(())
     /// ```
     ///
     /// # Errors
-    /// As [`Envelope::mint`], plus [`Error::Seal`] when the ring's primary key
-    /// is a `v1.` key: the Python SDK's codec opens `v1.` tokens and ignores
-    /// the id, so a mixed fleet would accept a replay.
-    pub fn mint_single_use(
+    /// [`Error::Random`] or a codec error, nothing may be sent then;
+    /// [`Error::Seal`] when `state` is neither UTF-8 nor WTF-8 (a pair of
+    /// surrogates must be written as the one code point it stands for, or
+    /// open could not give it back), when its token would exceed
+    /// `max_token_len`, or for a single-use state under a `v1.` primary key
+    /// (the Python SDK's codec opens `v1.` tokens and ignores the id, so a
+    /// mixed fleet would accept a replay).
+    pub fn mint(
         &self,
         identity: &RequestIdentity,
-        state: &str,
-        principal: Option<&Principal>,
+        state: impl AsRef<[u8]>,
+        options: MintOptions<'_>,
     ) -> Result<String, Error> {
-        self.mint_wtf8(
-            identity,
-            state.as_bytes(),
-            principal,
-            self.clock.now(),
-            true,
-        )
+        let payload = self.payload(identity, state.as_ref(), &options)?;
+        let token = match self.codec.in_place() {
+            Some(codec) => codec.seal_in_place_to_string(payload)?,
+            None => self.codec.seal(&payload[SEAL_HEADROOM..])?,
+        };
+        self.sealed(token.as_bytes(), options.single_use)?;
+        Ok(token)
     }
 
-    /// [`Envelope::mint_single_use`] at an explicit time (`state` as in [`Envelope::mint_at`]).
-    ///
-    /// # Errors
-    /// As [`Envelope::mint_single_use`] and [`Envelope::mint_at`].
-    pub fn mint_single_use_at(
-        &self,
-        identity: &RequestIdentity,
-        state: &[u8],
-        principal: Option<&Principal>,
-        now: f64,
-    ) -> Result<String, Error> {
-        wtf8(state)?;
-        self.mint_wtf8(identity, state, principal, now, true)
-    }
-
-    /// [`Envelope::mint`] of a [`Text`] state (which may hold a lone surrogate).
-    ///
-    /// # Errors
-    /// As [`Envelope::mint`].
-    pub fn mint_text(
-        &self,
-        identity: &RequestIdentity,
-        state: &Text,
-        principal: Option<&Principal>,
-    ) -> Result<String, Error> {
-        self.mint_wtf8(
-            identity,
-            state.as_bytes(),
-            principal,
-            self.clock.now(),
-            false,
-        )
-    }
-
-    /// [`Envelope::mint`] at an explicit time (`state` is UTF-8 or WTF-8 bytes).
-    ///
-    /// # Errors
-    /// As [`Envelope::mint`], plus [`Error::Seal`] when `state` is not WTF-8
-    /// (a lone surrogate is allowed; a pair of surrogates must be written as
-    /// the one code point it stands for, or verify could not give it back).
-    pub fn mint_at(
-        &self,
-        identity: &RequestIdentity,
-        state: &[u8],
-        principal: Option<&Principal>,
-        now: f64,
-    ) -> Result<String, Error> {
-        wtf8(state)?;
-        self.mint_wtf8(identity, state, principal, now, false)
-    }
-
-    /// [`Envelope::mint_at`] writing the token's ASCII bytes into `token`
+    /// [`Envelope::mint`] writing the token's ASCII bytes into `token`
     /// (cleared first) rather than a new `String`: for a binding that copies
     /// the token into its runtime's own string, from a buffer it keeps
     /// between calls (nothing allocated or freed per mint).
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use stateseal::{AesGcmCodec, Envelope, KeyRing, RequestIdentity, RingHandle, Secret};
+    /// use stateseal::{Envelope, KeyRing, MintOptions, OpenOptions, RequestIdentity, RingHandle, Secret, UnixTime};
     ///
     /// let ring = Arc::new(RingHandle::new(KeyRing::from_secrets(&[Secret::generate()?])?));
-    /// let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("bank")).build()?;
+    /// let envelope = Envelope::builder(ring, Some("bank")).build()?;
     /// let id = RequestIdentity::from_json("tools/call", br#"{"name":"transfer"}"#)?;
+    /// let now = UnixTime::from_secs(1_800_000_000);
     /// let mut token = Vec::new();
-    /// envelope.mint_into_at(&id, b"step 2", None, 1.8e9, &mut token)?;
-    /// let token = String::from_utf8(token).unwrap();
-    /// assert_eq!(envelope.verify_at(&id, &token, None, 1.8e9)?.as_str(), Some("step 2"));
+    /// envelope.mint_into(&id, b"step 2", MintOptions::new().at(now), &mut token)?;
+    /// let opened = envelope.open(&id, &token, OpenOptions::new().at(now).buffer(Vec::with_capacity(256)))?;
+    /// assert_eq!(opened.state.as_str(), Some("step 2"));
     /// # Ok::<(), stateseal::Error>(())
     /// ```
     ///
     /// # Errors
-    /// As [`Envelope::mint_at`]; `token` is then empty.
-    pub fn mint_into_at(
+    /// As [`Envelope::mint`]; `token` is then empty.
+    pub fn mint_into(
         &self,
         identity: &RequestIdentity,
-        state: &[u8],
-        principal: Option<&Principal>,
-        now: f64,
+        state: impl AsRef<[u8]>,
+        options: MintOptions<'_>,
         token: &mut Vec<u8>,
     ) -> Result<(), Error> {
         token.clear();
-        // A plain state (printable ASCII) is UTF-8: the scan that finds it
-        // plain, which the claims need anyway, spares the UTF-8 check.
-        let plain = is_plain_ascii(state);
-        if !plain {
-            wtf8(state)?;
+        let payload = self.payload(identity, state.as_ref(), &options)?;
+        match self.codec.in_place() {
+            Some(codec) => codec.seal_in_place(payload, token)?,
+            None => token.extend_from_slice(self.codec.seal(&payload[SEAL_HEADROOM..])?.as_bytes()),
         }
-        let payload = self.payload(identity, state, Some(plain), principal, now, false)?;
-        self.codec.seal_with_headroom_into(payload, token)?;
-        self.sealed(token, false).inspect_err(|_| token.clear())
-    }
-
-    /// Mints a state already known to be WTF-8 (a `&str` or a [`Text`]).
-    fn mint_wtf8(
-        &self,
-        identity: &RequestIdentity,
-        state: &[u8],
-        principal: Option<&Principal>,
-        now: f64,
-        single_use: bool,
-    ) -> Result<String, Error> {
-        let payload = self.payload(identity, state, None, principal, now, single_use)?;
-        let token = self.codec.seal_with_headroom(payload)?;
-        self.sealed(token.as_bytes(), single_use)?;
-        Ok(token)
+        self.sealed(token, options.single_use)
+            .inspect_err(|_| token.clear())
     }
 
     /// The round's claims and `state` (plain or not, if known), written after
@@ -179,15 +94,21 @@ impl Envelope {
         &self,
         identity: &RequestIdentity,
         state: &[u8],
-        state_plain: Option<bool>,
-        principal: Option<&Principal>,
-        now: f64,
-        single_use: bool,
+        options: &MintOptions<'_>,
     ) -> Result<Vec<u8>, Error> {
-        let p_claim = principal
+        // A plain state (printable ASCII) is UTF-8: the scan that finds it
+        // plain, which the claims need anyway, spares the WTF-8 check.
+        let plain = is_plain_ascii(state);
+        if !plain && !is_wtf8(state) {
+            return Err(Error::Seal("state is neither UTF-8 nor WTF-8"));
+        }
+        let now = options.at.unwrap_or_else(|| self.clock.now()).as_secs_f64();
+        let p_claim = options
+            .principal
             .map(|p| principal::claim(p, &self.random))
             .transpose()?;
-        let u_claim = single_use
+        let u_claim = options
+            .single_use
             .then(|| single_use::SingleUseId::generate(&self.random).map(|id| id.encode()))
             .transpose()?;
         // The payload is written after room for the codec's header, so the built-in
@@ -195,10 +116,10 @@ impl Envelope {
         Ok(claims::write_payload(
             &claims::MintClaims {
                 iat: now,
-                exp: now + self.ttl,
+                exp: now + self.ttl_secs,
                 identity,
                 state,
-                state_plain,
+                state_plain: Some(plain),
                 audience: self.audience.as_deref(),
                 principal_claim: p_claim.as_deref(),
                 single_use: u_claim.as_deref(),
@@ -225,15 +146,6 @@ impl Envelope {
         }
         metrics::counter!("stateseal_seals_total").increment(1);
         Ok(())
-    }
-}
-
-/// Nothing if `state` is WTF-8; otherwise the error every `_at` mint gives.
-fn wtf8(state: &[u8]) -> Result<(), Error> {
-    if is_wtf8(state) {
-        Ok(())
-    } else {
-        Err(Error::Seal("state is neither UTF-8 nor WTF-8"))
     }
 }
 

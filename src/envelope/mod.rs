@@ -14,29 +14,35 @@ mod batch;
 mod claims;
 mod identity;
 mod mint;
+mod open;
+mod options;
 mod principal;
 mod sdk_payload;
 mod single_use;
-mod verify;
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 pub use batch::RequestBatch;
-pub use claims::{ENVELOPE_VERSION, FUTURE_SKEW_SECS};
+pub use claims::{ENVELOPE_VERSION, FUTURE_SKEW};
 pub use identity::{CARRIER_METHODS, RequestIdentity};
+pub use options::{MintOptions, OpenOptions, Opened};
 pub use principal::{PRINCIPAL_LABEL, Principal};
 pub use sdk_payload::SdkPayload;
 pub use single_use::SingleUse;
 
 use crate::clock::{Clock, SystemClock};
-use crate::codec::StateCodec;
+use crate::codec::{AesGcmCodec, StateCodec};
 use crate::error::Error;
 use crate::random::RandomSource;
+use crate::ring::RingHandle;
 
-/// The default state lifetime, in seconds.
-pub const DEFAULT_TTL_SECS: f64 = 600.0;
+/// The default state lifetime: ten minutes.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(600);
 
-/// The default longest token [`Envelope::verify`] decodes: 1 MiB of text, about
+/// The default longest token [`Envelope::open`] decodes: 1 MiB of text, about
 /// 768 KiB of sealed claims.
 pub const DEFAULT_MAX_TOKEN_LEN: usize = 1 << 20;
 
@@ -47,21 +53,26 @@ const MIN_MAX_TOKEN_LEN: usize = 256;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use stateseal::{AesGcmCodec, Envelope, KeyRing, RequestIdentity, RingHandle, RingKey, Secret, TokenFormat};
+/// use stateseal::{Envelope, KeyRing, MintOptions, OpenOptions, RequestIdentity, RingHandle, Secret};
 ///
 /// let ring = Arc::new(RingHandle::new(KeyRing::from_secrets(&[Secret::new(vec![7; 32])?])?));
-/// let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("my-server")).build()?;
+/// let envelope = Envelope::builder(ring, Some("my-server")).build()?;
 /// let id = RequestIdentity::from_json("tools/call", br#"{"name":"deploy","arguments":{"env":"prod"}}"#)?;
-/// let token = envelope.mint(&id, "awaiting-confirm", None)?;
-/// let state = envelope.verify(&id, &token, None)?;
-/// assert_eq!(state.as_str(), Some("awaiting-confirm"));
+/// let token = envelope.mint(&id, "awaiting-confirm", MintOptions::new())?;
+/// let opened = envelope.open(&id, &token, OpenOptions::new())?;
+/// assert_eq!(opened.state.as_str(), Some("awaiting-confirm"));
 /// # Ok::<(), stateseal::Error>(())
 /// ```
 #[derive(Debug)]
 pub struct Envelope {
     codec: Arc<dyn StateCodec>,
-    ttl: f64,
-    max_skew: f64,
+    /// Where the revocations come from: the ring the key plane publishes.
+    ring: Arc<RingHandle>,
+    ttl: Duration,
+    max_skew: Duration,
+    /// `ttl` and `max_skew` in the seconds the claims are written in.
+    ttl_secs: f64,
+    max_skew_secs: f64,
     max_token_len: usize,
     audience: Option<String>,
     clock: Arc<dyn Clock>,
@@ -77,24 +88,32 @@ impl std::fmt::Debug for dyn StateCodec {
 /// Builder for [`Envelope`].
 #[derive(Debug)]
 pub struct EnvelopeBuilder {
-    inner: Envelope,
+    codec: Option<Arc<dyn StateCodec>>,
+    ring: Arc<RingHandle>,
+    ttl: Duration,
+    max_skew: Duration,
+    max_token_len: usize,
+    audience: Option<String>,
+    clock: Arc<dyn Clock>,
+    random: RandomSource,
 }
 
 impl Envelope {
-    /// Starts a builder. `audience` is the service identity (usually the server's
-    /// name) and must be stated: `None` deliberately mints audience-free tokens
-    /// that any service sharing the keys would accept.
-    pub fn builder(codec: Arc<dyn StateCodec>, audience: Option<&str>) -> EnvelopeBuilder {
+    /// Starts a builder over the keys and revocations of `ring` (sealed by
+    /// the built-in [`AesGcmCodec`] unless [`EnvelopeBuilder::codec`] says
+    /// otherwise). `audience` is the service identity (usually the server's
+    /// name) and must be stated: `None` deliberately mints audience-free
+    /// tokens that any service sharing the keys would accept.
+    pub fn builder(ring: Arc<RingHandle>, audience: Option<&str>) -> EnvelopeBuilder {
         EnvelopeBuilder {
-            inner: Self {
-                codec,
-                ttl: DEFAULT_TTL_SECS,
-                max_skew: FUTURE_SKEW_SECS,
-                max_token_len: DEFAULT_MAX_TOKEN_LEN,
-                audience: audience.map(str::to_owned),
-                clock: Arc::new(SystemClock),
-                random: RandomSource::Os,
-            },
+            codec: None,
+            ring,
+            ttl: DEFAULT_TTL,
+            max_skew: FUTURE_SKEW,
+            max_token_len: DEFAULT_MAX_TOKEN_LEN,
+            audience: audience.map(str::to_owned),
+            clock: Arc::new(SystemClock),
+            random: RandomSource::Os,
         }
     }
 
@@ -103,70 +122,97 @@ impl Envelope {
         self.audience.as_deref()
     }
 
-    /// The state lifetime in seconds.
-    pub fn ttl(&self) -> f64 {
+    /// The state lifetime.
+    pub fn ttl(&self) -> Duration {
         self.ttl
+    }
+
+    /// Whether the ring's revocations cover a state issued at `iat` (Unix
+    /// seconds) for `principal`: the ring loaded now, not the one that
+    /// unsealed (a newer list only knows more).
+    fn revoked(&self, iat: f64, principal: Option<&Principal>) -> bool {
+        self.ring.may_revoke()
+            && self.ring.load().as_ref().is_some_and(|ring| {
+                ring.revocations()
+                    .covers_secs(iat, principal.map(Principal::as_bytes))
+            })
     }
 }
 
 impl EnvelopeBuilder {
-    /// State lifetime in seconds (default 600); must be positive and finite.
-    pub fn ttl(mut self, secs: f64) -> Self {
-        self.inner.ttl = secs;
+    /// State lifetime (default [`DEFAULT_TTL`], ten minutes); must not be zero.
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl;
         self
     }
 
     /// How far ahead of this verifier's clock a state's `iat` may be: the
-    /// fleet's largest clock difference S. The default, [`FUTURE_SKEW_SECS`]
+    /// fleet's largest clock difference S. The default, [`FUTURE_SKEW`]
     /// (60 s), is the Python SDK's fixed value; above it, Python servers in the
     /// same fleet reject states minted by clocks further ahead than 60 s.
-    pub fn max_skew(mut self, secs: f64) -> Self {
-        self.inner.max_skew = secs;
+    pub fn max_skew(mut self, max_skew: Duration) -> Self {
+        self.max_skew = max_skew;
         self
     }
 
-    /// The longest token [`Envelope::verify`] will decode (default
+    /// Seals and opens with `codec` instead of the built-in one (the ring
+    /// still supplies the revocations).
+    pub fn codec(mut self, codec: Arc<dyn StateCodec>) -> Self {
+        self.codec = Some(codec);
+        self
+    }
+
+    /// The longest token [`Envelope::open`] will decode (default
     /// [`DEFAULT_MAX_TOKEN_LEN`], 1 MiB). Longer echoes are rejected as
     /// malformed before any work; [`Envelope::mint`] refuses a state whose token
     /// would be longer. Stricter than the Python SDK, which has no limit.
     pub fn max_token_len(mut self, bytes: usize) -> Self {
-        self.inner.max_token_len = bytes;
+        self.max_token_len = bytes;
         self
     }
 
-    /// The clock used by [`Envelope::mint`] and [`Envelope::verify`].
+    /// The clock [`Envelope::mint`] and [`Envelope::open`] read unless
+    /// told the time ([`MintOptions::at`], [`OpenOptions::at`]).
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.inner.clock = clock;
+        self.clock = clock;
         self
     }
 
     /// Replaces the salt randomness (the `deterministic-testing` feature only).
     #[cfg(feature = "deterministic-testing")]
     pub fn random_source(mut self, random: RandomSource) -> Self {
-        self.inner.random = random;
+        self.random = random;
         self
     }
 
     /// Validates and builds.
     ///
     /// # Errors
-    /// [`Error::InvalidTtl`] for a TTL that is not a positive finite number;
-    /// [`Error::Config`] for a negative or non-finite `max_skew`, or a
+    /// [`Error::InvalidTtl`] for a zero TTL; [`Error::Config`] for a
     /// `max_token_len` too short for any token.
     pub fn build(self) -> Result<Envelope, Error> {
-        if !(self.inner.ttl.is_finite() && self.inner.ttl > 0.0) {
+        if self.ttl.is_zero() {
             return Err(Error::InvalidTtl);
         }
-        if !(self.inner.max_skew.is_finite() && self.inner.max_skew >= 0.0) {
-            return Err(Error::Config(
-                "max_skew must be zero or a positive number of seconds".into(),
-            ));
-        }
-        if self.inner.max_token_len < MIN_MAX_TOKEN_LEN {
+        if self.max_token_len < MIN_MAX_TOKEN_LEN {
             return Err(Error::Config(format!(
                 "max_token_len must be at least {MIN_MAX_TOKEN_LEN} bytes"
             )));
         }
-        Ok(self.inner)
+        let codec = self
+            .codec
+            .unwrap_or_else(|| Arc::new(AesGcmCodec::new(Arc::clone(&self.ring))));
+        Ok(Envelope {
+            codec,
+            ring: self.ring,
+            ttl: self.ttl,
+            max_skew: self.max_skew,
+            ttl_secs: self.ttl.as_secs_f64(),
+            max_skew_secs: self.max_skew.as_secs_f64(),
+            max_token_len: self.max_token_len,
+            audience: self.audience,
+            clock: self.clock,
+            random: self.random,
+        })
     }
 }

@@ -2,6 +2,7 @@
 //! and open such payloads (the Python SDK builds its claims and hands our
 //! codec the bytes): read exactly as Python's `json.loads` reads them.
 
+use crate::clock::UnixTime;
 use crate::error::Error;
 use crate::json::{Duplicates, Value};
 use crate::reason::RejectReason;
@@ -15,7 +16,7 @@ use crate::reason::RejectReason;
 /// use stateseal::SdkPayload;
 ///
 /// let claims = SdkPayload::parse(br#"{"v":1,"iat":10.5,"exp":70,"m":"tools/call","t":"transfer","s":"\ud800"}"#)?;
-/// assert_eq!(claims.issued_at(), Some(10.5));
+/// assert_eq!(claims.issued_at().map(|t| t.as_secs_f64()), Some(10.5));
 /// assert_eq!(claims.round(), Some(("tools/call", "transfer")));
 /// assert!(!claims.has("u"));
 /// # Ok::<(), stateseal::Error>(())
@@ -39,9 +40,9 @@ impl SdkPayload {
         }
     }
 
-    /// The `iat` claim, when it is a number.
-    pub fn issued_at(&self) -> Option<f64> {
-        self.number("iat")
+    /// The `iat` claim, when it is a finite number.
+    pub fn issued_at(&self) -> Option<UnixTime> {
+        self.number("iat").and_then(UnixTime::from_secs_f64)
     }
 
     /// The claim `name`, when it is a number (as Python reads it: a double).
@@ -85,12 +86,14 @@ mod tests {
             br#"{"v":1,"iat":1,"exp":2,"m":"tools/call","t":"transfer","a":"x","s":"{\"env\":\"\ud800\"}","p":"[\"c\",null,\"\udfff\"]"}"#,
         )
         .expect("the SDK's own output");
-        assert_eq!(claims.issued_at(), Some(1.0));
+        assert_eq!(claims.issued_at(), Some(UnixTime::from_secs(1)));
         assert_eq!(claims.round(), Some(("tools/call", "transfer")));
         // A target the configuration cannot name.
         let odd = SdkPayload::parse(br#"{"m":"tools/call","t":"\ud800","iat":"x"}"#).unwrap();
         assert_eq!(odd.round(), None);
         assert_eq!(odd.issued_at(), None);
+        let endless = SdkPayload::parse(br#"{"iat":1e400}"#).unwrap();
+        assert_eq!(endless.issued_at(), None, "not finite");
         // Python's json.loads: the last duplicate wins.
         let dup = SdkPayload::parse(br#"{"t":"a","m":"tools/call","t":"b","u":null}"#).unwrap();
         assert_eq!(dup.round(), Some(("tools/call", "b")));

@@ -2,9 +2,11 @@
 //! and what a verifier must record before it accepts the state.
 
 use std::fmt;
+use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
+use crate::clock::UnixTime;
 use crate::codec::{b64u_decode, b64u_encode};
 use crate::error::Error;
 use crate::random::RandomSource;
@@ -54,18 +56,20 @@ impl fmt::Debug for SingleUseId {
 #[must_use = "a single-use state may be used only once its record has landed"]
 pub struct SingleUse {
     key: String,
-    issued_at: f64,
-    keep_until: f64,
-    max_skew: f64,
+    issued_at: UnixTime,
+    keep_until: UnixTime,
+    max_skew: Duration,
 }
 
 impl SingleUse {
+    /// The record of `id`; `None` unless `iat` and `exp` are finite (a
+    /// record kept until an instant no clock reaches is no record).
     pub(crate) fn new(
         id: &SingleUseId,
         audience: Option<&str>,
         (iat, exp): (f64, f64),
-        max_skew: f64,
-    ) -> Self {
+        max_skew: Duration,
+    ) -> Option<Self> {
         let mut h = Sha256::new().chain_update(REPLAY_KEY_LABEL);
         if let Some(aud) = audience {
             // Length-prefixed: no audience can end where another's id begins.
@@ -73,12 +77,12 @@ impl SingleUse {
             h.update(aud.as_bytes());
         }
         h.update(id.0);
-        Self {
+        Some(Self {
             key: h.finalize().iter().map(|b| format!("{b:02x}")).collect(),
-            issued_at: iat,
-            keep_until: exp + max_skew,
+            issued_at: UnixTime::from_secs_f64(iat)?,
+            keep_until: UnixTime::from_secs_f64(exp)? + max_skew,
             max_skew,
-        }
+        })
     }
 
     /// The replay key: 64 hex digits.
@@ -86,21 +90,21 @@ impl SingleUse {
         &self.key
     }
 
-    /// Until when (Unix seconds) the record must be kept.
-    pub fn keep_until(&self) -> f64 {
+    /// Until when the record must be kept.
+    pub fn keep_until(&self) -> UnixTime {
         self.keep_until
     }
 
-    /// When the state was issued (its `iat`, Unix seconds, on the minter's clock).
-    pub fn issued_at(&self) -> f64 {
+    /// When the state was issued (its `iat`, on the minter's clock).
+    pub fn issued_at(&self) -> UnixTime {
         self.issued_at
     }
 
-    /// The skew allowance the verifier applied (seconds): how far the
+    /// The skew allowance the verifier applied: how far the
     /// minter's clock may have been ahead of the verifier's. A shared store
     /// that lost its records at its epoch refuses every state whose `iat` is
     /// not past the epoch by more than this.
-    pub fn max_skew(&self) -> f64 {
+    pub fn max_skew(&self) -> Duration {
         self.max_skew
     }
 }
@@ -125,8 +129,8 @@ impl SingleUse {
     ///
     /// # Errors
     /// [`RejectReason::Malformed`](crate::RejectReason::Malformed) for a payload that is not a JSON object,
-    /// a `u` that is not an id, or a single-use state without a numeric `iat` and `exp`.
-    pub fn of_claims(payload: &[u8], max_skew: f64) -> Result<Option<Self>, Error> {
+    /// a `u` that is not an id, or a single-use state without a finite numeric `iat` and `exp`.
+    pub fn of_claims(payload: &[u8], max_skew: Duration) -> Result<Option<Self>, Error> {
         let malformed = || Error::Rejected(crate::reason::RejectReason::Malformed);
         // Most states are multi-use: no parse unless the claim's name is there at all.
         if !payload.windows(3).any(|w| w == b"\"u\"") {
@@ -148,7 +152,9 @@ impl SingleUse {
             Some(crate::json::Value::Str(t)) => Some(t.as_str().ok_or_else(malformed)?),
             Some(_) => return Err(malformed()),
         };
-        Ok(Some(Self::new(&id, audience, (iat, exp), max_skew)))
+        Self::new(&id, audience, (iat, exp), max_skew)
+            .map(Some)
+            .ok_or_else(malformed)
     }
 }
 
@@ -165,6 +171,8 @@ impl fmt::Debug for SingleUse {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const SKEW: Duration = Duration::from_secs(60);
 
     #[test]
     fn ids_round_trip_and_only_canonical_16_bytes_parse() {
@@ -184,21 +192,30 @@ mod tests {
             r#"{{"v":1,"iat":1,"exp":100.5,"m":"tools/call","t":"x","a":"d","s":"\"u\"","aud":"svc","u":"{}"}}"#,
             id.encode()
         );
-        let once = SingleUse::of_claims(payload.as_bytes(), 60.0)
+        let once = SingleUse::of_claims(payload.as_bytes(), SKEW)
             .unwrap()
             .unwrap();
-        assert_eq!(once, SingleUse::new(&id, Some("svc"), (1.0, 100.5), 60.0));
+        assert_eq!(
+            once,
+            SingleUse::new(&id, Some("svc"), (1.0, 100.5), SKEW).unwrap()
+        );
         // A state that only mentions the name, and payloads without the claim.
         let plain = br#"{"v":1,"exp":1,"s":"\"u\":1"}"#;
-        assert_eq!(SingleUse::of_claims(plain, 60.0).unwrap(), None);
-        assert_eq!(SingleUse::of_claims(b"not json", 60.0).unwrap(), None);
+        assert_eq!(SingleUse::of_claims(plain, SKEW).unwrap(), None);
+        assert_eq!(SingleUse::of_claims(b"not json", SKEW).unwrap(), None);
         for bad in [
             &br#"{"exp":1,"u":"short"}"#[..],
             br#"{"u":"AAAAAAAAAAAAAAAAAAAAAA"}"#,
             b"[\"u\"]",
         ] {
-            assert!(SingleUse::of_claims(bad, 60.0).is_err());
+            assert!(SingleUse::of_claims(bad, SKEW).is_err());
         }
+        // An expiry no clock reaches would keep no record: refused, not kept forever.
+        let endless = payload.replace("100.5", "1e400");
+        assert_eq!(
+            SingleUse::of_claims(endless.as_bytes(), SKEW),
+            Err(Error::Rejected(crate::reason::RejectReason::Malformed))
+        );
     }
 
     #[test]
@@ -208,15 +225,15 @@ mod tests {
             SingleUseId::generate(&random).unwrap(),
             SingleUseId::generate(&random).unwrap(),
         );
-        let key = |id, aud| SingleUse::new(id, aud, (40.0, 100.0), 60.0);
+        let key = |id, aud| SingleUse::new(id, aud, (40.0, 100.0), SKEW).unwrap();
         assert_eq!(key(&a, Some("svc")), key(&a, Some("svc")));
         assert_ne!(key(&a, Some("svc")).key(), key(&b, Some("svc")).key());
         assert_ne!(key(&a, Some("svc")).key(), key(&a, Some("other")).key());
         assert_ne!(key(&a, Some("svc")).key(), key(&a, None).key());
-        assert_eq!(key(&a, None).keep_until(), 160.0);
+        assert_eq!(key(&a, None).keep_until(), UnixTime::from_secs(160));
         assert_eq!(
             (key(&a, None).issued_at(), key(&a, None).max_skew()),
-            (40.0, 60.0)
+            (UnixTime::from_secs(40), SKEW)
         );
         assert!(!format!("{:?}", key(&a, None)).contains(key(&a, None).key()));
     }

@@ -12,6 +12,7 @@
 //! Entries live in the authenticated payload only: whoever writes them holds
 //! the KEK, and the fleet learns them with its normal conditional reads.
 
+use crate::clock::UnixTime;
 use serde::{Deserialize, Serialize};
 
 use super::rfc3339::{format_rfc3339, is_representable, parse_rfc3339};
@@ -32,7 +33,7 @@ pub const MAX_CLIENT_ID_LEN: usize = 256;
 /// TTL the keyset allows (T) plus the clock skew (S), as a verifier S behind
 /// still accepts a state issued just before `before` until then.
 pub fn live_until(entry: &Revocation, timing: &Timing) -> f64 {
-    entry.before + timing.ttl + timing.max_skew
+    entry.before.as_secs_f64() + timing.ttl + timing.max_skew
 }
 
 /// Whether a write at `now` may drop `entry`: S past [`live_until`], so that
@@ -103,7 +104,7 @@ impl RawRevocation {
             kind: r.kind().to_owned(),
             principal_sha256,
             client_id,
-            before: format_rfc3339(r.before),
+            before: format_rfc3339(r.before.as_secs_f64()),
         }
     }
 
@@ -140,6 +141,8 @@ impl RawRevocation {
                 ));
             }
         };
+        let before = UnixTime::from_secs_f64(before)
+            .ok_or_else(|| bad(field("before"), "must be a time"))?;
         Ok(Revocation { selector, before })
     }
 }
@@ -157,7 +160,7 @@ pub(super) fn validate(entries: &[Revocation]) -> Result<(), Error> {
         ));
     }
     for (i, r) in entries.iter().enumerate() {
-        if !is_representable(r.before) {
+        if !is_representable(r.before.as_secs_f64()) {
             return Err(bad(
                 format!("revocations[{i}].before"),
                 "must be between 1970 and 9999 (Unix seconds, not milliseconds)",
@@ -190,9 +193,9 @@ mod tests {
     fn entries_round_trip_and_errors_name_the_field() {
         let p = Principal::from_components("app", None, Some("alice"));
         for r in [
-            Revocation::principal(&p, 1_782_345_600.5),
-            Revocation::client_id("app", 1.0),
-            Revocation::all_before(2.0),
+            Revocation::principal(&p, UnixTime::from_millis(1_782_345_600_500)),
+            Revocation::client_id("app", UnixTime::from_secs(1)),
+            Revocation::all_before(UnixTime::from_secs(2)),
         ] {
             let raw = RawRevocation::from_entry(&r);
             assert_eq!(raw.into_entry(0).unwrap(), r);
@@ -230,16 +233,19 @@ mod tests {
                 "{json}: {err}"
             );
         }
-        let twice = [Revocation::all_before(2.0), Revocation::all_before(2.0)];
+        let twice = [
+            Revocation::all_before(UnixTime::from_secs(2)),
+            Revocation::all_before(UnixTime::from_secs(2)),
+        ];
         assert!(
             validate(&twice)
                 .unwrap_err()
                 .to_string()
                 .contains("revocations[1]")
         );
-        assert!(validate(&[Revocation::client_id("", 2.0)]).is_err());
+        assert!(validate(&[Revocation::client_id("", UnixTime::from_secs(2))]).is_err());
         let many: Vec<_> = (0..=MAX_REVOCATIONS)
-            .map(|i| Revocation::all_before(i as f64))
+            .map(|i| Revocation::all_before(UnixTime::from_secs(i as u64)))
             .collect();
         assert!(
             validate(&many)
@@ -252,7 +258,7 @@ mod tests {
     #[test]
     fn entries_stay_until_no_covered_state_can_verify() {
         let t = Timing::new(30.0, 60.0, 600.0);
-        let r = Revocation::all_before(1000.0);
+        let r = Revocation::all_before(UnixTime::from_secs(1000));
         assert_eq!(live_until(&r, &t), 1660.0);
         assert!(!prunable(&r, &t, 1719.0) && prunable(&r, &t, 1720.0));
         let adopted = [r.clone()];

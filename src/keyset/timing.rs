@@ -21,7 +21,7 @@ pub struct Timing {
 /// R = 30 s, S = 60 s, T = the envelope's default TTL (600 s), P = 2R + S.
 impl Default for Timing {
     fn default() -> Self {
-        Self::new(30.0, 60.0, crate::envelope::DEFAULT_TTL_SECS)
+        Self::new(30.0, 60.0, crate::envelope::DEFAULT_TTL.as_secs_f64())
     }
 }
 

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use crate::clock::{Clock, SystemClock};
+use crate::clock::{Clock, SystemClock, UnixTime};
 use crate::envelope::SingleUse;
 use crate::error::Error;
 use crate::future::BoxFuture;
@@ -26,10 +26,10 @@ const PRUNE_EVERY: usize = 1024;
 /// use std::sync::Arc;
 /// use stateseal::boundary::Boundary;
 /// use stateseal::replay::MemoryReplayStore;
-/// use stateseal::{AesGcmCodec, Envelope, KeyRing, RequestIdentity, RingHandle, RingKey, Secret, TokenFormat};
+/// use stateseal::{Envelope, KeyRing, RequestIdentity, RingHandle, RingKey, Secret, TokenFormat};
 ///
 /// let ring = Arc::new(RingHandle::new(KeyRing::from_keys(vec![Arc::new(RingKey::with_format(&Secret::generate()?, TokenFormat::V2))])?));
-/// let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("bank")).build()?;
+/// let envelope = Envelope::builder(ring, Some("bank")).build()?;
 /// let boundary = Boundary::builder(Arc::new(envelope))
 ///     .replay_store(Arc::new(MemoryReplayStore::new()))
 ///     .single_use("tools/call", "transfer")
@@ -40,13 +40,13 @@ const PRUNE_EVERY: usize = 1024;
 pub struct MemoryReplayStore {
     clock: Arc<dyn Clock>,
     /// When this store was made: it holds every record since then only.
-    epoch: f64,
+    epoch: UnixTime,
     records: Mutex<Records>,
 }
 
 #[derive(Debug, Default)]
 struct Records {
-    until: HashMap<String, f64>,
+    until: HashMap<String, UnixTime>,
     added: usize,
 }
 
@@ -65,8 +65,8 @@ impl MemoryReplayStore {
         }
     }
 
-    /// Since when (Unix seconds) this store holds every record: its creation.
-    pub fn epoch(&self) -> f64 {
+    /// Since when this store holds every record: its creation.
+    pub fn epoch(&self) -> UnixTime {
         self.epoch
     }
 
@@ -85,7 +85,7 @@ impl MemoryReplayStore {
         self.records.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn record_at(&self, single_use: &SingleUse, now: f64) -> Recorded {
+    fn record_at(&self, single_use: &SingleUse, now: UnixTime) -> Recorded {
         if now >= single_use.keep_until() {
             // No verifier accepts the state any more: nothing to keep.
             return Recorded::First;

@@ -53,12 +53,12 @@ impl PrincipalSource for HttpAuthPrincipal {
 ///
 /// ```no_run
 /// # use std::sync::Arc;
-/// # use stateseal::{AesGcmCodec, Envelope, KeyRing, RingHandle, Secret, boundary::Boundary};
+/// # use stateseal::{Envelope, KeyRing, RingHandle, Secret, boundary::Boundary};
 /// use stateseal::rmcp_adapter::StateSealed;
 /// # #[derive(Clone)] struct MyServer;
 /// # impl rmcp::ServerHandler for MyServer {}
 /// # let ring = Arc::new(RingHandle::new(KeyRing::from_secrets(&[Secret::generate()?])?));
-/// let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("my-server")).build()?;
+/// let envelope = Envelope::builder(ring, Some("my-server")).build()?;
 /// let handler = StateSealed::new(MyServer, Boundary::new(Arc::new(envelope)));
 /// # Ok::<(), stateseal::Error>(())
 /// ```

@@ -7,6 +7,7 @@
 use super::newest::{judge_against_newest, newest_written, write_keyset};
 use super::operations::{load_existing, load_verified, operator_generation};
 use super::trust::{DEFAULT_KEYSET_VALIDITY, KeysetTrust, VerifiedKeyset};
+use crate::clock::UnixTime;
 use crate::error::Error;
 use crate::keyset::{
     KeysetStore, MAX_REVOCATIONS, document_time, is_representable, live_until, prunable,
@@ -51,7 +52,8 @@ pub async fn revoke(
     entry: Revocation,
     now: f64,
 ) -> Result<Revoked, Error> {
-    if !is_representable(now) || !is_representable(entry.before) {
+    let before = entry.before.as_secs_f64();
+    if !is_representable(now) || !is_representable(before) {
         return Err(Error::Config(
             "times must be Unix seconds between 1970 and 9999 (not milliseconds)".into(),
         ));
@@ -60,17 +62,19 @@ pub async fn revoke(
     // state minted in the same millisecond, just before: rounded to nearest,
     // such a state could fall after the stored `before`.
     let entry = Revocation {
-        before: document_time((entry.before * 1000.0).ceil() / 1000.0),
+        before: UnixTime::from_secs_f64(document_time((before * 1000.0).ceil() / 1000.0))
+            .ok_or_else(|| Error::Config("before is not a time".into()))?,
         ..entry
     };
     let mut retries = CONFLICT_RETRIES;
     loop {
         let base = load_verified(store, registry, trust, now).await?;
         let timing = base.doc.timing.unwrap_or_default();
-        if entry.before > now + timing.max_skew {
+        let before = entry.before.as_secs_f64();
+        if before > now + timing.max_skew {
             return Err(Error::Config(format!(
                 "before is {:.0}s ahead of now, more than S ({}s): a revocation covers states already issued, not ones to come",
-                entry.before - now,
+                before - now,
                 timing.max_skew
             )));
         }
@@ -80,7 +84,7 @@ pub async fn revoke(
         if now >= until {
             return Err(Error::Config(format!(
                 "before is {:.0}s ago, more than T + S ({}s): every state it would cover has expired already; nothing was written",
-                now - entry.before,
+                now - before,
                 timing.ttl + timing.max_skew
             )));
         }
@@ -112,7 +116,7 @@ pub async fn revoke(
             Err(e) => return Err(e),
         }
         // The kind and times only: a principal (or its digest) is not the log's business.
-        tracing::info!(store = %store.uri(), kind = entry.kind(), before = entry.before, generation = next.generation, "revocation written");
+        tracing::info!(store = %store.uri(), kind = entry.kind(), before = entry.before.as_secs_f64(), generation = next.generation, "revocation written");
         let keyset = trust
             .open(registry, store.uri(), &load_existing(store).await?, now)
             .await?;

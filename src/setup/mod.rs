@@ -25,7 +25,6 @@ pub use config::{AeadName, Config, FailureModeName};
 use crate::boundary::Boundary;
 use crate::cipher::aead::AeadBackend;
 use crate::clock::SystemClock;
-use crate::codec::AesGcmCodec;
 use crate::envelope::Envelope;
 use crate::error::Error;
 use crate::keyset::Keyset;
@@ -144,7 +143,7 @@ pub async fn start_with_clock(
             &registry,
             kek,
             config.scheduler_config().timing,
-            clock.now(),
+            clock.now().as_secs_f64(),
         )
         .await
         {
@@ -198,9 +197,11 @@ pub async fn start_with_clock(
         None => None,
     };
     let refresh = scheduler.spawn();
-    let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some(&config.audience))
-        .ttl(config.ttl)
-        .max_skew(config.max_skew)
+    let envelope = Envelope::builder(ring, Some(&config.audience))
+        .ttl(Duration::try_from_secs_f64(config.ttl).map_err(|_| Error::InvalidTtl)?)
+        .max_skew(Duration::try_from_secs_f64(config.max_skew).map_err(|_| {
+            Error::Config("max_skew must be zero or a positive number of seconds".into())
+        })?)
         .clock(clock)
         .build()?;
     let mut boundary =

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::{Value as J, json};
 use stateseal::boundary::{Boundary, FailureMode, WireError};
-use stateseal::{AesGcmCodec, Envelope, KeyRing, Principal, RingHandle, Secret};
+use stateseal::{Envelope, KeyRing, MintOptions, Principal, RingHandle, Secret};
 
 use crate::vectors::{ring, vectors};
 
@@ -13,9 +13,7 @@ fn boundary(mode: FailureMode) -> Boundary {
     let ring = Arc::new(RingHandle::new(
         KeyRing::from_secrets(&[Secret::new(vec![3; 32]).expect("s")]).expect("ring"),
     ));
-    let env = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("svc"))
-        .build()
-        .expect("env");
+    let env = Envelope::builder(ring, Some("svc")).build().expect("env");
     Boundary::builder(Arc::new(env)).failure_mode(mode).build()
 }
 
@@ -89,12 +87,9 @@ fn seal_result_follows_the_python_seal_vectors() {
     );
     assert_eq!(result.get("requestState"), None);
     let empty = Boundary::new(Arc::new(
-        Envelope::builder(
-            Arc::new(AesGcmCodec::new(Arc::new(RingHandle::empty()))),
-            Some("svc"),
-        )
-        .build()
-        .expect("env"),
+        Envelope::builder(Arc::new(RingHandle::empty()), Some("svc"))
+            .build()
+            .expect("env"),
     ));
     let mut result = json!({"resultType": "input_required", "requestState": "plain"});
     assert_eq!(
@@ -132,15 +127,13 @@ fn python_verify_vectors_through_open_params() {
         };
         params["requestState"] = state;
         let clock = Arc::new(stateseal::ManualClock::new(
-            case["now"].as_f64().expect("now"),
+            stateseal::UnixTime::from_secs_f64(case["now"].as_f64().expect("now"))
+                .expect("a finite time"),
         ));
-        let env = Envelope::builder(
-            Arc::new(AesGcmCodec::new(ring(&v, &case["ring"]))),
-            case["audience"].as_str(),
-        )
-        .clock(clock)
-        .build()
-        .expect("env");
+        let env = Envelope::builder(ring(&v, &case["ring"]), case["audience"].as_str())
+            .clock(clock)
+            .build()
+            .expect("env");
         let outcome = Boundary::new(Arc::new(env))
             .open_params(case["method"].as_str().expect("m"), &mut params, &principal)
             .map(|_| params.get("requestState").cloned().unwrap_or(J::Null));
@@ -185,7 +178,9 @@ fn a_state_a_rust_handler_cannot_hold_is_rejected_and_any_other_comes_through_wh
     let stateseal::json::Value::Str(lone) = lone else {
         panic!("a string")
     };
-    let token = env.mint_text(&round, &lone, None).expect("mint");
+    let token = env
+        .mint(&round, lone.as_bytes(), MintOptions::new())
+        .expect("mint");
     assert_eq!(
         b.open(&round, Some(&token), &Ok(None)).unwrap_err(),
         WireError::invalid_state()
@@ -201,7 +196,7 @@ fn a_state_a_rust_handler_cannot_hold_is_rejected_and_any_other_comes_through_wh
         "Zürich \u{1f600} \"quoted\"\n",
         &"x".repeat(20_000),
     ] {
-        let token = env.mint(&round, state, None).expect("mint");
+        let token = env.mint(&round, state, MintOptions::new()).expect("mint");
         assert_eq!(
             b.open(&round, Some(&token), &Ok(None)),
             Ok(Some(state.to_owned()))

@@ -1,23 +1,23 @@
-//! The envelope's forms that work in the caller's buffers (`mint_into_at`,
-//! `open_into_at`, what the Node binding seals and opens through): the same
-//! tokens and the same verdicts as `mint_at` and `open_at`, with buffers
+//! The envelope's forms that work in the caller's buffers (`mint_into`,
+//! `open` with a buffer, what the Node binding seals and opens through): the same
+//! tokens and the same verdicts as `mint` and `open`, with buffers
 //! kept from earlier calls, whatever they held.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use stateseal::{
-    AesGcmCodec, Envelope, Error, KeyRing, Principal, RejectReason, RequestIdentity, RingHandle,
-    RingKey, Secret, TokenFormat,
+    Envelope, Error, KeyRing, MintOptions, OpenOptions, Opened, Principal, RejectReason,
+    RequestIdentity, RingHandle, RingKey, Secret, TokenFormat, UnixTime,
 };
 
-const NOW: f64 = 1_782_345_600.0;
+const NOW: UnixTime = UnixTime::from_secs(1_782_345_600);
 
 fn envelope(format: TokenFormat) -> Envelope {
     let key = RingKey::with_format(&Secret::new(vec![4; 32]).expect("key"), format);
     let ring = KeyRing::from_keys(vec![Arc::new(key)]).expect("ring");
-    let codec = Arc::new(AesGcmCodec::new(Arc::new(RingHandle::new(ring))));
-    Envelope::builder(codec, Some("svc"))
-        .ttl(60.0)
+    Envelope::builder(Arc::new(RingHandle::new(ring)), Some("svc"))
+        .ttl(Duration::from_secs(60))
         .max_token_len(40_000)
         .build()
         .expect("envelope")
@@ -50,16 +50,38 @@ fn the_same_states_come_back_through_kept_buffers() {
         let mut kept = vec![0xee; 5000];
         for state in &states {
             for principal in [None, Some(&alice)] {
-                env.mint_into_at(&id("t"), state, principal, NOW, &mut token)
-                    .expect("mints");
+                env.mint_into(
+                    &id("t"),
+                    state,
+                    MintOptions::new().principal(principal).at(NOW),
+                    &mut token,
+                )
+                .expect("mints");
                 let text = String::from_utf8(token.clone()).expect("a token is ASCII");
                 assert!(text.starts_with(format.prefix()));
                 let verified = env
-                    .verify_at(&id("t"), &text, principal, NOW)
+                    .open(
+                        &id("t"),
+                        &text,
+                        OpenOptions::new().principal(principal).at(NOW),
+                    )
+                    .map(|o| o.state)
                     .expect("verifies");
                 assert_eq!(verified.as_bytes(), state.as_slice());
-                let (opened, once) = env
-                    .open_into_at(&id("t"), text.as_bytes(), principal, NOW, kept)
+                let Opened {
+                    state: opened,
+                    single_use: once,
+                    ..
+                } = env
+                    .open(
+                        &id("t"),
+                        text.as_bytes(),
+                        OpenOptions::new()
+                            .principal(principal)
+                            .at(NOW)
+                            .records_single_use(true)
+                            .buffer(kept),
+                    )
                     .expect("opens");
                 assert_eq!(
                     (opened.as_bytes(), once.is_none()),
@@ -67,10 +89,24 @@ fn the_same_states_come_back_through_kept_buffers() {
                 );
                 kept = opened.into_bytes();
                 // A token of the usual form opens the same way through a kept buffer.
-                let usual = env.mint_at(&id("t"), state, principal, NOW).expect("mints");
+                let usual = env
+                    .mint(
+                        &id("t"),
+                        state,
+                        MintOptions::new().principal(principal).at(NOW),
+                    )
+                    .expect("mints");
                 assert_eq!(usual.len(), text.len());
-                let (opened, _) = env
-                    .open_into_at(&id("t"), usual.as_bytes(), principal, NOW, kept)
+                let Opened { state: opened, .. } = env
+                    .open(
+                        &id("t"),
+                        usual.as_bytes(),
+                        OpenOptions::new()
+                            .principal(principal)
+                            .at(NOW)
+                            .records_single_use(true)
+                            .buffer(kept),
+                    )
                     .expect("opens");
                 assert_eq!(opened.as_bytes(), state.as_slice());
                 kept = opened.into_bytes();
@@ -83,9 +119,9 @@ fn the_same_states_come_back_through_kept_buffers() {
 fn refusals_are_the_same_and_leave_no_token_behind() {
     let env = envelope(TokenFormat::V2);
     let mut token = b"an earlier token".to_vec();
-    // Not WTF-8: refused before anything is sealed, with `mint_at`'s error.
+    // Not WTF-8: refused before anything is sealed, with `mint`'s error.
     let err = env
-        .mint_into_at(&id("t"), b"a\xff", None, NOW, &mut token)
+        .mint_into(&id("t"), b"a\xff", MintOptions::new().at(NOW), &mut token)
         .unwrap_err();
     assert_eq!(
         err.to_string(),
@@ -95,26 +131,49 @@ fn refusals_are_the_same_and_leave_no_token_behind() {
     // Too large for max_token_len: refused, and the sealed bytes are not left in the buffer.
     token.extend_from_slice(b"an earlier token");
     let err = env
-        .mint_into_at(&id("t"), &[b'z'; 40_000], None, NOW, &mut token)
+        .mint_into(
+            &id("t"),
+            [b'z'; 40_000],
+            MintOptions::new().at(NOW),
+            &mut token,
+        )
         .unwrap_err();
     assert!(err.to_string().contains("max_token_len"), "{err}");
     assert!(token.is_empty());
 
-    env.mint_into_at(&id("t"), b"state", None, NOW, &mut token)
+    env.mint_into(&id("t"), b"state", MintOptions::new().at(NOW), &mut token)
         .expect("mints");
     let good = String::from_utf8(token).expect("ASCII");
     let alice = Principal::from_components("client", None, Some("alice"));
-    let cases: [(&str, RequestIdentity, Option<&Principal>, f64); 4] = [
+    let cases: [(&str, RequestIdentity, Option<&Principal>, UnixTime); 4] = [
         (&good, id("other"), None, NOW),
         (&good, id("t"), Some(&alice), NOW),
-        (&good, id("t"), None, NOW + 61.0),
+        (&good, id("t"), None, NOW + Duration::from_secs(61)),
         (&good[..good.len() - 2], id("t"), None, NOW),
     ];
     for (text, identity, principal, at) in cases {
-        let usual = reason(env.open_at(&identity, text, principal, at));
+        let usual = reason(
+            env.open(
+                &identity,
+                text,
+                OpenOptions::new()
+                    .principal(principal)
+                    .at(at)
+                    .records_single_use(true),
+            ),
+        );
         assert!(usual.is_some());
-        let into =
-            reason(env.open_into_at(&identity, text.as_bytes(), principal, at, vec![7; 300]));
+        let into = reason(
+            env.open(
+                &identity,
+                text.as_bytes(),
+                OpenOptions::new()
+                    .principal(principal)
+                    .at(at)
+                    .records_single_use(true)
+                    .buffer(vec![7; 300]),
+            ),
+        );
         assert_eq!(into, usual);
     }
     // Bytes that are no text (a binding's bytes: not ASCII) are malformed; and past
@@ -122,7 +181,16 @@ fn refusals_are_the_same_and_leave_no_token_behind() {
     let mut bad = good.clone().into_bytes();
     bad[5] = 0xff;
     assert_eq!(
-        reason(env.open_into_at(&id("t"), &bad, None, NOW, Vec::new())),
+        reason(
+            env.open(
+                &id("t"),
+                &bad,
+                OpenOptions::new()
+                    .at(NOW)
+                    .records_single_use(true)
+                    .buffer(Vec::new())
+            )
+        ),
         Some(RejectReason::Malformed)
     );
     // A prefix and a body of a length base64url can have: without the limit
@@ -130,15 +198,39 @@ fn refusals_are_the_same_and_leave_no_token_behind() {
     let mut long = b"v2.".to_vec();
     long.resize(3 + (stateseal::DEFAULT_MAX_TOKEN_LEN / 4 + 1) * 4, b'A');
     assert_eq!(
-        reason(env.open_into_at(&id("t"), &long, None, NOW, Vec::new())),
+        reason(
+            env.open(
+                &id("t"),
+                &long,
+                OpenOptions::new()
+                    .at(NOW)
+                    .records_single_use(true)
+                    .buffer(Vec::new())
+            )
+        ),
         Some(RejectReason::Malformed)
     );
-    // Single-use states come back with their record, as through `open_at`.
+    // Single-use states come back with their record, as through `open`.
     let once = env
-        .mint_single_use_at(&id("t"), b"once", None, NOW)
+        .mint(
+            &id("t"),
+            b"once",
+            MintOptions::new().at(NOW).single_use(true),
+        )
         .expect("mints");
-    let (state, record) = env
-        .open_into_at(&id("t"), once.as_bytes(), None, NOW, Vec::new())
+    let Opened {
+        state,
+        single_use: record,
+        ..
+    } = env
+        .open(
+            &id("t"),
+            once.as_bytes(),
+            OpenOptions::new()
+                .at(NOW)
+                .records_single_use(true)
+                .buffer(Vec::new()),
+        )
         .expect("opens");
     assert_eq!((state.as_bytes(), record.is_some()), (&b"once"[..], true));
 }

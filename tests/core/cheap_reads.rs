@@ -12,7 +12,7 @@ use stateseal::provider::BoxFuture;
 use stateseal::rotation::{SchedulerConfig, Timing};
 use stateseal::{
     AesGcmCodec, Error, KeysetStore, ManualClock, RejectReason, RingHandle, RotationScheduler,
-    StateCodec, StoredKeyset,
+    StateCodec, StoredKeyset, UnixTime,
 };
 use stateseal_testkit::keysets;
 
@@ -109,7 +109,9 @@ async fn counting_instance(tag: &str) -> (Arc<CountingStore>, RotationScheduler)
         store.clone(),
         registry,
         Arc::new(RingHandle::empty()),
-        Arc::new(ManualClock::new(T0)),
+        Arc::new(ManualClock::new(
+            UnixTime::from_secs_f64(T0).expect("a finite time"),
+        )),
     )
     .expect("scheduler");
     (store, sched)

@@ -2,14 +2,15 @@
 //! scheduler and skewed clock, sharing one file store, under continuous
 //! multi-round traffic through three full rotations. Time is simulated: no test sleeps.
 
+use crate::ut;
 use stateseal_testkit::keysets;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use stateseal::rotation::{Phase, RotateMode, SchedulerConfig, Timing, init_keyset, ring_at};
 use stateseal::{
-    AesGcmCodec, Envelope, FileStore, KeysetStore, LocalProvider, ManualClock, ProviderRegistry,
-    RejectReason, RequestIdentity, RingHandle, RotationScheduler,
+    Envelope, FileStore, KeysetStore, LocalProvider, ManualClock, MintOptions, OpenOptions,
+    ProviderRegistry, RejectReason, RequestIdentity, RingHandle, RotationScheduler,
 };
 
 /// A small deterministic PRNG (xorshift64*), so a failure replays from its seed.
@@ -98,11 +99,11 @@ pub(crate) fn instance(
         store,
         local_registry(),
         ring.clone(),
-        Arc::new(ManualClock::new(0.0)),
+        Arc::new(ManualClock::new(ut(0.0))),
     )
     .expect("scheduler");
-    let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("fleet"))
-        .ttl(config.timing.ttl)
+    let envelope = Envelope::builder(ring, Some("fleet"))
+        .ttl(std::time::Duration::from_secs_f64(config.timing.ttl))
         .build()
         .expect("env");
     Instance {
@@ -211,7 +212,7 @@ async fn fleet_rotates_three_times_with_zero_rejections() {
                     .expect("id");
             let token = fleet[who]
                 .envelope
-                .mint_at(&id, b"old-key-state", None, now)
+                .mint(&id, b"old-key-state", MintOptions::new().at(ut(now)))
                 .expect("mint");
             // The key this rotation retires is the one with the latest retire time.
             let retire = keysets::content(&*store, &registry)
@@ -233,7 +234,7 @@ async fn fleet_rotates_three_times_with_zero_rejections() {
         let now = t + fleet[who].offset;
         let token = fleet[who]
             .envelope
-            .mint_at(&id, b"round-1", None, now)
+            .mint(&id, b"round-1", MintOptions::new().at(ut(now)))
             .expect("mint");
         // Echo delays stay below T minus the largest clock difference, so every round is valid.
         conversations.push(Conversation {
@@ -258,12 +259,17 @@ async fn fleet_rotates_three_times_with_zero_rejections() {
                     .expect("id");
             if inst
                 .envelope
-                .verify_at(&other, &c.token, None, now)
+                .open(&other, &c.token, OpenOptions::new().at(ut(now)))
+                .map(|o| o.state)
                 .is_err()
             {
                 attacks_rejected += 1;
             }
-            match inst.envelope.verify_at(&c.id, &c.token, None, now) {
+            match inst
+                .envelope
+                .open(&c.id, &c.token, OpenOptions::new().at(ut(now)))
+                .map(|o| o.state)
+            {
                 Ok(state) => {
                     rounds += 1;
                     assert_eq!(state.as_str(), Some(format!("round-{}", c.round).as_str()));
@@ -271,7 +277,11 @@ async fn fleet_rotates_three_times_with_zero_rejections() {
                         c.round += 1;
                         c.token = inst
                             .envelope
-                            .mint_at(&c.id, format!("round-{}", c.round).as_bytes(), None, now)
+                            .mint(
+                                &c.id,
+                                format!("round-{}", c.round).as_bytes(),
+                                MintOptions::new().at(ut(now)),
+                            )
                             .expect("mint");
                         c.due = t + rng.range(0.0, 0.85 * timing.ttl);
                         still_open.push(c);
@@ -289,18 +299,18 @@ async fn fleet_rotates_three_times_with_zero_rejections() {
             let id =
                 RequestIdentity::from_json("tools/call", br#"{"name":"deploy","arguments":{}}"#)
                     .expect("id");
-            let old = fleet[1].envelope.mint_at(
+            let old = fleet[1].envelope.mint(
                 &id,
                 b"stale",
-                None,
-                t + fleet[1].offset - timing.ttl - timing.max_skew - 1.0,
+                MintOptions::new().at(ut(t + fleet[1].offset - timing.ttl - timing.max_skew - 1.0)),
             );
             if let Ok(old) = old {
                 attacks += 1;
                 let who = rng.below(fleet.len());
                 if fleet[who]
                     .envelope
-                    .verify_at(&id, &old, None, t + fleet[who].offset)
+                    .open(&id, &old, OpenOptions::new().at(ut(t + fleet[who].offset)))
+                    .map(|o| o.state)
                     .is_err()
                 {
                     attacks_rejected += 1;
@@ -315,7 +325,8 @@ async fn fleet_rotates_three_times_with_zero_rejections() {
             inst.scheduler.refresh_at(now).await.expect("refresh");
             let err = inst
                 .envelope
-                .verify_at(id, token, None, now)
+                .open(id, token, OpenOptions::new().at(ut(now)))
+                .map(|o| o.state)
                 .expect_err("retired key");
             assert_eq!(err.reject_reason(), Some(RejectReason::UnknownKey));
         }

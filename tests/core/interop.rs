@@ -8,7 +8,9 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 
 use serde_json::{Value as J, json};
-use stateseal::{AesGcmCodec, Envelope, KeyRing, Principal, RequestIdentity, RingHandle, Secret};
+use stateseal::{
+    Envelope, KeyRing, MintOptions, OpenOptions, Principal, RequestIdentity, RingHandle, Secret,
+};
 
 struct PythonSdk {
     child: Child,
@@ -107,17 +109,18 @@ fn rust_and_python_accept_each_others_states() {
     for (method, params) in &rounds {
         for audience in [None, Some("svc-é")] {
             for principal in [None, Some(r#"["client-1","https://as.example","alice"]"#)] {
-                let envelope =
-                    Envelope::builder(Arc::new(AesGcmCodec::new(ring.clone())), audience)
-                        .build()
-                        .expect("env");
+                let envelope = Envelope::builder(ring.clone(), audience)
+                    .build()
+                    .expect("env");
                 let id = RequestIdentity::from_serde(method, params).expect("identity");
                 let p = principal.map(Principal::new);
                 let base = json!({"key_hex": key_hex, "audience": audience, "principal": principal, "method": method, "params": params});
                 let state = format!("state for {method} \"quoted\" ✓");
 
                 // Rust mints, Python verifies.
-                let token = envelope.mint(&id, &state, p.as_ref()).expect("mint");
+                let token = envelope
+                    .mint(&id, &state, MintOptions::new().principal(p.as_ref()))
+                    .expect("mint");
                 let mut req = base.clone();
                 req["op"] = json!("verify");
                 req["token"] = json!(token);
@@ -139,11 +142,17 @@ fn rust_and_python_accept_each_others_states() {
                 req["state"] = json!(state);
                 let py_token = py.call(&req)["token"].as_str().expect("token").to_owned();
                 let back = envelope
-                    .verify(&id, &py_token, p.as_ref())
+                    .open(&id, &py_token, OpenOptions::new().principal(p.as_ref()))
+                    .map(|o| o.state)
                     .expect("rust verifies python's state");
                 assert_eq!(back.as_str(), Some(state.as_str()));
                 let err = envelope
-                    .verify(&id, &tamper(&py_token), p.as_ref())
+                    .open(
+                        &id,
+                        tamper(&py_token),
+                        OpenOptions::new().principal(p.as_ref()),
+                    )
+                    .map(|o| o.state)
                     .expect_err("tampered python token");
                 assert!(err.reject_reason().is_some());
 
@@ -151,7 +160,12 @@ fn rust_and_python_accept_each_others_states() {
                 if let Some(p) = &p {
                     let other = Principal::new(r#"["client-1","https://as.example","mallory"]"#);
                     assert_ne!(&other, p);
-                    assert!(envelope.verify(&id, &py_token, Some(&other)).is_err());
+                    assert!(
+                        envelope
+                            .open(&id, &py_token, OpenOptions::new().principal(&other))
+                            .map(|o| o.state)
+                            .is_err()
+                    );
                     let mut req = base.clone();
                     req["op"] = json!("verify");
                     req["token"] = json!(token);
@@ -172,9 +186,7 @@ fn rust_and_python_accept_each_others_states() {
 fn random_float_arguments_digest_as_python_does() {
     let mut py = PythonSdk::start();
     let (key_hex, ring) = shared_key();
-    let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), None)
-        .build()
-        .expect("env");
+    let envelope = Envelope::builder(ring, None).build().expect("env");
     let mut floats = 0;
     for round in 0..40 {
         let mut bits = [0u8; 8 * 100];
@@ -192,7 +204,7 @@ fn random_float_arguments_digest_as_python_does() {
         floats += values.len();
         let params = json!({"name": "t", "arguments": {"x": values, "round": round}});
         let id = RequestIdentity::from_serde("tools/call", &params).expect("identity");
-        let token = envelope.mint(&id, "s", None).expect("mint");
+        let token = envelope.mint(&id, "s", MintOptions::new()).expect("mint");
         let req = json!({"op": "verify", "key_hex": key_hex, "audience": null, "principal": null,
                          "method": "tools/call", "params": params, "token": token});
         assert_eq!(
@@ -211,9 +223,7 @@ fn random_float_arguments_digest_as_python_does() {
 fn python_minted_states_with_random_floats_verify_after_serde_parsing() {
     let mut py = PythonSdk::start();
     let (key_hex, ring) = shared_key();
-    let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), None)
-        .build()
-        .expect("env");
+    let envelope = Envelope::builder(ring, None).build().expect("env");
     for round in 0..20 {
         let mut bits = [0u8; 8 * 100];
         getrandom::fill(&mut bits).expect("rng");
@@ -238,7 +248,8 @@ fn python_minted_states_with_random_floats_verify_after_serde_parsing() {
         let id = RequestIdentity::from_serde("tools/call", &params).expect("identity");
         assert_eq!(
             envelope
-                .verify(&id, &token, None)
+                .open(&id, &token, OpenOptions::new())
+                .map(|o| o.state)
                 .expect("python's state verifies")
                 .as_str(),
             Some("s"),

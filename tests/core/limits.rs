@@ -2,17 +2,18 @@
 //! decoding) and the future-`iat` allowance that follows the fleet's max skew.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use stateseal::{
-    AesGcmCodec, DEFAULT_MAX_TOKEN_LEN, Envelope, Error, FUTURE_SKEW_SECS, KeyRing, RejectReason,
-    RequestIdentity, RingHandle, Secret,
+    DEFAULT_MAX_TOKEN_LEN, Envelope, Error, FUTURE_SKEW, KeyRing, MintOptions, OpenOptions,
+    RejectReason, RequestIdentity, RingHandle, Secret, UnixTime,
 };
 
-const NOW: f64 = 1_782_345_600.0;
+const NOW: UnixTime = UnixTime::from_secs(1_782_345_600);
 
-fn codec() -> Arc<AesGcmCodec> {
+fn codec() -> Arc<RingHandle> {
     let ring = KeyRing::from_secrets(&[Secret::new(vec![9; 32]).expect("key")]).expect("ring");
-    Arc::new(AesGcmCodec::new(Arc::new(RingHandle::new(ring))))
+    Arc::new(RingHandle::new(ring))
 }
 
 fn id() -> RequestIdentity {
@@ -30,32 +31,51 @@ fn tokens_longer_than_max_token_len_are_rejected_before_decoding() {
         .max_token_len(1024)
         .build()
         .expect("env");
-    let token = small.mint_at(&id(), &[b'x'; 600], None, NOW).expect("fits");
+    let token = small
+        .mint(&id(), [b'x'; 600], MintOptions::new().at(NOW))
+        .expect("fits");
     assert!(token.len() <= 1024);
-    assert!(small.verify_at(&id(), &token, None, NOW).is_ok());
+    assert!(
+        small
+            .open(&id(), &token, OpenOptions::new().at(NOW))
+            .map(|o| o.state)
+            .is_ok()
+    );
     // A state whose token would not fit is refused at mint time, not sent out to die.
-    let err = small.mint_at(&id(), &[b'x'; 900], None, NOW).unwrap_err();
+    let err = small
+        .mint(&id(), [b'x'; 900], MintOptions::new().at(NOW))
+        .unwrap_err();
     assert!(err.to_string().contains("max_token_len"), "{err}");
     // An over-long echo is malformed, whatever it holds (here: a valid token, padded out).
     let big = Envelope::builder(codec, Some("svc")).build().expect("env");
-    let long = big.mint_at(&id(), &[b'x'; 900], None, NOW).expect("mint");
-    assert!(big.verify_at(&id(), &long, None, NOW).is_ok());
+    let long = big
+        .mint(&id(), [b'x'; 900], MintOptions::new().at(NOW))
+        .expect("mint");
+    assert!(
+        big.open(&id(), &long, OpenOptions::new().at(NOW))
+            .map(|o| o.state)
+            .is_ok()
+    );
     assert_eq!(
-        reason(small.verify_at(&id(), &long, None, NOW)),
+        reason(
+            small
+                .open(&id(), &long, OpenOptions::new().at(NOW))
+                .map(|o| o.state)
+        ),
         Some(RejectReason::Malformed)
     );
     let huge = "v1.".to_owned() + &"A".repeat(DEFAULT_MAX_TOKEN_LEN);
     assert_eq!(
-        reason(big.verify_at(&id(), &huge, None, NOW)),
+        reason(
+            big.open(&id(), &huge, OpenOptions::new().at(NOW))
+                .map(|o| o.state)
+        ),
         Some(RejectReason::Malformed)
     );
-    let err = Envelope::builder(
-        Arc::new(AesGcmCodec::new(Arc::new(RingHandle::empty()))),
-        None,
-    )
-    .max_token_len(10)
-    .build()
-    .unwrap_err();
+    let err = Envelope::builder(Arc::new(RingHandle::empty()), None)
+        .max_token_len(10)
+        .build()
+        .unwrap_err();
     assert!(err.to_string().contains("max_token_len"), "{err}");
 }
 
@@ -66,36 +86,67 @@ fn the_future_iat_allowance_follows_max_skew() {
         .build()
         .expect("env");
     // Minted by a clock 90 s ahead of the verifier's.
-    let token = ahead.mint_at(&id(), b"s", None, NOW + 90.0).expect("mint");
+    let token = ahead
+        .mint(
+            &id(),
+            b"s",
+            MintOptions::new().at(NOW + Duration::from_secs(90)),
+        )
+        .expect("mint");
     let default = Envelope::builder(codec.clone(), Some("svc"))
         .build()
         .expect("env");
-    assert_eq!(FUTURE_SKEW_SECS, 60.0, "the Python SDK's value");
     assert_eq!(
-        reason(default.verify_at(&id(), &token, None, NOW)),
+        FUTURE_SKEW,
+        Duration::from_secs(60),
+        "the Python SDK's value"
+    );
+    assert_eq!(
+        reason(
+            default
+                .open(&id(), &token, OpenOptions::new().at(NOW))
+                .map(|o| o.state)
+        ),
         Some(RejectReason::MintedInFuture)
     );
     let wide = Envelope::builder(codec.clone(), Some("svc"))
-        .max_skew(120.0)
+        .max_skew(Duration::from_secs(120))
         .build()
         .expect("env");
-    assert!(wide.verify_at(&id(), &token, None, NOW).is_ok());
+    assert!(
+        wide.open(&id(), &token, OpenOptions::new().at(NOW))
+            .map(|o| o.state)
+            .is_ok()
+    );
     let narrow = Envelope::builder(codec.clone(), Some("svc"))
-        .max_skew(5.0)
+        .max_skew(Duration::from_secs(5))
         .build()
         .expect("env");
-    let slightly = ahead.mint_at(&id(), b"s", None, NOW + 10.0).expect("mint");
-    assert!(default.verify_at(&id(), &slightly, None, NOW).is_ok());
+    let slightly = ahead
+        .mint(
+            &id(),
+            b"s",
+            MintOptions::new().at(NOW + Duration::from_secs(10)),
+        )
+        .expect("mint");
+    assert!(
+        default
+            .open(&id(), &slightly, OpenOptions::new().at(NOW))
+            .map(|o| o.state)
+            .is_ok()
+    );
     assert_eq!(
-        reason(narrow.verify_at(&id(), &slightly, None, NOW)),
+        reason(
+            narrow
+                .open(&id(), &slightly, OpenOptions::new().at(NOW))
+                .map(|o| o.state)
+        ),
         Some(RejectReason::MintedInFuture)
     );
+    // A negative, NaN or infinite skew, which the builder refused, is no longer
+    // expressible: `max_skew` takes a `Duration`.
     for bad in [-1.0, f64::NAN, f64::INFINITY] {
-        let err = Envelope::builder(codec.clone(), None)
-            .max_skew(bad)
-            .build()
-            .unwrap_err();
-        assert!(err.to_string().contains("max_skew"), "{bad}: {err}");
+        assert!(Duration::try_from_secs_f64(bad).is_err(), "{bad}");
     }
 }
 
@@ -114,9 +165,12 @@ fn mint_takes_wtf8_states_only_and_gives_back_exactly_what_it_took() {
     ];
     for state in &accepted {
         let token = env
-            .mint_at(&id(), state, None, NOW)
+            .mint(&id(), state, MintOptions::new().at(NOW))
             .expect("a WTF-8 state mints");
-        let back = env.verify_at(&id(), &token, None, NOW).expect("verifies");
+        let back = env
+            .open(&id(), &token, OpenOptions::new().at(NOW))
+            .map(|o| o.state)
+            .expect("verifies");
         assert_eq!(back.as_bytes(), state.as_slice());
     }
     // Not WTF-8: stray bytes, a cut sequence, and a surrogate pair written as two
@@ -128,7 +182,9 @@ fn mint_takes_wtf8_states_only_and_gives_back_exactly_what_it_took() {
         [b"\t\t", high, b"\t\0", high, low].concat(),
     ];
     for state in &refused {
-        let err = env.mint_at(&id(), state, None, NOW).unwrap_err();
+        let err = env
+            .mint(&id(), state, MintOptions::new().at(NOW))
+            .unwrap_err();
         assert!(matches!(err, Error::Seal(_)), "{err:?}");
         assert_eq!(
             err.to_string(),

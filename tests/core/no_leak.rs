@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use stateseal::{
-    AesGcmCodec, Envelope, Error, KeyRing, Principal, RequestIdentity, RingHandle, Secret,
+    Envelope, Error, KeyRing, MintOptions, OpenOptions, Principal, RequestIdentity, RingHandle,
+    Secret, UnixTime,
 };
 use stateseal_testkit::logs::Logs;
 
@@ -22,7 +23,7 @@ fn secrets_never_reach_logs_errors_or_debug() {
             KeyRing::from_secrets(std::slice::from_ref(&secret)).expect("ring"),
         ));
         let _ephemeral = KeyRing::ephemeral().expect("ephemeral"); // logs its warning
-        let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring.clone())), Some("svc"))
+        let envelope = Envelope::builder(ring.clone(), Some("svc"))
             .build()
             .expect("env");
         let id = RequestIdentity::from_json(
@@ -36,21 +37,40 @@ fn secrets_never_reach_logs_errors_or_debug() {
         )
         .expect("id");
         let p = Principal::new(principal_text);
-        let token = envelope.mint(&id, state, Some(&p)).expect("mint");
+        let token = envelope
+            .mint(&id, state, MintOptions::new().principal(&p))
+            .expect("mint");
         tokens.push(token.clone());
         let failures: Vec<Error> = vec![
             envelope
-                .verify(&other, &token, Some(&p))
+                .open(&other, &token, OpenOptions::new().principal(&p))
+                .map(|o| o.state)
                 .expect_err("binding"),
-            envelope.verify(&id, &token, None).expect_err("drift"),
             envelope
-                .verify(&id, &token, Some(&Principal::new("mallory")))
+                .open(&id, &token, OpenOptions::new())
+                .map(|o| o.state)
+                .expect_err("drift"),
+            envelope
+                .open(
+                    &id,
+                    &token,
+                    OpenOptions::new().principal(&Principal::new("mallory")),
+                )
+                .map(|o| o.state)
                 .expect_err("principal"),
             envelope
-                .verify(&id, &format!("{token}A"), Some(&p))
+                .open(&id, format!("{token}A"), OpenOptions::new().principal(&p))
+                .map(|o| o.state)
                 .expect_err("malformed"),
             envelope
-                .verify_at(&id, &token, Some(&p), 4e9)
+                .open(
+                    &id,
+                    &token,
+                    OpenOptions::new()
+                        .principal(&p)
+                        .at(UnixTime::from_secs(4_000_000_000)),
+                )
+                .map(|o| o.state)
                 .expect_err("expired"),
             KeyRing::from_bytes(vec![b"short-SECRET".to_vec()]).expect_err("short"),
         ];
@@ -60,7 +80,10 @@ fn secrets_never_reach_logs_errors_or_debug() {
         seen.push_str(&format!("{secret:?} {ring:?} {envelope:?} {id:?} {p:?}"));
         seen.push_str(&format!(
             "{:?}",
-            envelope.verify(&id, &token, Some(&p)).expect("ok")
+            envelope
+                .open(&id, &token, OpenOptions::new().principal(&p))
+                .map(|o| o.state)
+                .expect("ok")
         ));
     });
     let logs = logs.text();

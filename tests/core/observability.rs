@@ -5,7 +5,8 @@ use std::sync::Arc;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use stateseal::rotation::{RotateMode, SchedulerConfig, Timing};
 use stateseal::{
-    AesGcmCodec, Envelope, ManualClock, RequestIdentity, RingHandle, RotationScheduler,
+    Envelope, ManualClock, MintOptions, OpenOptions, RequestIdentity, RingHandle,
+    RotationScheduler, UnixTime,
 };
 
 use crate::fleet::{local_keyset, local_registry};
@@ -25,19 +26,47 @@ fn counters_and_gauges_are_recorded() {
             store,
             registry,
             ring.clone(),
-            Arc::new(ManualClock::new(t0)),
+            Arc::new(ManualClock::new(
+                UnixTime::from_secs_f64(t0).expect("a finite time"),
+            )),
         )
         .expect("scheduler");
         sched.refresh_at(t0 + 5.0).await.expect("refresh");
-        let env = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("svc"))
-            .build()
-            .expect("env");
+        let env = Envelope::builder(ring, Some("svc")).build().expect("env");
         let id = RequestIdentity::from_json("tools/call", br#"{"name":"t"}"#).expect("id");
         let other = RequestIdentity::from_json("tools/call", br#"{"name":"u"}"#).expect("id");
-        let token = env.mint_at(&id, b"s", None, t0 + 5.0).expect("mint");
-        env.verify_at(&id, &token, None, t0 + 6.0).expect("verify");
-        assert!(env.verify_at(&other, &token, None, t0 + 6.0).is_err());
-        assert!(env.verify_at(&id, "v1.garbage", None, t0 + 6.0).is_err());
+        let token = env
+            .mint(
+                &id,
+                b"s",
+                MintOptions::new().at(UnixTime::from_secs_f64(t0 + 5.0).expect("a finite time")),
+            )
+            .expect("mint");
+        env.open(
+            &id,
+            &token,
+            OpenOptions::new().at(UnixTime::from_secs_f64(t0 + 6.0).expect("a finite time")),
+        )
+        .map(|o| o.state)
+        .expect("verify");
+        assert!(
+            env.open(
+                &other,
+                &token,
+                OpenOptions::new().at(UnixTime::from_secs_f64(t0 + 6.0).expect("a finite time"))
+            )
+            .map(|o| o.state)
+            .is_err()
+        );
+        assert!(
+            env.open(
+                &id,
+                "v1.garbage",
+                OpenOptions::new().at(UnixTime::from_secs_f64(t0 + 6.0).expect("a finite time"))
+            )
+            .map(|o| o.state)
+            .is_err()
+        );
         let _ = std::fs::remove_dir_all(dir);
     });
     let snapshot = snapshotter.snapshot().into_vec();
@@ -109,7 +138,9 @@ fn readiness_phase_deadline_and_seal_limit_gauges() {
             store,
             registry,
             Arc::new(RingHandle::empty()),
-            Arc::new(ManualClock::new(t0)),
+            Arc::new(ManualClock::new(
+                UnixTime::from_secs_f64(t0).expect("a finite time"),
+            )),
         )
         .expect("scheduler");
         sched.refresh_at(t0 + 5.0).await.expect("refresh");

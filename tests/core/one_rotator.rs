@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use stateseal::keyset::RotationClaim;
 use stateseal::rotation::{CLAIM_TTL, SchedulerConfig, Timing};
-use stateseal::{KeysetStore, ManualClock, ProviderRegistry, RingHandle, RotationScheduler};
+use stateseal::{
+    KeysetStore, ManualClock, ProviderRegistry, RingHandle, RotationScheduler, UnixTime,
+};
 use stateseal_contract::integrity::CountingLocal;
 use stateseal_testkit::keysets;
 use tokio::task::JoinSet;
@@ -59,7 +61,9 @@ async fn fleet_with(tag: &str, failing: usize, name: &str) -> Fleet {
                 store.clone(),
                 registry.clone(),
                 Arc::new(RingHandle::empty()),
-                Arc::new(ManualClock::new(T0)),
+                Arc::new(ManualClock::new(
+                    UnixTime::from_secs_f64(T0).expect("a finite time"),
+                )),
             )
             .expect("scheduler")
         })

@@ -2,6 +2,7 @@
 //! outage (within `outage_grace`), a denied key is dropped once its cached
 //! unwrap expires, and a restart during an outage stays not-ready.
 
+use crate::ut;
 use stateseal_testkit::keysets;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -9,8 +10,8 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use stateseal::provider::{BoxFuture, DataKey, ErrorClass, KeyProvider, WrapContext, kms_error};
 use stateseal::rotation::{SchedulerConfig, Timing};
 use stateseal::{
-    AesGcmCodec, Envelope, Error, KeysetStore, LocalProvider, ManualClock, ProviderRegistry,
-    RequestIdentity, RingHandle, RotationScheduler, Secret,
+    Envelope, Error, KeysetStore, LocalProvider, ManualClock, MintOptions, OpenOptions,
+    ProviderRegistry, RequestIdentity, RingHandle, RotationScheduler, Secret,
 };
 
 use crate::fleet::local_keyset;
@@ -92,12 +93,10 @@ fn instance(s: &Setup) -> (RotationScheduler, Envelope) {
         s.store.clone(),
         s.registry.clone(),
         ring.clone(),
-        Arc::new(ManualClock::new(s.t0)),
+        Arc::new(ManualClock::new(ut(s.t0))),
     )
     .expect("scheduler");
-    let env = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("svc"))
-        .build()
-        .expect("env");
+    let env = Envelope::builder(ring, Some("svc")).build().expect("env");
     (sched, env)
 }
 
@@ -106,8 +105,11 @@ fn round() -> RequestIdentity {
 }
 
 fn works(env: &Envelope, now: f64) -> bool {
-    env.mint_at(&round(), b"s", None, now)
-        .and_then(|t| env.verify_at(&round(), &t, None, now))
+    env.mint(&round(), b"s", MintOptions::new().at(ut(now)))
+        .and_then(|t| {
+            env.open(&round(), &t, OpenOptions::new().at(ut(now)))
+                .map(|o| o.state)
+        })
         .is_ok()
 }
 
@@ -116,7 +118,9 @@ async fn transient_outage_within_grace_causes_no_rejection() {
     let s = setup().await;
     let (sched, env) = instance(&s);
     sched.refresh_at(s.t0).await.expect("refresh");
-    let token = env.mint_at(&round(), b"before", None, s.t0).expect("mint");
+    let token = env
+        .mint(&round(), b"before", MintOptions::new().at(ut(s.t0)))
+        .expect("mint");
     s.provider.mode.store(1, Ordering::SeqCst);
     let calls = sched.kms_calls();
     // Past max_key_age the key is re-unwrapped; the KMS is down; the cached key keeps serving.
@@ -135,7 +139,11 @@ async fn transient_outage_within_grace_causes_no_rejection() {
         sched.kms_calls() > calls,
         "the scheduler kept trying the KMS"
     );
-    assert!(env.verify_at(&round(), &token, None, s.t0 + 1.0).is_ok());
+    assert!(
+        env.open(&round(), &token, OpenOptions::new().at(ut(s.t0 + 1.0)))
+            .map(|o| o.state)
+            .is_ok()
+    );
     // Past max_key_age + outage_grace the key is dropped: fail closed.
     let late = s.t0 + 3_600.0 + 86_400.0 + 1.0;
     assert!(matches!(
@@ -144,7 +152,8 @@ async fn transient_outage_within_grace_causes_no_rejection() {
     ));
     assert!(!sched.is_ready());
     assert_eq!(
-        env.mint_at(&round(), b"x", None, late).unwrap_err(),
+        env.mint(&round(), b"x", MintOptions::new().at(ut(late)))
+            .unwrap_err(),
         Error::NotReady
     );
     // The KMS comes back: the next refresh recovers.
@@ -185,7 +194,8 @@ async fn restart_during_outage_stays_not_ready_and_never_seals() {
     assert!(sched.refresh_at(s.t0).await.is_err());
     assert!(!sched.is_ready());
     assert_eq!(
-        env.mint_at(&round(), b"x", None, s.t0).unwrap_err(),
+        env.mint(&round(), b"x", MintOptions::new().at(ut(s.t0)))
+            .unwrap_err(),
         Error::NotReady
     );
     s.provider.mode.store(0, Ordering::SeqCst);
@@ -259,7 +269,8 @@ async fn rotates_automatically_by_age_and_by_seal_count_exactly_once() {
     let (c, env) = instance(&s2);
     c.refresh_at(s2.t0).await.expect("refresh");
     for _ in 0..5 {
-        env.mint_at(&round(), b"s", None, s2.t0).expect("mint");
+        env.mint(&round(), b"s", MintOptions::new().at(ut(s2.t0)))
+            .expect("mint");
     }
     c.refresh_at(s2.t0 + 30.0).await.expect("refresh");
     let doc = keysets::content(&*s2.store, &s2.registry).await;

@@ -4,12 +4,14 @@
 //! logs never name the principal; a fleet refreshing on its jittered
 //! schedule refuses them within R. The helpers serve `revocation_document` too.
 
+use crate::ut;
 use std::sync::Arc;
 
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use stateseal::rotation::{KeysetTrust, RefreshPacing, Timing, TrustPolicy, revoke};
 use stateseal::{
-    KeysetStore, Principal, ProviderRegistry, RejectReason, Revocation, RevocationSelector,
+    KeysetStore, MintOptions, OpenOptions, Principal, ProviderRegistry, RejectReason, Revocation,
+    RevocationSelector,
 };
 use stateseal_testkit::keysets;
 use stateseal_testkit::logs::Logs;
@@ -46,7 +48,9 @@ pub(crate) fn trust() -> KeysetTrust {
 
 /// A state for `p` minted by `m` at `at`.
 pub(crate) fn mint(m: &Member, p: Option<&Principal>, at: f64) -> String {
-    m.env.mint_at(&round(), b"s", p, at).expect("mint")
+    m.env
+        .mint(&round(), b"s", MintOptions::new().principal(p).at(ut(at)))
+        .expect("mint")
 }
 
 /// Why `token`, presented by `p`, is refused at `now` (`None`: it verifies).
@@ -56,7 +60,11 @@ pub(crate) fn refusal(
     p: Option<&Principal>,
     now: f64,
 ) -> Option<RejectReason> {
-    match m.env.verify_at(&round(), token, p, now) {
+    match m
+        .env
+        .open(&round(), token, OpenOptions::new().principal(p).at(ut(now)))
+        .map(|o| o.state)
+    {
         Ok(_) => None,
         Err(e) => Some(e.reject_reason().expect("a rejection")),
     }
@@ -93,7 +101,7 @@ fn a_revoked_principal_is_refused_after_one_refresh_and_nothing_else() {
             &*store,
             &registry,
             &trust(),
-            Revocation::principal(&a, before),
+            Revocation::principal(&a, ut(before)),
             T0 + 30.0,
         )
         .await
@@ -127,7 +135,7 @@ fn a_revoked_principal_is_refused_after_one_refresh_and_nothing_else() {
             &*store,
             &registry,
             &trust(),
-            Revocation::principal(&a, before),
+            Revocation::principal(&a, ut(before)),
             T0 + 40.0,
         )
         .await
@@ -180,7 +188,7 @@ async fn client_id_and_all_before_entries_cover_what_they_select() {
         &*store,
         &registry,
         &trust(),
-        Revocation::client_id("app-1", T0 + 20.0),
+        Revocation::client_id("app-1", ut(T0 + 20.0)),
         T0 + 30.0,
     )
     .await
@@ -198,7 +206,7 @@ async fn client_id_and_all_before_entries_cover_what_they_select() {
         &*store,
         &registry,
         &trust(),
-        Revocation::all_before(T0 + 15.0),
+        Revocation::all_before(ut(T0 + 15.0)),
         T0 + 50.0,
     )
     .await
@@ -224,7 +232,7 @@ async fn logs_never_name_the_principal() {
     let (dir, store, registry, m) = setup("revoke-logs").await;
     let a = alice();
     let token = mint(&m, Some(&a), T0 + 10.0);
-    let entry = Revocation::principal(&a, T0 + 20.0);
+    let entry = Revocation::principal(&a, ut(T0 + 20.0));
     revoke(&*store, &registry, &trust(), entry.clone(), T0 + 30.0)
         .await
         .expect("revoke");
@@ -287,7 +295,7 @@ async fn a_revocation_during_live_traffic_reaches_every_instance_within_r() {
                 &*store,
                 &registry,
                 &trust(),
-                Revocation::principal(&a, t),
+                Revocation::principal(&a, ut(t)),
                 t,
             )
             .await
@@ -341,7 +349,7 @@ async fn a_restored_pre_revocation_document_is_refused_with_the_printed_min_gene
         &*store,
         &registry,
         &trust(),
-        Revocation::principal(&a, T0 + 20.0),
+        Revocation::principal(&a, ut(T0 + 20.0)),
         T0 + 30.0,
     )
     .await

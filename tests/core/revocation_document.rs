@@ -3,6 +3,7 @@
 //! valid, an instance refuses a document that drops a live one, and bad times
 //! or a full list are refused with nothing written.
 
+use crate::ut;
 use stateseal::keyset::{MAX_REVOCATIONS, live_until, prunable};
 use stateseal::rotation::{Timing, revoke};
 use stateseal::{Error, RejectReason, Revocation};
@@ -14,9 +15,9 @@ use crate::revocation::{T0, alice, mint, refusal, setup, trust};
 async fn entries_round_trip_under_the_tag_and_a_store_writer_cannot_remove_them() {
     let (dir, store, registry, m) = setup("revoke-document").await;
     let entries = vec![
-        Revocation::principal(&alice(), T0 + 1.5),
-        Revocation::client_id("app-\"2\"", T0 + 2.0),
-        Revocation::all_before(T0 + 3.0),
+        Revocation::principal(&alice(), ut(T0 + 1.5)),
+        Revocation::client_id("app-\"2\"", ut(T0 + 2.0)),
+        Revocation::all_before(ut(T0 + 3.0)),
     ];
     let written = keysets::resealed(&*store, &registry, |d| d.revocations = entries.clone()).await;
     assert_eq!(keysets::content(&*store, &registry).await, written);
@@ -64,7 +65,7 @@ async fn a_document_dropping_a_live_entry_is_refused_until_nothing_it_covers_is_
     let (dir, store, registry, m) = setup("revoke-drop").await;
     let a = alice();
     let token = mint(&m, Some(&a), T0 + 10.0);
-    let entry = Revocation::principal(&a, T0 + 20.0);
+    let entry = Revocation::principal(&a, ut(T0 + 20.0));
     revoke(&*store, &registry, &trust(), entry.clone(), T0 + 30.0)
         .await
         .expect("revoke");
@@ -102,7 +103,7 @@ async fn a_document_dropping_a_live_entry_is_refused_until_nothing_it_covers_is_
 async fn writes_prune_entries_that_cover_nothing_valid() {
     let (dir, store, registry, _m) = setup("revoke-prune").await;
     let timing = Timing::default();
-    let first = Revocation::client_id("app-1", T0 + 1.0);
+    let first = Revocation::client_id("app-1", ut(T0 + 1.0));
     revoke(&*store, &registry, &trust(), first.clone(), T0 + 2.0)
         .await
         .expect("revoke");
@@ -113,7 +114,7 @@ async fn writes_prune_entries_that_cover_nothing_valid() {
         &*store,
         &registry,
         &trust(),
-        Revocation::all_before(at - 1.0),
+        Revocation::all_before(ut(at - 1.0)),
         at,
     )
     .await
@@ -126,7 +127,7 @@ async fn writes_prune_entries_that_cover_nothing_valid() {
     );
     // Past it: dropped by the next write.
     let later = at + 1.0;
-    let second = Revocation::client_id("app-2", later);
+    let second = Revocation::client_id("app-2", ut(later));
     revoke(&*store, &registry, &trust(), second.clone(), later)
         .await
         .expect("revoke");
@@ -158,7 +159,7 @@ async fn the_cap_refuses_a_write_and_leaves_the_document_unchanged() {
     let (dir, store, registry, _m) = setup("revoke-cap").await;
     keysets::resealed(&*store, &registry, |d| {
         d.revocations = (0..MAX_REVOCATIONS)
-            .map(|i| Revocation::client_id(&format!("client-{i}"), T0))
+            .map(|i| Revocation::client_id(&format!("client-{i}"), ut(T0)))
             .collect();
     })
     .await;
@@ -167,7 +168,7 @@ async fn the_cap_refuses_a_write_and_leaves_the_document_unchanged() {
         &*store,
         &registry,
         &trust(),
-        Revocation::all_before(T0),
+        Revocation::all_before(ut(T0)),
         T0 + 1.0,
     )
     .await
@@ -182,7 +183,7 @@ async fn the_cap_refuses_a_write_and_leaves_the_document_unchanged() {
     // Nor can a KEK holder's own tool write more.
     let v = keysets::verified(&*store, &registry).await;
     let mut over = v.doc.clone();
-    over.revocations.push(Revocation::all_before(T0));
+    over.revocations.push(Revocation::all_before(ut(T0)));
     let err = v.seal_next(&over, keysets::FAR_FUTURE).unwrap_err();
     assert!(err.to_string().contains("1001 entries"), "{err}");
     let _ = std::fs::remove_dir_all(dir);
@@ -193,10 +194,9 @@ async fn bad_times_are_refused_before_anything_is_written() {
     let (dir, store, registry, _m) = setup("revoke-times").await;
     let held = keysets::stored(&*store).await;
     for (entry, now) in [
-        (Revocation::all_before(T0 + 61.0 + 10.0), T0 + 10.0),
-        (Revocation::all_before(T0), T0 + 660.0),
-        (Revocation::all_before(1_782_345_600_000.0), T0),
-        (Revocation::all_before(f64::NAN), T0),
+        (Revocation::all_before(ut(T0 + 61.0 + 10.0)), T0 + 10.0),
+        (Revocation::all_before(ut(T0)), T0 + 660.0),
+        (Revocation::all_before(ut(1_782_345_600_000.0)), T0),
     ] {
         let err = revoke(&*store, &registry, &trust(), entry, now)
             .await
@@ -218,7 +218,7 @@ async fn a_write_on_a_restored_backup_keeps_the_live_revocations() {
     let path = dir.join("keyset.json");
     let backup = std::fs::read(&path).expect("backup");
     let a = alice();
-    let entry = Revocation::principal(&a, T0 + 20.0);
+    let entry = Revocation::principal(&a, ut(T0 + 20.0));
     revoke(&*store, &registry, &trust(), entry.clone(), T0 + 30.0)
         .await
         .expect("revoke");
@@ -259,7 +259,7 @@ async fn before_covers_states_minted_in_its_millisecond_and_tick() {
         &*store,
         &registry,
         &trust(),
-        Revocation::principal(&a, minted + 0.0003),
+        Revocation::principal(&a, ut(minted + 0.0003)),
         T0 + 11.0,
     )
     .await
@@ -270,7 +270,7 @@ async fn before_covers_states_minted_in_its_millisecond_and_tick() {
         &*store,
         &registry,
         &trust(),
-        Revocation::principal(&a, T0 + 10.5),
+        Revocation::principal(&a, ut(T0 + 10.5)),
         T0 + 11.0,
     )
     .await

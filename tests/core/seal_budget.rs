@@ -15,7 +15,7 @@ use stateseal::provider::WrapContext;
 use stateseal::rotation::{SchedulerConfig, Timing};
 use stateseal::{
     AesGcmCodec, KeyProvider, KeysetStore, LocalProvider, ManualClock, RingHandle,
-    RotationScheduler, StateCodec,
+    RotationScheduler, StateCodec, UnixTime,
 };
 
 use crate::fleet::{local_keyset, local_registry};
@@ -47,7 +47,9 @@ fn start(store: &Arc<dyn KeysetStore>) -> Process {
         store.clone(),
         local_registry(),
         ring.clone(),
-        Arc::new(ManualClock::new(T0)),
+        Arc::new(ManualClock::new(
+            UnixTime::from_secs_f64(T0).expect("a finite time"),
+        )),
     )
     .expect("scheduler");
     Process {
@@ -224,7 +226,9 @@ async fn a_process_that_cannot_reserve_seals_nothing_unrecorded_with_a_v1_key() 
             Arc::new(ReadOnly(store, writes.clone())),
             local_registry(),
             ring.clone(),
-            Arc::new(ManualClock::new(T0)),
+            Arc::new(ManualClock::new(
+                UnixTime::from_secs_f64(T0).expect("a finite time"),
+            )),
         )
         .expect("scheduler");
         (sched, AesGcmCodec::new(ring))

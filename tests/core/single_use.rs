@@ -9,14 +9,16 @@ use metrics_util::debugging::DebuggingRecorder;
 use stateseal::boundary::{Boundary, WireError};
 use stateseal::provider::BoxFuture;
 use stateseal::replay::{MemoryReplayStore, Recorded, ReplayStore};
+use std::time::Duration;
+
 use stateseal::{
-    AesGcmCodec, Envelope, Error, KeyRing, ManualClock, RejectReason, RequestIdentity, RingHandle,
-    RingKey, Secret, SingleUse, TokenFormat,
+    Envelope, Error, KeyRing, ManualClock, MintOptions, OpenOptions, Opened, RejectReason,
+    RequestIdentity, RingHandle, RingKey, Secret, SingleUse, TokenFormat, UnixTime,
 };
 
 use crate::recorded::{block_on_recorded, values};
 
-const T0: f64 = 1_782_345_600.0;
+const T0: UnixTime = UnixTime::from_secs(1_782_345_600);
 
 fn envelope(v2: bool) -> Arc<Envelope> {
     let secret = Secret::new(vec![7; 32]).expect("secret");
@@ -24,7 +26,7 @@ fn envelope(v2: bool) -> Arc<Envelope> {
     let ring = KeyRing::from_keys(vec![Arc::new(RingKey::with_format(&secret, format))]);
     let ring = Arc::new(RingHandle::new(ring.expect("ring")));
     Arc::new(
-        Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("bank"))
+        Envelope::builder(ring, Some("bank"))
             .clock(Arc::new(ManualClock::new(T0)))
             .build()
             .expect("envelope"),
@@ -75,7 +77,7 @@ impl ReplayStore for Scripted {
 
 /// A memory store made an hour before the envelopes' states, then on their clock.
 fn memory() -> MemoryReplayStore {
-    let clock = Arc::new(ManualClock::new(T0 - 3600.0));
+    let clock = Arc::new(ManualClock::new(T0 - Duration::from_secs(3600)));
     let store = MemoryReplayStore::with_clock(clock.clone());
     clock.set(T0);
     store
@@ -174,7 +176,9 @@ async fn the_plain_verify_paths_refuse_single_use_states() {
         Err(WireError::invalid_state())
     );
     assert_eq!(
-        b.envelope().verify(&transfer, &token, None),
+        b.envelope()
+            .open(&transfer, &token, OpenOptions::new())
+            .map(|o| o.state),
         Err(Error::Rejected(RejectReason::ReplayStoreUnavailable))
     );
     // Nothing recorded by the refusals: the state still verifies once.
@@ -189,11 +193,21 @@ async fn a_state_failing_another_check_never_reaches_the_store() {
     let transfer = round("transfer");
     let token = b
         .envelope()
-        .mint_single_use_at(&transfer, b"confirm", None, T0 - 3600.0)
+        .mint(
+            &transfer,
+            b"confirm",
+            MintOptions::new()
+                .at(T0 - Duration::from_secs(3600))
+                .single_use(true),
+        )
         .expect("minted an hour ago");
     assert_eq!(
         b.envelope()
-            .open_at(&transfer, &token, None, T0)
+            .open(
+                &transfer,
+                &token,
+                OpenOptions::new().at(T0).records_single_use(true)
+            )
             .unwrap_err(),
         Error::Rejected(RejectReason::Expired)
     );
@@ -208,7 +222,11 @@ async fn a_state_failing_another_check_never_reaches_the_store() {
 fn single_use_states_need_a_v2_key() {
     let env = envelope(false);
     let err = env
-        .mint_single_use(&round("transfer"), "confirm", None)
+        .mint(
+            &round("transfer"),
+            "confirm",
+            MintOptions::new().single_use(true),
+        )
         .unwrap_err();
     assert!(err.to_string().contains("v2 key"), "{err}");
     let b = Boundary::builder(env)
@@ -248,19 +266,27 @@ fn racing_presentations_admit_exactly_one() {
 
 #[tokio::test]
 async fn records_expire_after_the_state_and_the_skew() {
-    let clock = Arc::new(ManualClock::new(T0 - 3600.0));
+    let clock = Arc::new(ManualClock::new(T0 - Duration::from_secs(3600)));
     let store = MemoryReplayStore::with_clock(clock.clone());
     clock.set(T0);
     let env = envelope(true);
     let transfer = round("transfer");
     let token = env
-        .mint_single_use_at(&transfer, b"c", None, T0)
+        .mint(&transfer, b"c", MintOptions::new().at(T0).single_use(true))
         .expect("minted");
-    let (_, once) = env.open_at(&transfer, &token, None, T0).expect("opened");
+    let Opened {
+        single_use: once, ..
+    } = env
+        .open(
+            &transfer,
+            &token,
+            OpenOptions::new().at(T0).records_single_use(true),
+        )
+        .expect("opened");
     let once = once.expect("single-use");
-    assert_eq!(once.keep_until(), T0 + env.ttl() + 60.0);
+    assert_eq!(once.keep_until(), T0 + env.ttl() + Duration::from_secs(60));
     assert_eq!(store.record(&once).await, Ok(Recorded::First));
-    clock.set(once.keep_until() - 1.0);
+    clock.set(once.keep_until() - Duration::from_secs(1));
     assert_eq!(store.record(&once).await, Ok(Recorded::Replay));
     clock.set(once.keep_until());
     assert_eq!(
@@ -325,9 +351,9 @@ async fn a_state_of_a_single_use_round_without_the_claim_is_refused() {
 /// store, a Redis that restarted empty) may have lost its record: refused.
 #[tokio::test]
 async fn a_state_issued_before_the_stores_epoch_is_refused() {
-    let clock = Arc::new(ManualClock::new(T0 + 30.0));
+    let clock = Arc::new(ManualClock::new(T0 + Duration::from_secs(30)));
     let store = Arc::new(MemoryReplayStore::with_clock(clock.clone()));
-    assert_eq!(store.epoch(), T0 + 30.0);
+    assert_eq!(store.epoch(), T0 + Duration::from_secs(30));
     let b = boundary(Some(store.clone()));
     let transfer = round("transfer");
     let token = b

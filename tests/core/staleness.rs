@@ -5,12 +5,13 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use stateseal::provider::BoxFuture;
 use stateseal::rotation::{RotateMode, SchedulerConfig, Timing, rotate_store_at};
 use stateseal::{
-    AesGcmCodec, Envelope, Error, KeysetStore, ManualClock, RequestIdentity, RingHandle,
-    RotationScheduler, StoredKeyset,
+    Envelope, Error, KeysetStore, ManualClock, MintOptions, OpenOptions, RequestIdentity,
+    RingHandle, RotationScheduler, StoredKeyset, UnixTime,
 };
 
 use crate::fleet::{local_keyset, local_registry};
@@ -85,12 +86,14 @@ fn member(store: Arc<dyn KeysetStore>) -> Member {
         store,
         local_registry(),
         ring.clone(),
-        Arc::new(ManualClock::new(T0)),
+        Arc::new(ManualClock::new(
+            UnixTime::from_secs_f64(T0).expect("a finite time"),
+        )),
     )
     .expect("scheduler");
-    let env = Envelope::builder(Arc::new(AesGcmCodec::new(ring.clone())), Some("svc"))
-        .ttl(timing().ttl)
-        .max_skew(timing().max_skew)
+    let env = Envelope::builder(ring.clone(), Some("svc"))
+        .ttl(Duration::from_secs_f64(timing().ttl))
+        .max_skew(Duration::from_secs_f64(timing().max_skew))
         .build()
         .expect("envelope");
     Member { sched, env, ring }
@@ -142,7 +145,11 @@ async fn a_cut_off_instance_stops_sealing_before_the_fleet_retires_its_key() {
     while t <= T0 + 80.0 {
         let _ = a.sched.refresh_at(t).await;
         b.sched.refresh_at(t).await.expect("b");
-        match a.env.mint_at(&round(), b"state", None, t) {
+        match a.env.mint(
+            &round(),
+            b"state",
+            MintOptions::new().at(UnixTime::from_secs_f64(t).expect("a finite time")),
+        ) {
             Ok(token) => {
                 assert!(t - T0 <= 50.0, "sealed {}s after its last read", t - T0);
                 assert_eq!(a.ring.current().expect("ring").primary().kid(), old);
@@ -167,13 +174,26 @@ async fn a_cut_off_instance_stops_sealing_before_the_fleet_retires_its_key() {
     b.sched.refresh_at(end).await.expect("b");
     assert!(
         b.env
-            .verify_at(&round(), &token, None, sealed_at + timing().ttl - 0.5)
+            .open(
+                &round(),
+                &token,
+                OpenOptions::new()
+                    .at(UnixTime::from_secs_f64(sealed_at + timing().ttl - 0.5)
+                        .expect("a finite time"))
+            )
+            .map(|o| o.state)
             .is_ok()
     );
     // ...and so does A, sealing nothing.
     assert!(
         a.env
-            .verify_at(&round(), &token, None, sealed_at + 10.0)
+            .open(
+                &round(),
+                &token,
+                OpenOptions::new()
+                    .at(UnixTime::from_secs_f64(sealed_at + 10.0).expect("a finite time"))
+            )
+            .map(|o| o.state)
             .is_ok()
     );
     // The store is back: A adopts the fleet's keyset and seals with its primary.
@@ -187,6 +207,10 @@ async fn a_cut_off_instance_stops_sealing_before_the_fleet_retires_its_key() {
     );
     assert_ne!(fleet_primary, old);
     a.env
-        .mint_at(&round(), b"state", None, T0 + 90.0)
+        .mint(
+            &round(),
+            b"state",
+            MintOptions::new().at(UnixTime::from_secs_f64(T0 + 90.0).expect("a finite time")),
+        )
         .expect("seals again");
 }

@@ -11,6 +11,7 @@ use stateseal::provider::BoxFuture;
 use stateseal::rotation::{RotateMode, SchedulerConfig, Timing, rotate_store_at, rotated};
 use stateseal::{
     Error, KeysetStore, ManualClock, ProviderRegistry, RingHandle, RotationScheduler, StoredKeyset,
+    UnixTime,
 };
 use stateseal_testkit::keysets;
 
@@ -47,7 +48,9 @@ pub(crate) fn instance(store: Arc<dyn KeysetStore>, registry: &ProviderRegistry)
         store,
         registry.clone(),
         ring.clone(),
-        Arc::new(ManualClock::new(T0)),
+        Arc::new(ManualClock::new(
+            UnixTime::from_secs_f64(T0).expect("a finite time"),
+        )),
     )
     .expect("scheduler");
     Instance { sched, ring }
@@ -157,7 +160,9 @@ async fn max_store_staleness_overrides_outage_grace() {
         store.clone(),
         registry,
         ring.clone(),
-        Arc::new(ManualClock::new(T0)),
+        Arc::new(ManualClock::new(
+            UnixTime::from_secs_f64(T0).expect("a finite time"),
+        )),
     )
     .expect("scheduler");
     sched.refresh_at(T0).await.expect("refresh");

@@ -4,12 +4,13 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value as J;
 use stateseal::json::{Duplicates, Text, Value, parse};
 use stateseal::{
-    AesGcmCodec, Envelope, Error, KeyRing, Principal, RandomSource, RequestIdentity, RingHandle,
-    Secret, StateCodec,
+    AesGcmCodec, Envelope, Error, KeyRing, MintOptions, OpenOptions, Principal, RandomSource,
+    RequestIdentity, RingHandle, Secret, StateCodec, UnixTime,
 };
 
 pub(crate) fn vectors() -> J {
@@ -229,8 +230,9 @@ fn seal_is_byte_exact_with_python() {
             AesGcmCodec::new(ring.clone()).with_random_source(RandomSource::scripted(nonce)),
         );
         let audience = case["effective_audience"].as_str();
-        let envelope = Envelope::builder(codec.clone(), audience)
-            .ttl(case["ttl"].as_f64().expect("ttl"))
+        let envelope = Envelope::builder(ring, audience)
+            .codec(codec.clone())
+            .ttl(Duration::from_secs_f64(case["ttl"].as_f64().expect("ttl")))
             .random_source(RandomSource::scripted(salt))
             .build()
             .expect("envelope");
@@ -243,9 +245,14 @@ fn seal_is_byte_exact_with_python() {
         );
         assert_eq!(id.args_digest(), s(case, "expected_args_digest"), "{label}");
         let state = text(s(case, "state_json"));
-        let now = case["now"].as_f64().expect("now");
+        let now =
+            UnixTime::from_secs_f64(case["now"].as_f64().expect("now")).expect("a finite time");
         let token = envelope
-            .mint_at(&id, state.as_bytes(), principal.as_ref(), now)
+            .mint(
+                &id,
+                state.as_bytes(),
+                MintOptions::new().principal(principal.as_ref()).at(now),
+            )
             .expect("mint");
         assert_eq!(token, s(case, "token"), "{label}: token");
         let payload = codec.unseal(&token).expect("unseal");
@@ -255,7 +262,12 @@ fn seal_is_byte_exact_with_python() {
             "{label}: payload"
         );
         let back = envelope
-            .verify_at(&id, &token, principal.as_ref(), now)
+            .open(
+                &id,
+                &token,
+                OpenOptions::new().principal(principal.as_ref()).at(now),
+            )
+            .map(|o| o.state)
             .expect("roundtrip");
         assert_eq!(back, state, "{label}: roundtrip");
     }
@@ -273,18 +285,20 @@ fn failing_codec_never_yields_plaintext() {
             Err(Error::Seal("kms unavailable"))
         }
     }
-    let envelope = Envelope::builder(Arc::new(Broken), Some("svc"))
+    let envelope = Envelope::builder(Arc::new(RingHandle::empty()), Some("svc"))
+        .codec(Arc::new(Broken))
         .build()
         .expect("envelope");
     let id = RequestIdentity::from_json("tools/call", br#"{"name":"t"}"#).expect("id");
     assert_eq!(
-        envelope.mint(&id, "secret-state", None),
+        envelope.mint(&id, "secret-state", MintOptions::new()),
         Err(Error::Seal("kms unavailable"))
     );
     // An unexpected unseal failure of a custom codec still rejects (fail closed).
     assert_eq!(
         envelope
-            .verify(&id, "anything", None)
+            .open(&id, "anything", OpenOptions::new())
+            .map(|o| o.state)
             .unwrap_err()
             .reject_reason(),
         Some(stateseal::RejectReason::CodecError)

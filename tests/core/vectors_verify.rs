@@ -4,11 +4,11 @@
 //! null counts as absent, non-string echo rejected) are applied here as the
 //! Python boundary applies them; the envelope does the rest.
 
-use std::sync::Arc;
-
 use serde_json::Value as J;
 use stateseal::json::{Duplicates, Value, parse};
-use stateseal::{AesGcmCodec, CARRIER_METHODS, Envelope, Principal, RejectReason, RequestIdentity};
+use stateseal::{
+    CARRIER_METHODS, Envelope, OpenOptions, Principal, RejectReason, RequestIdentity, UnixTime,
+};
 
 use crate::vectors::{ring, vectors};
 
@@ -82,8 +82,7 @@ fn run(v: &J, case: &J, token_override: Option<&str>) -> Verdict {
         Value::Str(t) => Some(Principal::new(t)),
         _ => return Verdict::Reject(RejectReason::PrincipalBindingError.as_str().into()),
     };
-    let codec = Arc::new(AesGcmCodec::new(ring(v, &case["ring"])));
-    let envelope = Envelope::builder(codec, case["audience"].as_str())
+    let envelope = Envelope::builder(ring(v, &case["ring"]), case["audience"].as_str())
         .build()
         .expect("envelope");
     let id = RequestIdentity::from_json(
@@ -94,12 +93,17 @@ fn run(v: &J, case: &J, token_override: Option<&str>) -> Verdict {
     let Some(token) = token.as_str() else {
         return Verdict::Reject("malformed".into());
     };
-    match envelope.verify_at(
-        &id,
-        token,
-        principal.as_ref(),
-        case["now"].as_f64().expect("now"),
-    ) {
+    match envelope
+        .open(
+            &id,
+            token,
+            OpenOptions::new()
+                .principal(principal.as_ref())
+                .at(UnixTime::from_secs_f64(case["now"].as_f64().expect("now"))
+                    .expect("a finite time")),
+        )
+        .map(|o| o.state)
+    {
         Ok(state) => Verdict::Accept(Value::Str(state).to_canonical_json()),
         Err(e) => Verdict::Reject(e.reject_reason().expect("a rejection").as_str().into()),
     }

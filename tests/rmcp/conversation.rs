@@ -14,9 +14,7 @@ use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
 use serde_json::json;
 use stateseal::boundary::{Boundary, FailureMode, PrincipalResult};
 use stateseal::rmcp_adapter::{PrincipalSource, StateSealed};
-use stateseal::{
-    AesGcmCodec, Clock, Envelope, KeyRing, ManualClock, Principal, RingHandle, Secret,
-};
+use stateseal::{Clock, Envelope, KeyRing, ManualClock, Principal, RingHandle, Secret, UnixTime};
 
 /// A tool, a prompt and a resource that each need one confirmation round.
 #[derive(Clone, Default)]
@@ -130,7 +128,7 @@ impl Server {
         ));
         Self {
             ring,
-            clock: Arc::new(ManualClock::new(1_782_345_600.0)),
+            clock: Arc::new(ManualClock::new(UnixTime::from_secs(1_782_345_600))),
             handler: Confirming::default(),
         }
     }
@@ -142,13 +140,10 @@ impl Server {
         principal: Option<&'static str>,
         mode: FailureMode,
     ) -> RunningService<RoleClient, ()> {
-        let envelope = Envelope::builder(
-            Arc::new(AesGcmCodec::new(self.ring.clone())),
-            Some(audience),
-        )
-        .clock(self.clock.clone() as Arc<dyn Clock>)
-        .build()
-        .expect("envelope");
+        let envelope = Envelope::builder(self.ring.clone(), Some(audience))
+            .clock(self.clock.clone() as Arc<dyn Clock>)
+            .build()
+            .expect("envelope");
         let sealed = StateSealed::new(
             self.handler.clone(),
             Boundary::builder(Arc::new(envelope))

@@ -8,6 +8,7 @@ use serde_json::json;
 use stateseal::KeyRing;
 use stateseal::boundary::FailureMode;
 use stateseal_testkit::logs::Logs;
+use std::time::Duration;
 
 use crate::conversation::{Server, answered, assert_rejected, first_round, secret, tool};
 
@@ -128,7 +129,7 @@ async fn every_misuse_is_rejected_with_the_frozen_error_and_a_clean_log() {
             .call_tool_once(answered(params.clone(), &token))
             .await,
     );
-    server.clock.advance(601.0);
+    server.clock.advance(Duration::from_secs(601));
     assert_rejected(alice.call_tool_once(answered(params.clone(), &token)).await);
 
     let log = logs.text();

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage};
 use stateseal::boundary::AuthenticatedPrincipal;
-use stateseal::{AesGcmCodec, Envelope, KeyRing, RequestIdentity, RingHandle, Secret};
+use stateseal::{Envelope, KeyRing, MintOptions, RequestIdentity, RingHandle, Secret};
 
 use crate::http::{post, request_meta, serve};
 
@@ -81,7 +81,7 @@ async fn states_minted_over_the_exact_text_verify_through_the_rmcp_server() {
         KeyRing::from_secrets(&[Secret::generate().expect("rng")]).expect("ring"),
     ));
     let envelope = |ring: &Arc<RingHandle>| {
-        Envelope::builder(Arc::new(AesGcmCodec::new(ring.clone())), Some("svc"))
+        Envelope::builder(ring.clone(), Some("svc"))
             .build()
             .expect("env")
     };
@@ -102,7 +102,11 @@ async fn states_minted_over_the_exact_text_verify_through_the_rmcp_server() {
         let params = format!(r#"{{"name":"deploy","arguments":{args}}}"#);
         let id = RequestIdentity::from_json("tools/call", params.as_bytes()).expect("identity");
         let state = other_member
-            .mint(&id, "confirm:minted elsewhere", Some(&alice))
+            .mint(
+                &id,
+                "confirm:minted elsewhere",
+                MintOptions::new().principal(&alice),
+            )
             .expect("mint");
         let body = format!(
             r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"deploy","arguments":{args},"requestState":"{state}","inputResponses":{{"confirm":{{"action":"accept"}}}},"_meta":{meta}}}}}"#

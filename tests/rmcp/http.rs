@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use stateseal::boundary::Boundary;
 use stateseal::rmcp_adapter::StateSealed;
-use stateseal::{AesGcmCodec, Envelope, KeyRing, RingHandle, Secret};
+use stateseal::{Envelope, KeyRing, RingHandle, Secret};
 
 use crate::conversation::Confirming;
 
@@ -79,9 +79,7 @@ async fn another_users_bearer_token_cannot_replay_a_state() {
     let ring = Arc::new(RingHandle::new(
         KeyRing::from_secrets(&[Secret::generate().expect("rng")]).expect("ring"),
     ));
-    let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("svc"))
-        .build()
-        .expect("env");
+    let envelope = Envelope::builder(ring, Some("svc")).build().expect("env");
     let (addr, server) = serve(envelope).await;
 
     let a = addr.clone();

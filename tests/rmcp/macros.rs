@@ -9,7 +9,7 @@ use rmcp::service::{ClientLifecycleMode, ClientServiceExt, ServiceError};
 use rmcp::{ServiceExt, tool, tool_router};
 use stateseal::boundary::Boundary;
 use stateseal::rmcp_adapter::StateSealed;
-use stateseal::{AesGcmCodec, Envelope, KeyRing, RingHandle, Secret};
+use stateseal::{Envelope, KeyRing, RingHandle, Secret};
 
 #[derive(Clone)]
 struct Approvals;
@@ -32,9 +32,7 @@ async fn macro_tools_read_plaintext_through_the_request_state_extractor() {
     let ring = Arc::new(RingHandle::new(
         KeyRing::from_secrets(&[Secret::generate().expect("rng")]).expect("ring"),
     ));
-    let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("svc"))
-        .build()
-        .expect("env");
+    let envelope = Envelope::builder(ring, Some("svc")).build().expect("env");
     let sealed = StateSealed::new(Approvals, Boundary::new(Arc::new(envelope)));
     let (client_io, server_io) = tokio::io::duplex(1 << 16);
     tokio::spawn(async move {

@@ -11,7 +11,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::json;
 use stateseal::boundary::Boundary;
 use stateseal::rmcp_adapter::StateSealed;
-use stateseal::{AesGcmCodec, Envelope, KeyRing, RingHandle, Secret};
+use stateseal::{Envelope, KeyRing, RingHandle, Secret};
 use stateseal_oauth::{ResourceServer, ResourceServerConfig, require_bearer};
 use stateseal_testkit::issuer::Issuer;
 
@@ -32,9 +32,7 @@ async fn a_state_sealed_for_one_subject_is_refused_for_another() {
     let ring = Arc::new(RingHandle::new(
         KeyRing::from_secrets(&[Secret::generate().expect("rng")]).expect("ring"),
     ));
-    let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("svc"))
-        .build()
-        .expect("env");
+    let envelope = Envelope::builder(ring, Some("svc")).build().expect("env");
     let router = crate::routes::mcp_routes(StateSealed::new(
         Confirming::default(),
         Boundary::new(Arc::new(envelope)),

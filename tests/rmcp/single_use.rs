@@ -11,14 +11,14 @@
 //! within the skew allowance (1 s here) after it is refused.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use stateseal::boundary::Boundary;
 use stateseal::replay::ReplayStore;
 use stateseal::rmcp_adapter::StateSealed;
 use stateseal::{
-    AesGcmCodec, Clock, Envelope, KeyRing, ManualClock, RingHandle, RingKey, Secret, SystemClock,
-    TokenFormat,
+    Clock, Envelope, KeyRing, ManualClock, RingHandle, RingKey, Secret, SystemClock, TokenFormat,
 };
 use stateseal_redis::RedisReplayStore;
 use stateseal_testkit::redis::Redis;
@@ -58,8 +58,8 @@ async fn fleet(redis: &Redis) -> Fleet {
     let clock = Arc::new(ManualClock::new(SystemClock.now()));
     let (mut addrs, mut servers) = (Vec::new(), Vec::new());
     for strict in [true, true, true, false] {
-        let envelope = Envelope::builder(Arc::new(AesGcmCodec::new(ring.clone())), Some("bank"))
-            .max_skew(1.0)
+        let envelope = Envelope::builder(ring.clone(), Some("bank"))
+            .max_skew(Duration::from_secs(1))
             .clock(clock.clone())
             .build()
             .expect("envelope");
@@ -92,7 +92,7 @@ async fn fleet(redis: &Redis) -> Fleet {
             let _ = axum::serve(listener, router).await;
         }));
     }
-    clock.advance(2.0);
+    clock.advance(Duration::from_secs(2));
     let lax = addrs.pop().expect("four servers");
     Fleet {
         addrs,
@@ -232,7 +232,7 @@ async fn a_redis_that_comes_back_empty_refuses_earlier_states_and_no_fresh_one()
     // Back with nothing persisted, noticed 10 s later: every record is gone,
     // so states issued before are refused everywhere, the spent one first of all.
     redis.start_again();
-    fleet.clock.advance(10.0);
+    fleet.clock.advance(Duration::from_secs(10));
     for addr in addrs {
         for state in [&spent, &during] {
             let answer = on(addr, second("transfer", state)).await;
@@ -241,7 +241,7 @@ async fn a_redis_that_comes_back_empty_refuses_earlier_states_and_no_fresh_one()
     }
     // A round begun after the new epoch completes on the first try, once,
     // on each instance (each reconnected by itself within its deadline).
-    fleet.clock.advance(2.0);
+    fleet.clock.advance(Duration::from_secs(2));
     for (i, addr) in addrs.iter().enumerate() {
         let fresh = state_from(&addrs[(i + 1) % 3], "transfer").await;
         let answer = on(addr, second("transfer", &fresh)).await;

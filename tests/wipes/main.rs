@@ -15,19 +15,19 @@
 
 use std::io::{Read, Seek, SeekFrom};
 use std::sync::Arc;
+use std::time::Duration;
 
 use stateseal::boundary::Boundary;
 use stateseal::replay::{MemoryReplayStore, ReplayStore};
-use std::ops::Range;
 
-use stateseal::json::Text;
 use stateseal::{
-    AesGcmCodec, Envelope, Error, KeyRing, ManualClock, Principal, RequestIdentity, RingHandle,
-    RingKey, Secret, SingleUse, StateCodec, TokenFormat,
+    Envelope, Error, KeyRing, ManualClock, MintOptions, OpenOptions, Opened, Principal,
+    RequestIdentity, Revocation, RevocationList, RingHandle, RingKey, Secret, TokenFormat,
+    UnixTime,
 };
 use zeroize::Zeroize;
 
-const NOW: f64 = 1_782_345_600.0;
+const NOW: UnixTime = UnixTime::from_secs(1_782_345_600);
 const MASK: u8 = 0x5a;
 
 /// A random marker, held only masked.
@@ -111,33 +111,26 @@ impl Marker {
     }
 }
 
-/// A codec that revokes every state (as a live revocation covering it does).
-struct RevokingAll(AesGcmCodec);
-
-impl StateCodec for RevokingAll {
-    fn seal(&self, payload: &[u8]) -> Result<String, Error> {
-        self.0.seal(payload)
-    }
-    fn unseal(&self, token: &str) -> Result<Vec<u8>, Error> {
-        self.0.unseal(token)
-    }
-    fn unseal_in_place(&self, token: &str) -> Result<(Vec<u8>, Range<usize>), Error> {
-        self.0.unseal_in_place(token)
-    }
-    fn revoked(&self, _iat: f64, _principal: Option<&[u8]>) -> bool {
-        true
-    }
-}
-
-fn codec(format: TokenFormat, key: &Secret) -> AesGcmCodec {
+fn keys(format: TokenFormat, key: &Secret) -> KeyRing {
     let key = RingKey::with_format(key, format);
-    let ring = KeyRing::from_keys(vec![Arc::new(key)]).expect("ring");
-    AesGcmCodec::new(Arc::new(RingHandle::new(ring)))
+    KeyRing::from_keys(vec![Arc::new(key)]).expect("ring")
 }
 
-fn envelope(codec: Arc<dyn StateCodec>, audience: &str, clock: &Arc<ManualClock>) -> Envelope {
-    Envelope::builder(codec, Some(audience))
-        .ttl(60.0)
+fn ring(format: TokenFormat, key: &Secret) -> Arc<RingHandle> {
+    Arc::new(RingHandle::new(keys(format, key)))
+}
+
+/// The same key with a live revocation covering every state minted up to `NOW`.
+fn revoking_all(format: TokenFormat, key: &Secret) -> Arc<RingHandle> {
+    let revocations = RevocationList::new(&[Revocation::all_before(NOW)]);
+    Arc::new(RingHandle::new(
+        keys(format, key).with_revocations(revocations),
+    ))
+}
+
+fn envelope(ring: Arc<RingHandle>, audience: &str, clock: &Arc<ManualClock>) -> Envelope {
+    Envelope::builder(ring, Some(audience))
+        .ttl(Duration::from_secs(60))
         .clock(clock.clone())
         .build()
         .expect("envelope")
@@ -158,9 +151,13 @@ fn mint(
 ) -> String {
     let mut state = marker.state(escaped);
     let token = if once {
-        env.mint_single_use_at(&id(1), &state, p, NOW)
+        env.mint(
+            &id(1),
+            &state,
+            MintOptions::new().principal(p).at(NOW).single_use(true),
+        )
     } else {
-        env.mint_at(&id(1), &state, p, NOW)
+        env.mint(&id(1), &state, MintOptions::new().principal(p).at(NOW))
     }
     .expect("mint");
     state.zeroize();
@@ -178,73 +175,135 @@ async fn refused_and_escaped_states_leave_no_plaintext_in_memory() {
     let alice = Principal::from_components("client", Some("https://issuer.example"), Some("alice"));
     let mallory =
         Principal::from_components("client", Some("https://issuer.example"), Some("mallory"));
-    let clock = Arc::new(ManualClock::new(NOW - 10.0));
+    let clock = Arc::new(ManualClock::new(NOW - Duration::from_secs(10)));
     for format in [TokenFormat::V1, TokenFormat::V2] {
         for escaped in [false, true] {
             let marker = Marker::new();
             let key = Secret::generate().expect("rng");
-            let env = envelope(Arc::new(codec(format, &key)), "bank", &clock);
+            let env = envelope(ring(format, &key), "bank", &clock);
             let case = |what: &str| format!("{format:?}, escaped {escaped}: {what}");
             let clean = |what: &str| {
                 assert_eq!(marker.found(), Vec::<String>::new(), "{}", case(what));
             };
             // The envelope's refusals.
             let token = mint(&env, &marker, escaped, false, Some(&alice));
-            let other_audience = envelope(Arc::new(codec(format, &key)), "other", &clock);
-            let revoking = envelope(Arc::new(RevokingAll(codec(format, &key))), "bank", &clock);
-            type Open<'e> = Box<dyn Fn() -> Result<(Text, Option<SingleUse>), Error> + 'e>;
+            let other_audience = envelope(ring(format, &key), "other", &clock);
+            let revoking = envelope(revoking_all(format, &key), "bank", &clock);
+            type Open<'e> = Box<dyn Fn() -> Result<Opened, Error> + 'e>;
             let refusals: [(&str, Open<'_>); 6] = [
                 (
                     "expired",
-                    Box::new(|| env.open_at(&id(1), &token, Some(&alice), NOW + 61.0)),
+                    Box::new(|| {
+                        env.open(
+                            &id(1),
+                            &token,
+                            OpenOptions::new()
+                                .principal(&alice)
+                                .at(NOW + Duration::from_secs(61))
+                                .records_single_use(true),
+                        )
+                    }),
                 ),
                 (
                     "other arguments",
-                    Box::new(|| env.open_at(&id(2), &token, Some(&alice), NOW)),
+                    Box::new(|| {
+                        env.open(
+                            &id(2),
+                            &token,
+                            OpenOptions::new()
+                                .principal(&alice)
+                                .at(NOW)
+                                .records_single_use(true),
+                        )
+                    }),
                 ),
                 (
                     "other principal",
-                    Box::new(|| env.open_at(&id(1), &token, Some(&mallory), NOW)),
+                    Box::new(|| {
+                        env.open(
+                            &id(1),
+                            &token,
+                            OpenOptions::new()
+                                .principal(&mallory)
+                                .at(NOW)
+                                .records_single_use(true),
+                        )
+                    }),
                 ),
                 (
                     "no principal",
-                    Box::new(|| env.open_at(&id(1), &token, None, NOW)),
+                    Box::new(|| {
+                        env.open(
+                            &id(1),
+                            &token,
+                            OpenOptions::new().at(NOW).records_single_use(true),
+                        )
+                    }),
                 ),
                 (
                     "other audience",
-                    Box::new(|| other_audience.open_at(&id(1), &token, Some(&alice), NOW)),
+                    Box::new(|| {
+                        other_audience.open(
+                            &id(1),
+                            &token,
+                            OpenOptions::new()
+                                .principal(&alice)
+                                .at(NOW)
+                                .records_single_use(true),
+                        )
+                    }),
                 ),
                 (
                     "revoked",
-                    Box::new(|| revoking.open_at(&id(1), &token, Some(&alice), NOW)),
+                    Box::new(|| {
+                        revoking.open(
+                            &id(1),
+                            &token,
+                            OpenOptions::new()
+                                .principal(&alice)
+                                .at(NOW)
+                                .records_single_use(true),
+                        )
+                    }),
                 ),
             ];
             for (what, open) in refusals {
                 assert!(open().is_err(), "{}", case(what));
                 clean(what);
             }
-            let bytes = env.open_into_at(&id(2), token.as_bytes(), Some(&alice), NOW, Vec::new());
+            let bytes = env.open(
+                &id(2),
+                token.as_bytes(),
+                OpenOptions::new()
+                    .principal(&alice)
+                    .at(NOW)
+                    .records_single_use(true)
+                    .buffer(Vec::new()),
+            );
             assert!(bytes.is_err());
             clean("the caller's buffer");
             // Accepted: the state is the caller's; once it wipes it, none is left.
-            let (state, _) = env
-                .open_at(&id(1), &token, Some(&alice), NOW)
+            let Opened { state, .. } = env
+                .open(
+                    &id(1),
+                    &token,
+                    OpenOptions::new()
+                        .principal(&alice)
+                        .at(NOW)
+                        .records_single_use(true),
+                )
                 .expect("opens");
             state.into_bytes().zeroize();
             clean("accepted, then wiped by its caller");
             // The boundary's refusals after the envelope accepted: a
             // multi-use state of a single-use round, a spent single-use state.
-            clock.set(NOW - 10.0);
+            clock.set(NOW - Duration::from_secs(10));
             let store: Arc<dyn ReplayStore> =
                 Arc::new(MemoryReplayStore::with_clock(clock.clone()));
-            let strict = Boundary::builder(Arc::new(envelope(
-                Arc::new(codec(format, &key)),
-                "bank",
-                &clock,
-            )))
-            .replay_store(store)
-            .single_use("tools/call", "transfer")
-            .build();
+            let strict = Boundary::builder(Arc::new(envelope(ring(format, &key), "bank", &clock)))
+                .replay_store(store)
+                .single_use("tools/call", "transfer")
+                .build();
             clock.set(NOW);
             let signed_in = Ok(Some(alice.clone()));
             assert!(

@@ -2,7 +2,7 @@
 //! codec reads `iat` only while a live revocation could cover a state, and the
 //! boundary asks, with the caller's principal, once the SDK's checks passed.
 
-use stateseal::{Error, RejectReason, StateCodec};
+use stateseal::{Error, RejectReason, UnixTime};
 
 use crate::Running;
 
@@ -10,9 +10,14 @@ impl Running {
     /// `payload`'s `iat` when a live revocation in the ring may cover it
     /// (`None`: none can, the common case, decided without parsing anything).
     ///
+    /// Fail closed: while revocations are live, an `iat` that is not a finite
+    /// number (`NaN`, `Infinity`, `-Infinity`, `1e400`: the SDK's JSON reads
+    /// them, and its own checks accept them) is malformed, as a missing one
+    /// is, rather than a state no revocation could cover.
+    ///
     /// # Errors
-    /// `malformed` for claims without a numeric `iat`.
-    pub fn revocation_candidate(&self, payload: &[u8]) -> Result<Option<f64>, Error> {
+    /// `malformed` for claims without a finite numeric `iat`.
+    pub fn revocation_candidate(&self, payload: &[u8]) -> Result<Option<UnixTime>, Error> {
         let Some(ring) = self.codec.ring().current() else {
             return Ok(None);
         };
@@ -30,7 +35,13 @@ impl Running {
 
     /// Whether a state issued at `iat`, presented by `principal` (its bytes),
     /// is revoked by the ring loaded now.
-    pub fn revoked(&self, iat: f64, principal: Option<&[u8]>) -> bool {
-        self.codec.revoked(iat, principal)
+    pub fn revoked(&self, iat: UnixTime, principal: Option<&[u8]>) -> bool {
+        // The ring loaded now, not the one that unsealed: a newer list only
+        // knows more. A ring without revocations revokes nothing (its list
+        // is not asked: a default list's bounds are not "none").
+        self.codec.ring().current().is_some_and(|ring| {
+            let list = ring.revocations();
+            !list.is_empty() && list.covers(iat, principal)
+        })
     }
 }

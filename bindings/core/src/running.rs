@@ -2,6 +2,7 @@
 //! rotation scheduler's refresh loop, and the codec over the ring it keeps.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use stateseal::boundary::Boundary;
 use stateseal::rotation::{KeysetTrust, load_verified};
@@ -47,7 +48,7 @@ impl Recipe {
             return config;
         };
         let trust = KeysetTrust::new(trust);
-        let now = stateseal::Clock::now(&stateseal::SystemClock);
+        let now = stateseal::Clock::now(&stateseal::SystemClock).as_secs_f64();
         let Ok(verified) = load_verified(store.as_ref(), registry, &trust, now).await else {
             return config;
         };
@@ -79,6 +80,8 @@ pub struct Running {
     pub ttl: f64,
     /// The clock skew S in force (a single-use record is kept until its state's expiry plus S).
     pub max_skew: f64,
+    /// S as the data plane takes it.
+    skew: Duration,
     /// Seals and opens with the scheduler's ring.
     pub codec: AesGcmCodec,
     /// The protection's boundary, kept: which rounds are single-use, and their replay store.
@@ -110,23 +113,33 @@ impl Running {
             let single_use = !(config.single_use_tools.is_empty()
                 && config.single_use_prompts.is_empty()
                 && config.single_use_resources.is_empty());
-            let timing = (config.ttl, config.max_skew, single_use);
+            // S as `setup::start` takes it for the envelope, before anything starts.
+            let skew = Duration::try_from_secs_f64(config.max_skew).map_err(|_| {
+                Error::Config("max_skew must be zero or a positive number of seconds".into())
+            })?;
+            let timing = (config.ttl, config.max_skew, skew, single_use);
             stateseal::setup::start(&config, registry)
                 .await
                 .map(|p| (p, timing))
         });
-        let (protection, (ttl, max_skew, single_use)) = protection?;
+        let (protection, (ttl, max_skew, skew, single_use)) = protection?;
         let codec = AesGcmCodec::new(protection.scheduler().ring());
         Ok(Self {
             pid: std::process::id(),
             ttl,
             max_skew,
+            skew,
             codec,
             single_use_rounds: single_use,
             boundary: Some(protection.boundary()),
             protection: Some(protection),
             runtime: Some(runtime),
         })
+    }
+
+    /// The clock skew S in force, as the envelope and single-use records take it.
+    pub fn max_skew_duration(&self) -> Duration {
+        self.skew
     }
 
     /// The scheduler and boundary (`None` once shut down).

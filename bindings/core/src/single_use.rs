@@ -120,7 +120,7 @@ impl Running {
     /// `single-use claim missing` for a state of a single-use round without one.
     pub fn unseal_claims(&self, token: &str) -> Result<(Vec<u8>, Option<SingleUse>), Error> {
         let payload = self.unseal(token)?;
-        let once = SingleUse::of_claims(&payload, self.max_skew)?;
+        let once = SingleUse::of_claims(&payload, self.max_skew_duration())?;
         if self.lacks_single_use_claim(&payload, once.as_ref()) {
             return Err(Error::Rejected(RejectReason::MissingSingleUseClaim));
         }

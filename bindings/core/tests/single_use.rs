@@ -34,7 +34,7 @@ fn sdk_payload(tool: &str) -> Vec<u8> {
 
 /// As [`sdk_payload`], with `state` (JSON string contents, escapes as the SDK writes them).
 fn sdk_payload_with(tool: &str, state: &str) -> Vec<u8> {
-    let iat = stateseal::Clock::now(&stateseal::SystemClock) + 1.0;
+    let iat = stateseal::Clock::now(&stateseal::SystemClock) + std::time::Duration::from_secs(1);
     format!(r#"{{"v":1,"iat":{iat},"exp":4000000000.5,"m":"tools/call","t":"{tool}","a":"x","s":"{state}","aud":"svc"}}"#)
         .into_bytes()
 }

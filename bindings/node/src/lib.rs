@@ -112,7 +112,7 @@ impl Drop for Engine {
 /// revocation may cover (as the Python codec refuses it outside its boundary).
 fn raw_verdict(engine: &Engine, payload: &[u8]) -> std::result::Result<(), stateseal::Error> {
     let refused = |r| Err(stateseal::Error::Rejected(r));
-    let once = stateseal::SingleUse::of_claims(payload, 0.0)?;
+    let once = stateseal::SingleUse::of_claims(payload, std::time::Duration::ZERO)?;
     if once.is_some() {
         return refused(stateseal::RejectReason::ReplayStoreUnavailable);
     }

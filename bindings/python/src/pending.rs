@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyString};
-use stateseal::{RejectReason, SingleUse};
+use stateseal::{RejectReason, SingleUse, UnixTime};
 use stateseal_binding::Running;
 
 use crate::invalid_state;
@@ -33,7 +33,7 @@ pub(crate) fn use_pending_var(py: Python<'_>, var: Bound<'_, PyAny>) {
 #[pyclass(module = "stateseal._native", frozen)]
 pub(crate) struct PendingUse {
     slot: Mutex<Option<(SingleUse, Arc<Running>)>>,
-    issued: Mutex<Option<(f64, Arc<Running>)>>,
+    issued: Mutex<Option<(UnixTime, Arc<Running>)>>,
 }
 
 #[pymethods]
@@ -107,7 +107,7 @@ fn current_slot<'py>(py: Python<'py>) -> PyResult<Option<Bound<'py, PendingUse>>
 /// principal once the SDK's checks passed; with no such boundary (the SDK's
 /// own, a direct call) the principal is unknown and the state, which a live
 /// revocation may cover, is refused.
-pub(crate) fn hand_over_iat(py: Python<'_>, iat: f64, running: Arc<Running>) -> PyResult<()> {
+pub(crate) fn hand_over_iat(py: Python<'_>, iat: UnixTime, running: Arc<Running>) -> PyResult<()> {
     let Some(slot) = current_slot(py)? else {
         return Err(invalid_state(py, RejectReason::Revoked.as_str().into()));
     };

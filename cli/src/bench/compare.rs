@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use stateseal::{
-    AeadBackend, AeadChoice, AesGcmCodec, Envelope, KeyRing, RequestIdentity, RingHandle, RingKey,
-    Secret, TokenFormat,
+    AeadBackend, AeadChoice, Envelope, KeyRing, MintOptions, OpenOptions, RequestIdentity,
+    RingHandle, RingKey, Secret, TokenFormat,
 };
 
 use super::{interleaved_ns, median_of_rounds, params};
@@ -115,7 +115,7 @@ pub(super) fn run(
     let envelope_of = |format, backend| {
         let key = Arc::new(RingKey::with_backend(&secret, format, backend));
         let ring = Arc::new(RingHandle::new(KeyRing::from_keys(vec![key])?));
-        Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("bench")).build()
+        Envelope::builder(ring, Some("bench")).build()
     };
     let params = params();
     let id = RequestIdentity::from_serde("tools/call", &params).map_err(fail)?;
@@ -144,8 +144,8 @@ pub(super) fn run(
         for backend in AeadBackend::ALL {
             let v1 = envelope_of(TokenFormat::V1, backend).map_err(fail)?;
             let v2 = envelope_of(TokenFormat::V2, backend).map_err(fail)?;
-            let token_v1 = v1.mint(&id, &state, None).map_err(fail)?;
-            let token_v2 = v2.mint(&id, &state, None).map_err(fail)?;
+            let token_v1 = v1.mint(&id, &state, MintOptions::new()).map_err(fail)?;
+            let token_v2 = v2.mint(&id, &state, MintOptions::new()).map_err(fail)?;
             let raw = RawGcm::new(backend, size)?;
             let mut tagged = vec![b'x'; size];
             let tag = raw.seal(&mut tagged);
@@ -168,16 +168,24 @@ pub(super) fn run(
             let id = &id;
             let state = &state;
             ops.push(Box::new(move || {
-                black_box(v1.mint(id, black_box(state), None).ok());
+                black_box(v1.mint(id, black_box(state), MintOptions::new()).ok());
             }));
             ops.push(Box::new(move || {
-                black_box(v1.verify(id, black_box(token_v1), None).ok());
+                black_box(
+                    v1.open(id, black_box(token_v1), OpenOptions::new())
+                        .map(|o| o.state)
+                        .ok(),
+                );
             }));
             ops.push(Box::new(move || {
-                black_box(v2.mint(id, black_box(state), None).ok());
+                black_box(v2.mint(id, black_box(state), MintOptions::new()).ok());
             }));
             ops.push(Box::new(move || {
-                black_box(v2.verify(id, black_box(token_v2), None).ok());
+                black_box(
+                    v2.open(id, black_box(token_v2), OpenOptions::new())
+                        .map(|o| o.state)
+                        .ok(),
+                );
             }));
             let buf = std::cell::RefCell::new(vec![b'x'; size]);
             ops.push(Box::new(move || {

@@ -33,7 +33,8 @@ use aws_lc_rs::digest::{SHA256, digest};
 use base64_turbo::URL_SAFE_NO_PAD;
 use clap::Args;
 use stateseal::{
-    AesGcmCodec, Envelope, KeyRing, RequestIdentity, RingHandle, RingKey, Secret, TokenFormat,
+    Envelope, KeyRing, MintOptions, OpenOptions, RequestIdentity, RingHandle, RingKey, Secret,
+    TokenFormat,
 };
 
 use crate::error::CliError;
@@ -132,7 +133,7 @@ pub(crate) fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError>
     let envelope_of = |format| {
         let key = Arc::new(RingKey::with_format(&secret, format));
         let ring = Arc::new(RingHandle::new(KeyRing::from_keys(vec![key])?));
-        Envelope::builder(Arc::new(AesGcmCodec::new(ring)), Some("bench")).build()
+        Envelope::builder(ring, Some("bench")).build()
     };
     let envelope = envelope_of(TokenFormat::V1).map_err(fail)?;
     let envelope_v2 = envelope_of(TokenFormat::V2).map_err(fail)?;
@@ -181,7 +182,9 @@ pub(crate) fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError>
     }
     for &size in &args.sizes {
         let state = "x".repeat(size);
-        let token = envelope.mint(&id, &state, None).map_err(fail)?;
+        let token = envelope
+            .mint(&id, &state, MintOptions::new())
+            .map_err(fail)?;
         let payload_len = URL_SAFE_NO_PAD
             .decode(&token[3..])
             .map(|b| b.len() - 32)
@@ -190,10 +193,19 @@ pub(crate) fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError>
             black_box(RequestIdentity::from_serde("tools/call", black_box(&params)).ok());
         };
         let mut mint = || {
-            black_box(envelope.mint(&id, black_box(&state), None).ok());
+            black_box(
+                envelope
+                    .mint(&id, black_box(&state), MintOptions::new())
+                    .ok(),
+            );
         };
         let mut verify = || {
-            black_box(envelope.verify(&id, black_box(&token), None).ok());
+            black_box(
+                envelope
+                    .open(&id, black_box(&token), OpenOptions::new())
+                    .map(|o| o.state)
+                    .ok(),
+            );
         };
         // The floor: AES-256-GCM + base64url of a payload of the same size, nothing else.
         let payload = vec![b'x'; payload_len];
@@ -239,13 +251,17 @@ pub(crate) fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError>
         let mut args_sha256 = || {
             black_box(digest(&SHA256, black_box(&canonical)));
         };
-        let token_v2 = envelope_v2.mint(&id, &state, None).map_err(fail)?;
+        let token_v2 = envelope_v2
+            .mint(&id, &state, MintOptions::new())
+            .map_err(fail)?;
         // States sealed by another instance, each under a nonce half of its own
         // and more of them than a thread keeps keys for: every verify derives.
         let elsewhere = envelope_of(TokenFormat::V2).map_err(fail)?;
         let mut foreign = Vec::new();
         for i in 0..COLD_STATES * STATES_PER_HALF {
-            let t = elsewhere.mint(&id, &state, None).map_err(fail)?;
+            let t = elsewhere
+                .mint(&id, &state, MintOptions::new())
+                .map_err(fail)?;
             if i % STATES_PER_HALF == 0 {
                 foreign.push(t);
             }
@@ -253,14 +269,28 @@ pub(crate) fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError>
         let mut next_foreign = foreign.iter().cycle();
         let mut verify_v2_cold = || {
             if let Some(t) = next_foreign.next() {
-                black_box(envelope_v2.verify(&id, black_box(t), None).ok());
+                black_box(
+                    envelope_v2
+                        .open(&id, black_box(t), OpenOptions::new())
+                        .map(|o| o.state)
+                        .ok(),
+                );
             }
         };
         let mut mint_v2 = || {
-            black_box(envelope_v2.mint(&id, black_box(&state), None).ok());
+            black_box(
+                envelope_v2
+                    .mint(&id, black_box(&state), MintOptions::new())
+                    .ok(),
+            );
         };
         let mut verify_v2 = || {
-            black_box(envelope_v2.verify(&id, black_box(&token_v2), None).ok());
+            black_box(
+                envelope_v2
+                    .open(&id, black_box(&token_v2), OpenOptions::new())
+                    .map(|o| o.state)
+                    .ok(),
+            );
         };
         // Every round of the loop must verify the token the round before it
         // minted: a refused one would make the loop look cheaper than it is.
@@ -269,9 +299,11 @@ pub(crate) fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError>
         let mut round_v2_loop = || {
             let made =
                 RequestIdentity::from_serde("tools/call", black_box(&params)).is_ok_and(|id| {
-                    envelope_v2.verify(&id, black_box(&kept), None).is_ok()
+                    envelope_v2
+                        .open(&id, black_box(&kept), OpenOptions::new())
+                        .is_ok()
                         && envelope_v2
-                            .mint(&id, black_box(&state), None)
+                            .mint(&id, black_box(&state), MintOptions::new())
                             .map(|next| kept = next)
                             .is_ok()
                 });

@@ -161,7 +161,7 @@ pub(crate) async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<(), CliEr
     let mut held: Vec<(Instant, String, usize, &str)> = Vec::new();
     let mut last_report = Instant::now() - Duration::from_secs(1);
     while started.elapsed().as_secs_f64() < args.duration {
-        let now = SystemClock.now();
+        let now = SystemClock.now().as_secs_f64();
         // Only phases after the demo's own rotation count: the keyset starts in phase 3.
         if rotated {
             let v = load_verified(store_handle.as_ref(), &registry, &trust, Some(now)).await?;
@@ -202,7 +202,7 @@ pub(crate) async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<(), CliEr
                     &registry,
                     &trust,
                     Revocation::principal(&bob, SystemClock.now()),
-                    SystemClock.now(),
+                    SystemClock.now().as_secs_f64(),
                 )
                 .await
                 .map_err(CliError::from)?;
@@ -315,7 +315,7 @@ pub(crate) async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<(), CliEr
         }
         if last_report.elapsed() >= Duration::from_secs(1) {
             last_report = Instant::now();
-            let now = SystemClock.now();
+            let now = SystemClock.now().as_secs_f64();
             let phase = load_verified(store_handle.as_ref(), &registry, &trust, Some(now))
                 .await
                 .ok()

@@ -250,7 +250,7 @@ impl WriteClockArgs {
     /// The instant to write at; a `--now` more than `skew` from the system
     /// clock is refused unless overridden (a typo would shift the whole fleet's timeline).
     pub(crate) fn now(&self, skew: f64) -> Result<f64, CliError> {
-        let system = SystemClock.now();
+        let system = SystemClock.now().as_secs_f64();
         let now = read_now(self.now.or(Some(system)))?;
         if (now - system).abs() > skew && !self.allow_clock_override {
             let side = if now > system { "ahead of" } else { "behind" };
@@ -266,7 +266,7 @@ impl WriteClockArgs {
 /// `--now` for inspections: any representable instant.
 pub(crate) fn read_now(now: Option<f64>) -> Result<f64, CliError> {
     match now {
-        None => Ok(SystemClock.now()),
+        None => Ok(SystemClock.now().as_secs_f64()),
         Some(t) if stateseal::keyset::is_representable(t) => Ok(t),
         Some(t) => Err(CliError::Usage(format!(
             "--now {t}: must be Unix seconds between 1970 and 9999 (milliseconds are not accepted)"

@@ -8,7 +8,7 @@ use clap::{ArgGroup, Args};
 use serde_json::Value;
 use stateseal::keyset::live_until;
 use stateseal::rotation::{Revoked, revoke as write_revocation};
-use stateseal::{Error, Keyset, Principal, Revocation, RevocationSelector, hex_prefix};
+use stateseal::{Error, Keyset, Principal, Revocation, RevocationSelector, UnixTime, hex_prefix};
 
 use super::{StoreArg, WriteClockArgs, registry};
 use crate::error::CliError;
@@ -67,15 +67,23 @@ fn parse_time(s: &str) -> Result<f64, String> {
 
 impl RevokeArgs {
     fn entry(&self, now: f64) -> Result<Revocation, CliError> {
+        // Flags and clocks give finite times; the writer refuses any other as it would.
+        let instant = |t: f64| {
+            UnixTime::from_secs_f64(t).ok_or_else(|| {
+                CliError::Usage(
+                    "times must be Unix seconds between 1970 and 9999 (not milliseconds)".into(),
+                )
+            })
+        };
         let before = self.before.unwrap_or(now);
         if let Some(t) = self.all_before {
-            return Ok(Revocation::all_before(t));
+            return Ok(Revocation::all_before(instant(t)?));
         }
         if let Some(id) = &self.client_id {
             if id.is_empty() {
                 return Err(CliError::Usage("--client-id: must not be empty".into()));
             }
-            return Ok(Revocation::client_id(id, before));
+            return Ok(Revocation::client_id(id, instant(before)?));
         }
         let text = match &self.principal_file {
             // An editor's or `echo`'s final newline would make a digest no state carries.
@@ -100,7 +108,10 @@ impl RevokeArgs {
                 "note: the principal is not a [client_id, issuer, subject] JSON array, the form servers bind authenticated callers in; it revokes only states bound to exactly this text"
             );
         }
-        Ok(Revocation::principal(&Principal::new(text), before))
+        Ok(Revocation::principal(
+            &Principal::new(text),
+            instant(before)?,
+        ))
     }
 }
 
@@ -181,7 +192,7 @@ fn written(
             "{what}: the states of {} issued before {}; keyset {} generation {} in {uri}\nservers refuse them from their next refresh (within R = {refresh}s); the entry stays until {}\n\
              running servers refuse a restored older document; so that a restarted one does too, set min_generation = {} in every server's configuration (STATESEAL_MIN_GENERATION) until the entry expires",
             selector_text(&r.entry),
-            rfc3339(r.entry.before),
+            rfc3339(r.entry.before.as_secs_f64()),
             doc.id,
             doc.generation,
             when(r.live_until, now),
@@ -211,7 +222,10 @@ fn entry_json(r: &Revocation, until: f64) -> Value {
             ("principal_sha256_prefix", digest),
             ("client_id", client),
         ],
-        &[("before", Some(r.before)), ("expires", Some(until))],
+        &[
+            ("before", Some(r.before.as_secs_f64())),
+            ("expires", Some(until)),
+        ],
     )
 }
 
@@ -260,7 +274,7 @@ pub(crate) fn live_text(doc: &Keyset, now: f64, out: &mut dyn Write) -> Result<(
                 "{:<10} {:<26} {:<26} {}",
                 r.kind(),
                 selects,
-                rfc3339(r.before),
+                rfc3339(r.before.as_secs_f64()),
                 when(until, now)
             ),
         )?;

@@ -5,16 +5,17 @@ mod inspect;
 
 use std::io::{Read, Write};
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use stateseal::rotation::{KeysetTrust, VerifiedKeyset, keyset_ring};
 use stateseal::{
-    AesGcmCodec, Clock, Envelope, KeyRing, Principal, RequestIdentity, RingHandle, StateCodec,
-    SystemClock, token_key_id,
+    AesGcmCodec, Clock, Envelope, Error, KeyRing, MintOptions, OpenOptions, Principal,
+    RequestIdentity, RingHandle, StateCodec, SystemClock, token_key_id,
 };
 
 use crate::error::CliError;
-use crate::flag_values::{file_text, parse_seconds};
+use crate::flag_values::{file_text, instant, parse_seconds};
 use crate::key_spec::ring_from_specs;
 use crate::keyset::{TrustArgs, load_verified, registry};
 use crate::output::line;
@@ -177,18 +178,28 @@ async fn ring_from_store(uri: &str, trust: &TrustArgs, now: f64) -> Result<KeyRi
         .map_err(|e| CliError::Failed(format!("--keyset: {e}")))
 }
 
-async fn codec(keys: &KeyArgs, now: f64) -> Result<Arc<AesGcmCodec>, CliError> {
+async fn ring(keys: &KeyArgs, now: f64) -> Result<Arc<RingHandle>, CliError> {
     let ring = match &keys.keyset {
         Some(uri) => ring_from_store(uri, &keys.trust, now).await?,
         None => ring_from_specs(&keys.keys)?,
     };
-    Ok(Arc::new(AesGcmCodec::new(Arc::new(RingHandle::new(ring)))))
+    Ok(Arc::new(RingHandle::new(ring)))
+}
+
+async fn codec(keys: &KeyArgs, now: f64) -> Result<AesGcmCodec, CliError> {
+    Ok(AesGcmCodec::new(ring(keys, now).await?))
 }
 
 impl RoundArgs {
+    /// The envelope of the round (`ttl` in seconds), its identity, and the
+    /// time it is minted or verified at.
     async fn envelope(&self, ttl: f64) -> Result<(Envelope, RequestIdentity, f64), CliError> {
-        let now = self.now.unwrap_or_else(|| SystemClock.now());
-        let envelope = Envelope::builder(codec(&self.keys, now).await?, self.audience.as_deref())
+        let now = self.now.unwrap_or_else(|| SystemClock.now().as_secs_f64());
+        let ring = ring(&self.keys, now).await?;
+        // The builder's own refusal for a TTL no `Duration` holds (negative ones never parse).
+        let bad_ttl = || CliError::Usage(format!("--ttl: {}", Error::InvalidTtl));
+        let ttl = Duration::try_from_secs_f64(ttl).map_err(|_| bad_ttl())?;
+        let envelope = Envelope::builder(ring, self.audience.as_deref())
             .ttl(ttl)
             .build()
             .map_err(|e| CliError::Usage(format!("--ttl: {e}")))?;
@@ -215,7 +226,9 @@ pub(crate) async fn run(cmd: TokenCmd, out: &mut dyn Write) -> Result<(), CliErr
             std::io::stdin()
                 .read_to_end(&mut payload)
                 .map_err(|e| CliError::Failed(format!("reading stdin: {e}")))?;
-            let token = codec(&keys, SystemClock.now()).await?.seal(&payload)?;
+            let token = codec(&keys, SystemClock.now().as_secs_f64())
+                .await?
+                .seal(&payload)?;
             if json {
                 return line(out, token_json(&token, &[]));
             }
@@ -223,7 +236,9 @@ pub(crate) async fn run(cmd: TokenCmd, out: &mut dyn Write) -> Result<(), CliErr
         }
         TokenCmd::Open { keys, token, json } => {
             let token = token_arg(&token)?;
-            let payload = codec(&keys, SystemClock.now()).await?.unseal(&token)?;
+            let payload = codec(&keys, SystemClock.now().as_secs_f64())
+                .await?
+                .unseal(&token)?;
             if json {
                 let b64 =
                     base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &payload);
@@ -238,7 +253,10 @@ pub(crate) async fn run(cmd: TokenCmd, out: &mut dyn Write) -> Result<(), CliErr
                 None => m.state.clone().unwrap_or_default(),
             };
             let principal = m.round.principal()?;
-            let token = envelope.mint_at(&id, state.as_bytes(), principal.as_ref(), now)?;
+            let options = MintOptions::new()
+                .principal(principal.as_ref())
+                .at(instant(now)?);
+            let token = envelope.mint(&id, state.as_bytes(), options)?;
             if m.round.json {
                 let expires = crate::output::object(vec![], &[("expires_at", Some(now + m.ttl))]);
                 return line(
@@ -255,11 +273,17 @@ pub(crate) async fn run(cmd: TokenCmd, out: &mut dyn Write) -> Result<(), CliErr
             writeln!(out, "{token}").map_err(io)
         }
         TokenCmd::Verify(v) => {
-            let (envelope, id, now) = v.round.envelope(stateseal::DEFAULT_TTL_SECS).await?;
+            let (envelope, id, now) = v
+                .round
+                .envelope(stateseal::DEFAULT_TTL.as_secs_f64())
+                .await?;
             // The token exactly as given: a server rejects `TOKEN\n`, so the CLI does too.
             let token = token_arg(&v.token)?;
             let principal = v.round.principal()?;
-            let state = envelope.verify_at(&id, &token, principal.as_ref(), now)?;
+            let options = OpenOptions::new()
+                .principal(principal.as_ref())
+                .at(instant(now)?);
+            let state = envelope.open(&id, &token, options)?.state;
             if v.round.json {
                 // JSON strings are Unicode: a state holding a lone surrogate (WTF-8) is shown lossily.
                 return line(

@@ -4,12 +4,12 @@
 
 use stateseal::provider::ErrorClass;
 use stateseal::rotation::{Timing, init_keyset};
-use stateseal::{Error, KeyProvider};
+use stateseal::{Error, KeyProvider, MintOptions, OpenOptions};
 use stateseal_aws_kms::{AwsConfig, AwsKmsProvider};
 use stateseal_testkit::keysets;
 
 use crate::aws::{config, registry};
-use crate::member::{T0, class, ctx, instance, round, works};
+use crate::member::{T0, at, class, ctx, instance, round, works};
 use crate::moto::{Moto, REGION};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -93,7 +93,10 @@ async fn kms_unavailable_keeps_serving_cached_keys() {
         .expect("init");
     let i = instance(&reg, store).await;
     i.sched.refresh_at(T0).await.expect("refresh");
-    let token = i.env.mint_at(&round(), b"before", None, T0).expect("mint");
+    let token = i
+        .env
+        .mint(&round(), b"before", MintOptions::new().at(at(T0)))
+        .expect("mint");
     moto.stop();
     let calls = i.sched.kms_calls();
     // Past max_key_age the scheduler re-unwraps: KMS is unreachable (Transient), the cached key serves.
@@ -106,7 +109,11 @@ async fn kms_unavailable_keeps_serving_cached_keys() {
         assert!(works(&i, T0 + dt));
     }
     assert!(i.sched.kms_calls() > calls, "the scheduler kept trying KMS");
-    assert!(i.env.verify_at(&round(), &token, None, T0 + 10.0).is_ok());
+    assert!(
+        i.env
+            .open(&round(), &token, OpenOptions::new().at(at(T0 + 10.0)))
+            .is_ok()
+    );
     // Past max_key_age + outage_grace: dropped, fail closed.
     assert!(matches!(
         i.sched

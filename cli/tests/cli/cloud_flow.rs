@@ -8,11 +8,11 @@ use stateseal::rotation::{
     DEFAULT_MAX_LIVE_KEYS, KeysetTrust, Phase, RotateMode, Timing, describe_keyset, init_keyset,
     load_verified, rotate_keyset,
 };
-use stateseal::{KeysetStore, ProviderRegistry};
+use stateseal::{KeysetStore, MintOptions, OpenOptions, ProviderRegistry};
 use stateseal_testkit::keysets;
 
 use crate::gcp::run_cli;
-use crate::member::{Instance, T0, instance, round};
+use crate::member::{Instance, T0, at, instance, round};
 use crate::{json_of, text};
 
 /// One cloud's KEK and store, as the tests reach them.
@@ -185,7 +185,8 @@ pub(crate) async fn fleet_rotates_three_times(cloud: &impl Cloud) -> u32 {
             rotations += 1;
         }
         let by = next(3) as usize;
-        match fleet[by].env.mint_at(&round(), b"s", None, t + offsets[by]) {
+        let minted = MintOptions::new().at(at(t + offsets[by]));
+        match fleet[by].env.mint(&round(), b"s", minted) {
             Ok(token) => pending.push(InFlight {
                 token,
                 verify_at: t + 5.0 * (1 + next(60)) as f64,
@@ -197,10 +198,11 @@ pub(crate) async fn fleet_rotates_three_times(cloud: &impl Cloud) -> u32 {
         pending = later;
         for p in due {
             rounds += 1;
-            if let Err(e) = fleet[p.by]
-                .env
-                .verify_at(&round(), &p.token, None, t + offsets[p.by])
-            {
+            if let Err(e) = fleet[p.by].env.open(
+                &round(),
+                &p.token,
+                OpenOptions::new().at(at(t + offsets[p.by])),
+            ) {
                 rejected.push(format!("verify at {t} on {}: {e}", p.by));
             }
         }

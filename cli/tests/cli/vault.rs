@@ -3,11 +3,11 @@
 
 use stateseal::provider::ErrorClass;
 use stateseal::rotation::{RotateMode, Timing, init_keyset};
-use stateseal::{Error, KeyProvider, ProviderRegistry};
+use stateseal::{Error, KeyProvider, MintOptions, OpenOptions, ProviderRegistry};
 use stateseal_testkit::keysets;
 use stateseal_vault::{SecretString, VaultAuth, VaultConfig, VaultTransitProvider};
 
-use crate::member::{T0, base64_of, class, ctx, instance, round, works};
+use crate::member::{T0, at, base64_of, class, ctx, instance, round, works};
 use crate::openbao::{FLEET_POLICY, OpenBao};
 use crate::{json_of, stateseal_with, text};
 
@@ -304,7 +304,10 @@ async fn sealed_or_stopped_server_keeps_serving_cached_keys() {
         .expect("init");
     let i = instance(&reg, store).await;
     i.sched.refresh_at(T0).await.expect("refresh");
-    let token = i.env.mint_at(&round(), b"before", None, T0).expect("mint");
+    let token = i
+        .env
+        .mint(&round(), b"before", MintOptions::new().at(at(T0)))
+        .expect("mint");
 
     bao.seal();
     let calls = i.sched.kms_calls();
@@ -328,7 +331,11 @@ async fn sealed_or_stopped_server_keeps_serving_cached_keys() {
     assert!(i.sched.refresh_at(later).await.is_err());
     assert!(i.sched.is_ready());
     assert!(works(&i, later));
-    assert!(i.env.verify_at(&round(), &token, None, T0 + 10.0).is_ok());
+    assert!(
+        i.env
+            .open(&round(), &token, OpenOptions::new().at(at(T0 + 10.0)))
+            .is_ok()
+    );
     bao.restart();
     let st = i
         .sched

@@ -12,8 +12,8 @@ use stateseal::rotation::{
     init_keyset, rotate_keyset,
 };
 use stateseal::{
-    Error, FileStore, KeysetStore, LocalProvider, ManualClock, ProviderRegistry, RingHandle,
-    RotationScheduler, StoredKeyset,
+    Error, FileStore, KeysetStore, LocalProvider, ManualClock, MintOptions, OpenOptions,
+    ProviderRegistry, RingHandle, RotationScheduler, StoredKeyset,
 };
 
 use super::{CountingLocal, PlaintextWrap, T0};
@@ -102,11 +102,15 @@ impl<S: StoreUnderTest> Bench<'_, S> {
 
     /// Seals a new state and verifies it and `token` (sealed before an attack).
     pub(super) fn works(&self, now: f64, token: &str) -> bool {
+        let now = crate::instant(now);
         self.env
-            .mint_at(&round(), b"s", None, now)
-            .and_then(|t| self.env.verify_at(&round(), &t, None, now))
+            .mint(&round(), b"s", MintOptions::new().at(now))
+            .and_then(|t| self.env.open(&round(), &t, OpenOptions::new().at(now)))
             .is_ok()
-            && self.env.verify_at(&round(), token, None, now).is_ok()
+            && self
+                .env
+                .open(&round(), token, OpenOptions::new().at(now))
+                .is_ok()
     }
 
     /// Puts `attack` in place; the instance refuses it with `reason` (having
@@ -128,7 +132,11 @@ impl<S: StoreUnderTest> Bench<'_, S> {
         let primary = self.sched.status().ring.first().cloned();
         let token = self
             .env
-            .mint_at(&round(), b"before", None, self.t)
+            .mint(
+                &round(),
+                b"before",
+                MintOptions::new().at(crate::instant(self.t)),
+            )
             .expect("mint");
         self.s.put_raw(&attack);
         let placed = self.raw().await;
@@ -252,14 +260,13 @@ impl<'a, S: StoreUnderTest> Bench<'a, S> {
             store.clone(),
             registry.clone(),
             ring.clone(),
-            Arc::new(ManualClock::new(T0)),
+            Arc::new(ManualClock::new(crate::instant(T0))),
         )
         .expect("scheduler");
         sched.refresh_at(T0).await.expect("first refresh");
-        let env =
-            stateseal::Envelope::builder(Arc::new(stateseal::AesGcmCodec::new(ring)), Some("svc"))
-                .build()
-                .expect("envelope");
+        let env = stateseal::Envelope::builder(ring, Some("svc"))
+            .build()
+            .expect("envelope");
         Bench {
             s,
             store,

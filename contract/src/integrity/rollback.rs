@@ -7,7 +7,7 @@ use stateseal::rotation::{
     DEFAULT_MAX_LIVE_KEYS, KeysetTrust, RotateMode, SchedulerConfig, Timing, TrustPolicy,
     rotate_keyset,
 };
-use stateseal::{Error, LocalProvider};
+use stateseal::{Error, LocalProvider, MintOptions};
 
 use super::PlaintextWrap;
 use super::bench::{Bench, assert_refused, prefix_of};
@@ -189,6 +189,13 @@ pub(super) async fn rewrap<S: StoreUnderTest>(b: &mut Bench<'_, S>) {
     let err = b.sched.refresh_at(b.t).await.expect_err("not pinned here");
     assert_refused(&err, "unpinned_kek");
     b.restore(&good).await;
-    let token = b.env.mint_at(&round(), b"after", None, b.t).expect("mint");
+    let token = b
+        .env
+        .mint(
+            &round(),
+            b"after",
+            MintOptions::new().at(crate::instant(b.t)),
+        )
+        .expect("mint");
     assert!(b.works(b.t, &token));
 }

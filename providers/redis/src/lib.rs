@@ -264,17 +264,20 @@ impl RedisReplayStore {
 
     async fn record_now(&self, once: &SingleUse) -> Result<Recorded, Error> {
         let started = Instant::now();
-        let now = self.clock.now();
-        if now >= once.keep_until() {
+        let instant = self.clock.now();
+        if instant >= once.keep_until() {
             // No verifier accepts the state any more: nothing to keep.
             return Ok(Recorded::First);
         }
+        let now = instant.as_secs_f64();
         let attempt = Attempt {
             now_ms: record::millis(now),
-            floor_ms: record::millis(once.issued_at() - once.max_skew()),
+            floor_ms: record::millis((once.issued_at() - once.max_skew()).as_secs_f64()),
             // Not a secret: tells this presentation's write from another's.
             value: SingleUse::new_claim()?,
-            ttl_ms: ((once.keep_until() - now) * 1000.0).ceil().max(1.0) as u64,
+            ttl_ms: ((once.keep_until().as_secs_f64() - now) * 1000.0)
+                .ceil()
+                .max(1.0) as u64,
         };
         let mut tries = 0;
         let (verdict, mut conn) = loop {
@@ -385,7 +388,7 @@ impl ReplayStore for RedisReplayStore {
         Box::pin(async move {
             let connected = async {
                 self.link
-                    .get(&self.layout, self.clock.now())
+                    .get(&self.layout, self.clock.now().as_secs_f64())
                     .await
                     .map(|_| ())
                     .map_err(|e| self.link_error(e))

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use stateseal::{Envelope, Error, ManualClock, RingHandle, RotationScheduler};
 
-use super::{Event, Fleet, T0};
+use super::{Event, Fleet, T0, instant};
 use crate::virtual_time::{Step, Task, poll, run_now};
 
 /// One server process.
@@ -51,7 +51,7 @@ impl Fleet {
             self.store.handle(Some(i)),
             self.registry.clone(),
             ring.clone(),
-            Arc::new(ManualClock::new(T0)),
+            Arc::new(ManualClock::new(instant(T0))),
         )?;
         Ok(Member {
             env: self.envelope(ring.clone())?,

@@ -5,13 +5,16 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap, HashSet};
 use std::sync::Arc;
+use std::time::Duration;
 
 use stateseal::keyset::KeysetPins;
 use stateseal::rotation::{
     KeysetTrust, RefreshPacing, RotateMode, SchedulerConfig, TrustPolicy, init_keyset,
     rotate_store_at,
 };
-use stateseal::{Envelope, Error, Keyset, KeysetStore, ProviderRegistry, RequestIdentity};
+use stateseal::{
+    Envelope, Error, Keyset, KeysetStore, ProviderRegistry, RequestIdentity, UnixTime,
+};
 
 mod instances;
 mod lifecycle;
@@ -142,6 +145,11 @@ pub(crate) struct Fleet {
     partitioned: (u64, u64),
     driven: u64,
     idle: u64,
+}
+
+/// The instant a clock reading `t` seconds shows, as the envelope takes it.
+fn instant(t: f64) -> UnixTime {
+    UnixTime::from_secs_f64(t).unwrap_or_else(|| unreachable!("virtual time is finite"))
 }
 
 fn identity() -> RequestIdentity {
@@ -386,9 +394,13 @@ impl Fleet {
     /// An envelope for instance `i`'s ring.
     fn envelope(&self, ring: Arc<stateseal::RingHandle>) -> Result<Envelope, Error> {
         let t = self.scenario.timing;
-        Envelope::builder(Arc::new(stateseal::AesGcmCodec::new(ring)), Some("svc"))
-            .ttl(t.ttl)
-            .max_skew(t.max_skew)
+        let ttl = Duration::try_from_secs_f64(t.ttl).map_err(|_| Error::InvalidTtl)?;
+        let max_skew = Duration::try_from_secs_f64(t.max_skew).map_err(|_| {
+            Error::Config("max_skew must be zero or a positive number of seconds".into())
+        })?;
+        Envelope::builder(ring, Some("svc"))
+            .ttl(ttl)
+            .max_skew(max_skew)
             .build()
     }
 }

@@ -2,9 +2,9 @@
 //! lasts, probes on a cut-off one) and verified later on another, each on
 //! its own clock.
 
-use stateseal::KeyId;
+use stateseal::{KeyId, MintOptions, OpenOptions};
 
-use super::{Event, Fleet, T0, identity};
+use super::{Event, Fleet, T0, identity, instant};
 
 impl Fleet {
     /// Key ids the fleet's document lets seal or unseal at `t`.
@@ -46,7 +46,8 @@ impl Fleet {
         }
         let live = self.live_kids(t);
         let primary = m.ring.current().map(|r| r.primary().kid());
-        match m.env.mint_at(&identity(), b"state", None, self.local(a, t)) {
+        let minted = MintOptions::new().at(instant(self.local(a, t)));
+        match m.env.mint(&identity(), b"state", minted) {
             Ok(token) => {
                 let retired = primary.is_some_and(|k| !live.contains(&k));
                 self.sealed_retired += u64::from(retired);
@@ -85,7 +86,7 @@ impl Fleet {
             let local = self.local(b, t);
             if self.members[b]
                 .env
-                .verify_at(&identity(), token, None, local)
+                .open(&identity(), token, OpenOptions::new().at(instant(local)))
                 .is_err()
             {
                 self.rejected += 1;

@@ -11,6 +11,7 @@ use crate::json::{
     push_classified_json_string, push_json_float,
 };
 use crate::reason::RejectReason;
+use std::time::Duration;
 
 use super::identity::RequestIdentity;
 use super::principal::{self, Principal};
@@ -18,8 +19,12 @@ use super::single_use::SingleUseId;
 
 /// The claims envelope version.
 pub const ENVELOPE_VERSION: u32 = 1;
-/// How far in the future `iat` may lie (clock skew between instances), in seconds.
-pub const FUTURE_SKEW_SECS: f64 = 60.0;
+/// How far in the future `iat` may lie by default (clock skew between
+/// instances): the Python SDK's fixed 60 s.
+pub const FUTURE_SKEW: Duration = Duration::from_secs(60);
+/// [`FUTURE_SKEW`] in the seconds the claims are compared in.
+#[cfg(test)]
+pub(crate) const FUTURE_SKEW_SECS: f64 = FUTURE_SKEW.as_secs_f64();
 
 /// Everything one minted payload says, borrowed.
 pub(crate) struct MintClaims<'a> {
@@ -198,7 +203,7 @@ enum StateAt {
 // The accept-conditions on times are stated positively so NaN fails them;
 // infinities are refused too (Python accepts them, but never mints them).
 
-/// `iat` at most `max_skew` ([`FUTURE_SKEW_SECS`] unless configured) ahead of `now`.
+/// `iat` at most `max_skew` ([`FUTURE_SKEW`] unless configured) ahead of `now`.
 fn iat_ok(iat: f64, now: f64, max_skew: f64) -> bool {
     iat.is_finite() && iat <= now + max_skew
 }

@@ -78,7 +78,7 @@ fn escaped_states_are_written_without_the_buffer_growing() {
     }
 }
 
-/// A state's plainness found by the minter (`mint_into_at` scans it once for
+/// A state's plainness found by the minter (`mint_into` scans it once for
 /// its UTF-8 check and its claims) writes the same payload as the writer's own scan.
 #[test]
 fn a_plainness_given_writes_what_the_writers_own_scan_writes() {

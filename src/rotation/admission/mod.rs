@@ -193,7 +193,7 @@ pub(crate) fn admit(
                     "generation {} drops a {} revocation (before {}) that still covers states valid for {:.0}s; revocations leave only once nothing they cover can verify",
                     candidate.generation,
                     r.kind(),
-                    crate::keyset::format_rfc3339(r.before),
+                    crate::keyset::format_rfc3339(r.before.as_secs_f64()),
                     crate::keyset::live_until(r, &timing) - now,
                 ),
             ));

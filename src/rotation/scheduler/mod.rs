@@ -267,7 +267,7 @@ impl RotationScheduler {
     /// # Errors
     /// As [`RotationScheduler::refresh_at`].
     pub async fn refresh(&self) -> Result<SchedulerStatus, Error> {
-        self.refresh_at(self.inner.clock.now()).await
+        self.refresh_at(self.inner.clock.now().as_secs_f64()).await
     }
 
     /// Loads the document, unwraps what is new or stale, computes the ring at

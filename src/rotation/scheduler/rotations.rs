@@ -217,7 +217,8 @@ impl RotationScheduler {
     /// # Errors
     /// As [`RotationScheduler::rotate_at`].
     pub async fn rotate(&self, mode: RotateMode) -> Result<Keyset, Error> {
-        self.rotate_at(self.inner.clock.now(), mode).await
+        self.rotate_at(self.inner.clock.now().as_secs_f64(), mode)
+            .await
     }
 
     /// Adds a new key under the current primary's KEK with one compare-and-swap

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use napi::bindgen_prelude::*;
 use napi::sys;
 use napi_derive::napi;
-use stateseal::{Clock, SystemClock};
+use stateseal::{Clock, MintOptions, OpenOptions, SystemClock, UnixTime};
 use zeroize::Zeroize;
 
 use super::EnvelopeCore;
@@ -115,10 +115,20 @@ fn text_of<'f>(frame: &Frame<'f>) -> std::result::Result<&'f [u8], Error<Code>> 
 
 /// The frame's `now` (seconds since 1970, from the application's clock), or
 /// the system clock's when it holds `NaN`: the wall clock the Rust servers
-/// stamp with, read without a call back into JavaScript.
-fn at(frame: &Frame<'_>) -> f64 {
+/// stamp with, read without a call back into JavaScript. An infinity is no
+/// time: refused as the JavaScript half refuses a clock's `NaN` (a time
+/// before 1970 is one, as it was).
+fn at(frame: &Frame<'_>) -> std::result::Result<UnixTime, Error<Code>> {
     let now = frame.number(Slot::Now);
-    if now.is_nan() { SystemClock.now() } else { now }
+    if now.is_nan() {
+        return Ok(SystemClock.now());
+    }
+    UnixTime::from_secs_f64(now).ok_or_else(|| {
+        fail(
+            Code::Config,
+            "clock: expected a function returning seconds since 1970",
+        )
+    })
 }
 
 /// Buffers above this capacity are not kept for the thread's next call: one
@@ -148,17 +158,22 @@ fn mint(
     let state = text_of(frame)?;
     let env = frame.env();
     if engine.running.as_ref().is_some_and(|r| r.is_single_use(id)) {
+        let options = MintOptions::new()
+            .principal(p)
+            .single_use(true)
+            .at(at(frame)?);
         let token = envelope
             .envelope
-            .mint_single_use_at(id, state, p, at(frame))
+            .mint(id, state, options)
             .map_err(|e| thrown(&e))?;
         latin1(env, token.as_bytes())
     } else {
+        let options = MintOptions::new().principal(p).at(at(frame)?);
         kept_token(
             |token| {
                 envelope
                     .envelope
-                    .mint_into_at(id, state, p, at(frame), token)
+                    .mint_into(id, state, options, token)
                     .map_err(|e| thrown(&e))
             },
             |token| latin1(env, token),
@@ -214,15 +229,15 @@ pub fn envelope_verify() -> std::result::Result<sys::napi_value, Error<Code>> {
         let envelope = envelope_of(frame)?;
         with_open(&envelope.shared, |engine| {
             let round = round_of(&envelope, frame)?;
+            let (id, token) = (identity(&round)?, token_of(text_of(frame)?)?);
+            let options = OpenOptions::new()
+                .principal(round.principal.as_ref())
+                .at(at(frame)?);
             let text = envelope
                 .envelope
-                .verify_at(
-                    identity(&round)?,
-                    token_of(text_of(frame)?)?,
-                    round.principal.as_ref(),
-                    at(frame),
-                )
-                .map_err(|e| thrown(&e))?;
+                .open(id, token, options)
+                .map_err(|e| thrown(&e))?
+                .state;
             if let Err(refused) = refuse_without_claim(engine, &round) {
                 keep_wiped(text.into_bytes());
                 return Err(refused);
@@ -244,16 +259,21 @@ fn open_in(
     round: &Round,
     frame: &Frame<'_>,
 ) -> std::result::Result<Opened, Error<Code>> {
-    let (text, once) = envelope
+    // As bytes: the codec refuses any that are not a token's ASCII.
+    let (id, token) = (identity(round)?, text_of(frame)?);
+    // The last state's buffer, taken once nothing can fail before the decode.
+    let options = OpenOptions::new()
+        .principal(round.principal.as_ref())
+        .at(at(frame)?)
+        .records_single_use(true)
+        .buffer(STATE.take());
+    let stateseal::Opened {
+        state: text,
+        single_use: once,
+        ..
+    } = envelope
         .envelope
-        .open_into_at(
-            identity(round)?,
-            // As bytes: the codec refuses any that are not a token's ASCII.
-            text_of(frame)?,
-            round.principal.as_ref(),
-            at(frame),
-            STATE.take(),
-        )
+        .open(id, token, options)
         .map_err(|e| thrown(&e))?;
     let Some(once) = once else {
         if let Err(refused) = refuse_without_claim(engine, round) {
@@ -352,10 +372,9 @@ mod tests {
 
     #[test]
     fn the_token_buffer_is_kept_unless_a_mint_grew_it_too_far() {
-        use stateseal::{AesGcmCodec, Envelope, KeyRing, RequestIdentity, RingHandle};
+        use stateseal::{Envelope, KeyRing, RequestIdentity, RingHandle};
         let ring = KeyRing::from_bytes(vec![vec![7; 32]]).unwrap();
-        let codec = Arc::new(AesGcmCodec::new(Arc::new(RingHandle::new(ring))));
-        let envelope = Envelope::builder(codec, Some("svc"))
+        let envelope = Envelope::builder(Arc::new(RingHandle::new(ring)), Some("svc"))
             .max_token_len(100_000)
             .build()
             .unwrap();
@@ -364,7 +383,12 @@ mod tests {
             kept_token(
                 |token| {
                     envelope
-                        .mint_into_at(&id, state, None, 1.8e9, token)
+                        .mint_into(
+                            &id,
+                            state,
+                            MintOptions::new().at(UnixTime::from_secs(1_800_000_000)),
+                            token,
+                        )
                         .map_err(|e| thrown(&e))
                 },
                 |token| Ok(token.len()),

@@ -14,8 +14,10 @@ use stateseal::rotation::{
 };
 use stateseal::{
     FileStore, KeyEntry, Keyset, KeysetStore, LocalProvider, ManualClock, ProviderRegistry,
-    RingHandle, RotationScheduler, StoredKeyset, UnixTime,
+    RingHandle, RotationScheduler, StoredKeyset,
 };
+
+use stateseal_testkit::instant;
 
 const T0: f64 = 1_782_345_600.0;
 
@@ -45,11 +47,17 @@ impl Fixture {
         let store: Arc<dyn KeysetStore> = Arc::new(FileStore::new(self.dir.join(name)));
         let kek = format!("local://{}", self.dir.join("kek.bin").display());
         self.rt.block_on(async {
-            init_keyset(&*store, &self.registry, &kek, Timing::default(), T0)
-                .await
-                .expect("init");
+            init_keyset(
+                &*store,
+                &self.registry,
+                &kek,
+                Timing::default(),
+                instant(T0),
+            )
+            .await
+            .expect("init");
             let trust = KeysetTrust::new(TrustPolicy::default());
-            let v = load_verified(&*store, &self.registry, &trust, T0)
+            let v = load_verified(&*store, &self.registry, &trust, instant(T0))
                 .await
                 .expect("verified");
             let mut next: Keyset = v.doc.clone();
@@ -125,16 +133,18 @@ fn verify_and_write(c: &mut Criterion) {
         store,
         f.registry.clone(),
         Arc::new(RingHandle::empty()),
-        Arc::new(ManualClock::new(
-            UnixTime::from_secs_f64(T0).expect("a finite time"),
-        )),
+        Arc::new(ManualClock::new(instant(T0))),
     )
     .expect("scheduler");
-    f.rt.block_on(sched.refresh_at(T0)).expect("refresh");
+    f.rt.block_on(sched.refresh_at(instant(T0)))
+        .expect("refresh");
     let mut g = c.benchmark_group("scheduler_refresh_2_entries");
     // A whole refresh of an unchanged document from a local file, tag included.
     g.bench_function("refresh_v2", |b| {
-        b.iter(|| f.rt.block_on(sched.refresh_at(T0 + 1.0)).expect("refresh"))
+        b.iter(|| {
+            f.rt.block_on(sched.refresh_at(instant(T0 + 1.0)))
+                .expect("refresh")
+        })
     });
     g.finish();
     let _ = std::fs::remove_dir_all(&f.dir);

@@ -10,6 +10,7 @@
 //! they know, and the fleet would adopt it. The last case here is exactly that
 //! forgery, through the real keyset verification.
 
+use crate::clock::instant;
 use std::path::Path;
 
 use stateseal::keyset::{KeysetPins, MAC_PURPOSE, MacKey, MacKeyRef, NEWEST_COPY_SUFFIX};
@@ -124,7 +125,7 @@ async fn forged_mac_key(
     };
     clean();
     let store = FileStore::new(&path);
-    let doc = init_keyset(&store, registry, kek, Timing::default(), T0)
+    let doc = init_keyset(&store, registry, kek, Timing::default(), instant(T0))
         .await
         .unwrap_or_else(|e| panic!("provider contract {kek}: init: {e}"));
     let entry = &doc.keys[0];

@@ -7,7 +7,7 @@
 //! # let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
 //! # rt.block_on(async {
 //! use stateseal::rotation::{Timing, init_keyset};
-//! use stateseal::{FileStore, KeysetStore, LocalProvider, ProviderRegistry};
+//! use stateseal::{FileStore, KeysetStore, LocalProvider, ProviderRegistry, UnixTime};
 //! use stateseal_contract::keysets;
 //!
 //! let dir = std::env::temp_dir().join(format!("keysets-doc-{}", std::process::id()));
@@ -18,7 +18,7 @@
 //! let mut registry = ProviderRegistry::with_defaults();
 //! registry.allow_local_kek();
 //! let store = FileStore::new(dir.join("keyset.json"));
-//! init_keyset(&store, &registry, &kek, Timing::default(), 1_782_345_600.0).await.unwrap();
+//! init_keyset(&store, &registry, &kek, Timing::default(), UnixTime::from_secs(1_782_345_600)).await.unwrap();
 //!
 //! let written = keysets::resealed(&store, &registry, |doc| doc.keys[0].seals_reserved += 1).await;
 //! assert_eq!(keysets::verified(&store, &registry).await.doc, written);

@@ -86,6 +86,7 @@
 #![forbid(unsafe_code)]
 
 mod binding;
+mod clock;
 mod failure;
 pub mod integrity;
 pub mod keysets;

@@ -7,7 +7,7 @@
 //! # rt.block_on(async {
 //! use std::sync::Arc;
 //! use stateseal::rotation::{Timing, init_keyset};
-//! use stateseal::{FileStore, KeysetStore, LocalProvider, ProviderRegistry};
+//! use stateseal::{FileStore, KeysetStore, LocalProvider, ProviderRegistry, UnixTime};
 //! use stateseal_contract::member::Member;
 //!
 //! let dir = std::env::temp_dir().join(format!("member-doc-{}", std::process::id()));
@@ -19,10 +19,11 @@
 //! registry.allow_local_kek();
 //! let store: Arc<dyn KeysetStore> = Arc::new(FileStore::new(dir.join("keyset.json")));
 //! let t0 = 1_782_345_600.0;
-//! init_keyset(store.as_ref(), &registry, &kek, Timing::default(), t0).await.unwrap();
+//! let at = UnixTime::from_secs(1_782_345_600);
+//! init_keyset(store.as_ref(), &registry, &kek, Timing::default(), at).await.unwrap();
 //!
 //! let member = Member::pinned(&registry, store, t0).await;
-//! member.sched.refresh_at(t0).await.unwrap();
+//! member.sched.refresh_at(at).await.unwrap();
 //! assert!(member.works(t0));
 //! # let _ = std::fs::remove_dir_all(&dir);
 //! # });

@@ -59,6 +59,7 @@
 //! }
 //! ```
 
+use crate::clock::instant;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -109,19 +110,25 @@ pub async fn run(p: &impl ProviderUnderTest, dir: &Path) {
 
     // A fleet member on a file keyset under this KEK.
     let store: Arc<dyn KeysetStore> = Arc::new(FileStore::new(dir.join("keyset.json")));
-    let doc = init_keyset(store.as_ref(), &registry, &kek, Timing::default(), T0)
-        .await
-        .expect("init");
+    let doc = init_keyset(
+        store.as_ref(),
+        &registry,
+        &kek,
+        Timing::default(),
+        instant(T0),
+    )
+    .await
+    .expect("init");
     let member = Member::new(&registry, store, T0);
     let (sched, works) = (&member.sched, |now: f64| member.works(now));
-    sched.refresh_at(T0).await.expect("first refresh");
+    sched.refresh_at(instant(T0)).await.expect("first refresh");
     assert!(works(T0));
 
     // Steady state: no KMS call within max_key_age, whatever the traffic.
     let calls = sched.kms_calls();
     for i in 1..=20 {
         let now = T0 + f64::from(i) * 150.0;
-        sched.refresh_at(now).await.expect("refresh");
+        sched.refresh_at(instant(now)).await.expect("refresh");
         assert!(works(now));
     }
     assert_eq!(sched.kms_calls(), calls, "steady state made KMS calls");
@@ -131,7 +138,7 @@ pub async fn run(p: &impl ProviderUnderTest, dir: &Path) {
     match p.outage(true) {
         Ok(()) => {
             let during = T0 + MAX_KEY_AGE + 400.0;
-            let _ = sched.refresh_at(during).await;
+            let _ = sched.refresh_at(instant(during)).await;
             let e = provider
                 .unwrap(&kek, &doc.keys[0].wrapped, ctx(&doc.id, &doc.keys[0].entry))
                 .await;
@@ -143,7 +150,10 @@ pub async fn run(p: &impl ProviderUnderTest, dir: &Path) {
             );
             assert!(sched.is_ready() && works(during), "the cached key serves");
             let before = sched.kms_calls();
-            sched.refresh_at(during + 30.0).await.expect("recovered");
+            sched
+                .refresh_at(instant(during + 30.0))
+                .await
+                .expect("recovered");
             assert!(sched.kms_calls() > before, "the stale unwrap was renewed");
             last_unwrap = during + 30.0;
         }
@@ -176,17 +186,17 @@ pub async fn run(p: &impl ProviderUnderTest, dir: &Path) {
                 .await;
             assert_eq!(class(e), Some(ErrorClass::Denied), "a revocation is Denied");
             let still = last_unwrap + MAX_KEY_AGE - 1.0;
-            sched.refresh_at(still).await.expect("refresh");
+            sched.refresh_at(instant(still)).await.expect("refresh");
             assert!(works(still), "the cached key serves until max_key_age");
             let after = last_unwrap + MAX_KEY_AGE + 1.0;
             assert!(matches!(
-                sched.refresh_at(after).await,
+                sched.refresh_at(instant(after)).await,
                 Err(Error::KeysUnavailable(_))
             ));
             assert!(!sched.is_ready() && !works(after), "dropped: fail closed");
             p.revoked(false).expect("restore access");
             sched
-                .refresh_at(after + 30.0)
+                .refresh_at(instant(after + 30.0))
                 .await
                 .expect("access restored");
             assert!(works(after + 30.0));

@@ -152,3 +152,9 @@ pub(crate) fn run_now<'a, T>(
     clock.actor.store(previous, Ordering::Relaxed);
     result
 }
+
+/// The library's instant for a model time in seconds since 1970 (model times
+/// are finite: they start at the scenario's T0 and advance by finite steps).
+pub(crate) fn instant(t: f64) -> stateseal::UnixTime {
+    stateseal::UnixTime::from_secs_f64(t).expect("model times are finite")
+}

@@ -10,6 +10,7 @@ use super::{
     DEFAULT_KEYSET_VALIDITY, KeysetTrust, Phase, RotateMode, SchedulerConfig, VerifiedKeyset,
     describe_keyset, renew_keyset,
 };
+use crate::clock::UnixTime;
 use crate::error::Error;
 use crate::keyset::KeysetStore;
 use crate::provider::ProviderRegistry;
@@ -34,8 +35,10 @@ pub enum IfDue {
 /// What is due on `v` at `now`, if anything: `Some(reason)` for a rotation
 /// (the primary has sealed for `period` seconds, or the fleet has reserved
 /// the per-key seal limit under it). Nothing is due while a rotation is in flight.
-pub fn rotation_due(v: &VerifiedKeyset, now: f64, period: f64) -> Option<String> {
-    let st = describe_keyset(&v.doc, now);
+pub fn rotation_due(v: &VerifiedKeyset, now: UnixTime, period: f64) -> Option<String> {
+    let at = now;
+    let now = at.as_secs_f64();
+    let st = describe_keyset(&v.doc, at);
     if st.phase != Some(Phase::Three) {
         return None;
     }
@@ -67,8 +70,10 @@ pub async fn renew_if_due(
     registry: &ProviderRegistry,
     trust: &KeysetTrust,
     v: &VerifiedKeyset,
-    now: f64,
+    now: UnixTime,
 ) -> Result<Option<VerifiedKeyset>, Error> {
+    let at = now;
+    let now = at.as_secs_f64();
     if !v.renewal_due(now, DEFAULT_KEYSET_VALIDITY) {
         return Ok(None);
     }
@@ -78,7 +83,7 @@ pub async fn renew_if_due(
         trust,
         v.doc.generation,
         DEFAULT_KEYSET_VALIDITY,
-        now,
+        at,
     )
     .await
     .map(Some)
@@ -91,7 +96,8 @@ pub async fn renew_if_due(
 /// ```
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
 /// use stateseal::rotation::{IfDue, KeysetTrust, Timing, TrustPolicy, init_keyset, rotate_if_due};
-/// use stateseal::{FileStore, LocalProvider, ProviderRegistry};
+/// use stateseal::{FileStore, LocalProvider, ProviderRegistry, UnixTime};
+/// use std::time::Duration;
 /// let dir = std::env::temp_dir().join(format!("stateseal-doc-if-due-{}", std::process::id()));
 /// std::fs::create_dir_all(&dir)?;
 /// LocalProvider::create_kek(&dir.join("kek"))?;
@@ -99,13 +105,13 @@ pub async fn renew_if_due(
 /// registry.allow_local_kek();
 /// let store = FileStore::new(dir.join("keyset.json"));
 /// let kek = format!("local://{}", dir.join("kek").display());
-/// let t0 = 1_782_345_600.0;
+/// let t0 = UnixTime::from_secs(1_782_345_600);
 /// init_keyset(&store, &registry, &kek, Timing::default(), t0).await?;
 /// let trust = KeysetTrust::new(TrustPolicy::default());
 /// let day = 86_400.0;
-/// let early = rotate_if_due(&store, &registry, &trust, day, t0 + 3600.0).await?;
+/// let early = rotate_if_due(&store, &registry, &trust, day, t0 + Duration::from_secs(3600)).await?;
 /// assert!(matches!(early, IfDue::Nothing(_)));
-/// let due = rotate_if_due(&store, &registry, &trust, day, t0 + day).await?;
+/// let due = rotate_if_due(&store, &registry, &trust, day, t0 + Duration::from_secs(86_400)).await?;
 /// assert!(matches!(due, IfDue::Rotated { .. }));
 /// # std::fs::remove_dir_all(&dir)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -120,17 +126,19 @@ pub async fn rotate_if_due(
     registry: &ProviderRegistry,
     trust: &KeysetTrust,
     period: f64,
-    now: f64,
+    now: UnixTime,
 ) -> Result<IfDue, Error> {
+    let at = now;
+    let now = at.as_secs_f64();
     let stored = load_existing(store).await?;
     let fresh = trust.open(registry, store.uri(), &stored, now).await?;
-    if let Some(reason) = rotation_due(&fresh, now, period) {
+    if let Some(reason) = rotation_due(&fresh, at, period) {
         let plan = rotate_keyset(
             store,
             registry,
             trust,
             None,
-            now,
+            at,
             RotateMode::Scheduled,
             DEFAULT_MAX_LIVE_KEYS,
         )
@@ -141,7 +149,7 @@ pub async fn rotate_if_due(
         });
     }
     Ok(
-        match renew_if_due(store, registry, trust, &fresh, now).await? {
+        match renew_if_due(store, registry, trust, &fresh, at).await? {
             Some(renewed) => IfDue::Renewed(renewed),
             None => IfDue::Nothing(fresh),
         },

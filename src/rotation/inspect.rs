@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::proof::unwrap_entry;
 use super::timeline::{Phase, next_change_after, ring_at};
 use super::trust::KeysetTrust;
+use crate::clock::UnixTime;
 use crate::codec::{AesGcmCodec, StateCodec};
 use crate::error::Error;
 use crate::key::{KeyId, RingKey};
@@ -109,7 +110,8 @@ impl KeysetStatus {
 }
 
 /// Where every entry of `doc` stands at `now`, from the document alone (no KMS access).
-pub fn describe_keyset(doc: &Keyset, now: f64) -> KeysetStatus {
+pub fn describe_keyset(doc: &Keyset, now: UnixTime) -> KeysetStatus {
+    let now = now.as_secs_f64();
     let plan = ring_at(doc, now);
     let role = |e: &KeyEntry| match &plan {
         Some(p) if p.primary == e.entry => Role::Primary,
@@ -147,7 +149,11 @@ pub fn describe_keyset(doc: &Keyset, now: f64) -> KeysetStatus {
 /// [`describe_keyset`], with every live key unwrapped through `registry` (once
 /// each, as a server would), checked against its recorded key id, and used to
 /// seal and unseal a probe. A key that fails is reported, not fatal.
-pub async fn keyset_status(doc: &Keyset, registry: &ProviderRegistry, now: f64) -> KeysetStatus {
+pub async fn keyset_status(
+    doc: &Keyset,
+    registry: &ProviderRegistry,
+    now: UnixTime,
+) -> KeysetStatus {
     let mut status = describe_keyset(doc, now);
     for (entry, st) in doc.keys.iter().zip(&mut status.entries) {
         if st.role == Role::Retired {
@@ -177,8 +183,9 @@ pub async fn keyset_status(doc: &Keyset, registry: &ProviderRegistry, now: f64) 
 pub async fn keyset_ring(
     doc: &Keyset,
     registry: &ProviderRegistry,
-    now: f64,
+    now: UnixTime,
 ) -> Result<KeyRing, Error> {
+    let now = now.as_secs_f64();
     let plan = ring_at(doc, now)
         .ok_or_else(|| Error::KeysUnavailable("every key in the keyset has retired".into()))?;
     let mut keys = Vec::with_capacity(plan.ring.len());
@@ -235,9 +242,11 @@ pub async fn check_keyset(
     store: &dyn KeysetStore,
     registry: &ProviderRegistry,
     trust: &KeysetTrust,
-    now: f64,
+    now: UnixTime,
     max_seals_per_key: u64,
 ) -> CheckReport {
+    let at = now;
+    let now = at.as_secs_f64();
     let mut report = CheckReport {
         status: None,
         problems: Vec::new(),
@@ -272,7 +281,7 @@ pub async fn check_keyset(
         );
     }
     let doc = verified.doc;
-    let status = keyset_status(&doc, registry, now).await;
+    let status = keyset_status(&doc, registry, at).await;
     if status.primary().is_none() {
         report
             .problems

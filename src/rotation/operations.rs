@@ -7,6 +7,7 @@ use super::newest::write_keyset;
 use super::proof::{prove_live_keys, prove_new_key};
 use super::timeline::{RingPlan, RotateMode, ring_at, rotated};
 use super::trust::{DEFAULT_KEYSET_VALIDITY, KeysetTrust, VerifiedKeyset, seal_with_new_mac_key};
+use crate::clock::UnixTime;
 use crate::error::Error;
 use crate::key::{KeyId, TokenFormat};
 use crate::keyset::{
@@ -28,7 +29,7 @@ pub const DEFAULT_MAX_LIVE_KEYS: usize = 4;
 /// ```
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
 /// use stateseal::rotation::{Timing, init_keyset};
-/// use stateseal::{FileStore, KeysetStore, LocalProvider, ProviderRegistry};
+/// use stateseal::{FileStore, KeysetStore, LocalProvider, ProviderRegistry, UnixTime};
 /// let dir = std::env::temp_dir().join(format!("stateseal-doc-init-{}", std::process::id()));
 /// std::fs::create_dir_all(&dir)?;
 /// LocalProvider::create_kek(&dir.join("kek"))?;
@@ -36,7 +37,7 @@ pub const DEFAULT_MAX_LIVE_KEYS: usize = 4;
 /// registry.allow_local_kek();
 /// let store = FileStore::new(dir.join("keyset.json"));
 /// let kek = format!("local://{}", dir.join("kek").display());
-/// let doc = init_keyset(&store, &registry, &kek, Timing::default(), 1_782_345_600.0).await?;
+/// let doc = init_keyset(&store, &registry, &kek, Timing::default(), UnixTime::from_secs(1_782_345_600)).await?;
 /// assert_eq!(doc.generation, 1);
 /// assert_eq!(doc.timing, Some(Timing::default()));
 /// assert!(doc.keys[0].kid.is_some());
@@ -53,8 +54,9 @@ pub async fn init_keyset(
     registry: &ProviderRegistry,
     kek: &str,
     timing: Timing,
-    now: f64,
+    now: UnixTime,
 ) -> Result<Keyset, Error> {
+    let now = now.as_secs_f64();
     timing.validate()?;
     check_time(now)?;
     let now = document_time(now);
@@ -167,10 +169,11 @@ pub async fn plan_rotation(
     base: &VerifiedKeyset,
     registry: &ProviderRegistry,
     timing: Option<Timing>,
-    now: f64,
+    now: UnixTime,
     mode: RotateMode,
     max_live_keys: usize,
 ) -> Result<RotationPlan, Error> {
+    let now = now.as_secs_f64();
     let doc = &base.doc;
     if !base.is_authenticated() {
         return Err(Error::Config(
@@ -222,11 +225,14 @@ pub async fn plan_rotation(
 /// in seconds when that is higher (see [`rotate_keyset`](super::rotate_keyset)).
 ///
 /// ```
+/// use stateseal::UnixTime;
 /// use stateseal::rotation::operator_generation;
-/// assert_eq!(operator_generation(7, 1_782_345_600.5), 1_782_345_600);
-/// assert_eq!(operator_generation(1_782_345_600, 1_782_345_600.5), 1_782_345_601);
+/// let now = UnixTime::from_millis(1_782_345_600_500);
+/// assert_eq!(operator_generation(7, now), 1_782_345_600);
+/// assert_eq!(operator_generation(1_782_345_600, now), 1_782_345_601);
 /// ```
-pub fn operator_generation(previous: u64, now: f64) -> u64 {
+pub fn operator_generation(previous: u64, now: UnixTime) -> u64 {
+    let now = now.as_secs_f64();
     previous.saturating_add(1).max(now.max(0.0) as u64)
 }
 
@@ -252,8 +258,9 @@ pub async fn load_verified(
     store: &dyn KeysetStore,
     registry: &ProviderRegistry,
     trust: &KeysetTrust,
-    now: f64,
+    now: UnixTime,
 ) -> Result<VerifiedKeyset, Error> {
+    let now = now.as_secs_f64();
     let stored = load_existing(store).await?;
     trust.open(registry, store.uri(), &stored, now).await
 }

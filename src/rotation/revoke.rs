@@ -50,8 +50,10 @@ pub async fn revoke(
     registry: &ProviderRegistry,
     trust: &KeysetTrust,
     entry: Revocation,
-    now: f64,
+    now: UnixTime,
 ) -> Result<Revoked, Error> {
+    let at = now;
+    let now = at.as_secs_f64();
     let before = entry.before.as_secs_f64();
     if !is_representable(now) || !is_representable(before) {
         return Err(Error::Config(
@@ -68,7 +70,7 @@ pub async fn revoke(
     };
     let mut retries = CONFLICT_RETRIES;
     loop {
-        let base = load_verified(store, registry, trust, now).await?;
+        let base = load_verified(store, registry, trust, at).await?;
         let timing = base.doc.timing.unwrap_or_default();
         let before = entry.before.as_secs_f64();
         if before > now + timing.max_skew {
@@ -103,7 +105,7 @@ pub async fn revoke(
             )));
         }
         next.revocations.push(entry.clone());
-        next.generation = operator_generation(base.doc.generation, now);
+        next.generation = operator_generation(base.doc.generation, at);
         let newest = newest_written(store, registry, trust, &next.id).await;
         judge_against_newest(store, &base.doc, &mut next, newest.as_ref(), now)?;
         let sealed = base.seal_next(&next, now + DEFAULT_KEYSET_VALIDITY)?;

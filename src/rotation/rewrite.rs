@@ -7,6 +7,7 @@ use super::newest::{judge_against_newest, newest_written, write_keyset};
 use super::operations::{load_existing, operator_generation, primary_kek};
 use super::proof::unwrap_entry;
 use super::trust::{KeysetTrust, TrustPolicy, VerifiedKeyset, seal_with_new_mac_key};
+use crate::clock::UnixTime;
 use crate::error::Error;
 use crate::keyset::KeysetStore;
 use crate::provider::ProviderRegistry;
@@ -35,8 +36,10 @@ pub async fn upgrade_keyset(
     trust: &TrustPolicy,
     mac_kek: Option<&str>,
     validity: f64,
-    now: f64,
+    now: UnixTime,
 ) -> Result<VerifiedKeyset, Error> {
+    let at = now;
+    let now = at.as_secs_f64();
     let stored = load_existing(store).await?;
     if stored.is_authenticated() {
         return Err(Error::Config(format!(
@@ -72,7 +75,7 @@ pub async fn upgrade_keyset(
         ..trust.clone()
     });
     let base = doc.clone();
-    doc.generation = operator_generation(base.generation, now);
+    doc.generation = operator_generation(base.generation, at);
     let newest = newest_written(store, registry, &strict, &base.id).await;
     judge_against_newest(store, &base, &mut doc, newest.as_ref(), now)?;
     let (sealed, _) = seal_with_new_mac_key(registry, &doc, &kek, now + validity).await?;
@@ -99,8 +102,10 @@ pub async fn renew_keyset(
     trust: &KeysetTrust,
     generation: u64,
     validity: f64,
-    now: f64,
+    now: UnixTime,
 ) -> Result<VerifiedKeyset, Error> {
+    let at = now;
+    let now = at.as_secs_f64();
     let stored = load_existing(store).await?;
     if stored.generation() != generation {
         return Err(Error::Conflict {
@@ -112,7 +117,7 @@ pub async fn renew_keyset(
         .open_ignoring_expiry(registry, store.uri(), &stored)
         .await?;
     let mut next = verified.doc.clone();
-    next.generation = operator_generation(generation, now);
+    next.generation = operator_generation(generation, at);
     let newest = newest_written(store, registry, trust, &next.id).await;
     judge_against_newest(store, &verified.doc, &mut next, newest.as_ref(), now)?;
     let sealed = verified.seal_next(&next, now + validity)?;

@@ -7,6 +7,7 @@ use super::newest::{judge_against_newest, newest_written, server_floor};
 use super::operations::{RotationPlan, load_verified, operator_generation, plan_rotation};
 use super::timeline::RotateMode;
 use super::trust::{DEFAULT_KEYSET_VALIDITY, KeysetTrust};
+use crate::clock::UnixTime;
 use crate::error::Error;
 use crate::keyset::{Keyset, KeysetStore, Timing};
 use crate::provider::ProviderRegistry;
@@ -21,7 +22,7 @@ pub async fn rotate_store_at(
     store: &dyn KeysetStore,
     registry: &ProviderRegistry,
     config: &SchedulerConfig,
-    now: f64,
+    now: UnixTime,
     mode: RotateMode,
 ) -> Result<Keyset, Error> {
     let rotation = Rotation {
@@ -60,7 +61,7 @@ pub async fn rotate_keyset(
     registry: &ProviderRegistry,
     trust: &KeysetTrust,
     timing: Option<Timing>,
-    now: f64,
+    now: UnixTime,
     mode: RotateMode,
     max_live_keys: usize,
 ) -> Result<RotationPlan, Error> {
@@ -100,11 +101,13 @@ pub(crate) async fn rotate_vetted(
     registry: &ProviderRegistry,
     trust: &KeysetTrust,
     rotation: &Rotation,
-    now: f64,
+    now: UnixTime,
     mode: RotateMode,
     vet: &(dyn Fn(&Keyset) -> Result<(), Error> + Sync),
 ) -> Result<RotationPlan, Error> {
-    let mut base = load_verified(store, registry, trust, now).await?;
+    let at = now;
+    let now = at.as_secs_f64();
+    let mut base = load_verified(store, registry, trust, at).await?;
     vet(&base.doc)?;
     // An operator's write is judged against the newest copy (and may lift its
     // generation above it); a server's is refused on anything older.
@@ -122,21 +125,21 @@ pub(crate) async fn rotate_vetted(
             &base,
             registry,
             Some(timing),
-            now,
+            at,
             mode,
             rotation.max_live_keys,
         )
         .await?;
         plan.expires_at = now + rotation.validity;
         if rotation.generation_floor {
-            plan.next.generation = operator_generation(doc.generation, now);
+            plan.next.generation = operator_generation(doc.generation, at);
             judge_against_newest(store, doc, &mut plan.next, newest.as_ref(), now)?;
         }
         match plan.apply(store).await {
             Ok(()) => return Ok(plan),
             Err(Error::Conflict { .. }) if retries > 0 => {
                 retries -= 1;
-                let stored = load_verified(store, registry, trust, now).await?;
+                let stored = load_verified(store, registry, trust, at).await?;
                 if !same_entries(&stored.doc, doc) {
                     return Err(Error::Conflict {
                         expected: Some(doc.generation),

@@ -143,7 +143,7 @@ pub async fn start_with_clock(
             &registry,
             kek,
             config.scheduler_config().timing,
-            clock.now().as_secs_f64(),
+            clock.now(),
         )
         .await
         {

@@ -42,3 +42,12 @@ mod tls;
 
 pub use services::{built, free_port};
 pub use stateseal_contract::member;
+
+/// The instant `secs` seconds after 1970 (tests write their clocks as
+/// `T0 + 5.0`; the library takes [`stateseal::UnixTime`]).
+///
+/// # Panics
+/// If `secs` is not finite.
+pub fn instant(secs: f64) -> stateseal::UnixTime {
+    stateseal::UnixTime::from_secs_f64(secs).expect("a finite time")
+}

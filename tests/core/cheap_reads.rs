@@ -14,6 +14,7 @@ use stateseal::{
     AesGcmCodec, Error, KeysetStore, ManualClock, RejectReason, RingHandle, RotationScheduler,
     StateCodec, StoredKeyset, UnixTime,
 };
+use stateseal_testkit::instant;
 use stateseal_testkit::keysets;
 
 use crate::fleet::{local_keyset, local_registry};
@@ -120,11 +121,11 @@ async fn counting_instance(tag: &str) -> (Arc<CountingStore>, RotationScheduler)
 #[tokio::test]
 async fn an_unchanged_document_is_not_opened_again_but_still_goes_stale() {
     let (store, sched) = counting_instance("cheap-unchanged").await;
-    let first = sched.refresh_at(T0).await.expect("first refresh");
+    let first = sched.refresh_at(instant(T0)).await.expect("first refresh");
     let calls = sched.kms_calls();
     for i in 1..=5 {
         let st = sched
-            .refresh_at(T0 + 30.0 * f64::from(i))
+            .refresh_at(instant(T0 + 30.0 * f64::from(i)))
             .await
             .expect("refresh");
         assert_eq!(st.generation, first.generation);
@@ -140,10 +141,13 @@ async fn an_unchanged_document_is_not_opened_again_but_still_goes_stale() {
     // The document it holds went stale: unchanged is not fresh.
     let expires_at = first.expires_at.expect("an authenticated keyset expires");
     sched
-        .refresh_at(expires_at - 10.0)
+        .refresh_at(instant(expires_at - 10.0))
         .await
         .expect("still fresh");
-    let err = sched.refresh_at(expires_at + 1.0).await.unwrap_err();
+    let err = sched
+        .refresh_at(instant(expires_at + 1.0))
+        .await
+        .unwrap_err();
     assert!(
         matches!(
             &err,
@@ -161,12 +165,12 @@ async fn an_unchanged_document_is_not_opened_again_but_still_goes_stale() {
 async fn a_changed_document_is_adopted_by_the_next_conditional_read() {
     let registry = local_registry();
     let (store, sched) = counting_instance("cheap-changed").await;
-    sched.refresh_at(T0).await.expect("first refresh");
+    sched.refresh_at(instant(T0)).await.expect("first refresh");
     let next = keysets::resealed(store.as_ref(), &registry, |_| {}).await;
-    let st = sched.refresh_at(T0 + 30.0).await.expect("refresh");
+    let st = sched.refresh_at(instant(T0 + 30.0)).await.expect("refresh");
     assert_eq!(st.generation, Some(next.generation));
     assert_eq!(store.unchanged.load(Ordering::SeqCst), 0);
-    sched.refresh_at(T0 + 60.0).await.expect("refresh");
+    sched.refresh_at(instant(T0 + 60.0)).await.expect("refresh");
     assert_eq!(store.unchanged.load(Ordering::SeqCst), 1);
 }
 
@@ -175,7 +179,7 @@ async fn a_changed_document_is_adopted_by_the_next_conditional_read() {
 #[tokio::test(start_paused = true)]
 async fn forged_key_ids_cost_no_store_read() {
     let (store, sched) = counting_instance("cheap-forged").await;
-    sched.refresh_at(T0).await.expect("first refresh");
+    sched.refresh_at(instant(T0)).await.expect("first refresh");
     assert_eq!(store.reads(), 1);
     let codec = AesGcmCodec::new(sched.ring());
     let loop_task = sched.spawn();

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use stateseal::rotation::seal_with_new_mac_key;
 use stateseal::{Error, FileStore, KeyEntry, KeyRing, Keyset, KeysetStore, ProviderRegistry};
 use stateseal_contract::integrity::PlaintextWrap;
+use stateseal_testkit::instant;
 use stateseal_testkit::keysets;
 
 use crate::fleet::temp_dir;
@@ -73,14 +74,17 @@ async fn write_keys(store: &dyn KeysetStore, registry: &ProviderRegistry, keys: 
 async fn a_rewrapped_entry_is_unwrapped_again_only_to_the_same_key() {
     let (dir, store, registry) = transparent_store("faults-rewrap").await;
     let a = instance(store.clone(), &registry);
-    a.sched.refresh_at(T0).await.expect("refresh");
+    a.sched.refresh_at(instant(T0)).await.expect("refresh");
     assert_eq!(a.primary(), Some(kid_of(1)));
     let calls = a.sched.kms_calls();
     // The same entry and key, wrapped differently (re-wrapped under a new KEK, or repaired).
     let mut rewrapped = entry("k_a", 1, T0);
     rewrapped.wrapped.extend_from_slice(b"salt");
     write_keys(&*store, &registry, vec![rewrapped]).await;
-    a.sched.refresh_at(T0 + 1.0).await.expect("refresh");
+    a.sched
+        .refresh_at(instant(T0 + 1.0))
+        .await
+        .expect("refresh");
     assert!(a.sched.kms_calls() > calls, "the new wrap was unwrapped");
     assert_eq!(a.primary(), Some(kid_of(1)));
     assert_eq!(a.sched.status().generation, Some(2));
@@ -88,7 +92,7 @@ async fn a_rewrapped_entry_is_unwrapped_again_only_to_the_same_key() {
     let mut swapped = entry("k_a", 1, T0);
     swapped.wrapped = vec![2; 32];
     write_keys(&*store, &registry, vec![swapped]).await;
-    let err = a.sched.refresh_at(T0 + 2.0).await.unwrap_err();
+    let err = a.sched.refresh_at(instant(T0 + 2.0)).await.unwrap_err();
     assert!(
         matches!(
             &err,
@@ -109,14 +113,14 @@ async fn a_rewrapped_entry_is_unwrapped_again_only_to_the_same_key() {
 async fn a_document_with_a_duplicate_key_is_refused() {
     let (dir, store, registry) = transparent_store("faults-dup").await;
     let a = instance(store.clone(), &registry);
-    a.sched.refresh_at(T0).await.expect("refresh");
+    a.sched.refresh_at(instant(T0)).await.expect("refresh");
     write_keys(
         &*store,
         &registry,
         vec![entry("k_a", 1, T0), entry("k_b", 1, T0 + 1.0)],
     )
     .await;
-    let err = a.sched.refresh_at(T0 + 2.0).await.unwrap_err();
+    let err = a.sched.refresh_at(instant(T0 + 2.0)).await.unwrap_err();
     assert!(
         matches!(
             &err,

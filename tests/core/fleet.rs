@@ -2,7 +2,7 @@
 //! scheduler and skewed clock, sharing one file store, under continuous
 //! multi-round traffic through three full rotations. Time is simulated: no test sleeps.
 
-use crate::ut;
+use stateseal_testkit::instant;
 use stateseal_testkit::keysets;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -80,7 +80,7 @@ pub(crate) async fn local_keyset(
         registry,
         &format!("local://{}", kek.display()),
         timing,
-        t0,
+        instant(t0),
     )
     .await
     .expect("init");
@@ -99,7 +99,7 @@ pub(crate) fn instance(
         store,
         local_registry(),
         ring.clone(),
-        Arc::new(ManualClock::new(ut(0.0))),
+        Arc::new(ManualClock::new(instant(0.0))),
     )
     .expect("scheduler");
     let envelope = Envelope::builder(ring, Some("fleet"))
@@ -146,7 +146,7 @@ async fn fleet_rotates_three_times_with_zero_rejections() {
         &registry,
         &format!("local://{}", kek.display()),
         timing,
-        t0,
+        instant(t0),
     )
     .await
     .expect("init");
@@ -158,7 +158,7 @@ async fn fleet_rotates_three_times_with_zero_rejections() {
         .collect();
     for inst in &mut fleet {
         inst.scheduler
-            .refresh_at(t0 + inst.offset)
+            .refresh_at(instant(t0 + inst.offset))
             .await
             .expect("first refresh");
         inst.next_refresh = t0 + rng.range(0.0, timing.refresh_interval);
@@ -178,7 +178,7 @@ async fn fleet_rotates_three_times_with_zero_rejections() {
         for inst in &mut fleet {
             if t >= inst.next_refresh {
                 inst.scheduler
-                    .refresh_at(t + inst.offset)
+                    .refresh_at(instant(t + inst.offset))
                     .await
                     .expect("refresh");
                 let jitter = if inst.lateness > 1.0 {
@@ -198,7 +198,7 @@ async fn fleet_rotates_three_times_with_zero_rejections() {
             let now = t + fleet[who].offset;
             match fleet[who]
                 .scheduler
-                .rotate_at(now, RotateMode::Scheduled)
+                .rotate_at(instant(now), RotateMode::Scheduled)
                 .await
             {
                 Ok(_) => rotations += 1,
@@ -212,7 +212,7 @@ async fn fleet_rotates_three_times_with_zero_rejections() {
                     .expect("id");
             let token = fleet[who]
                 .envelope
-                .mint(&id, b"old-key-state", MintOptions::new().at(ut(now)))
+                .mint(&id, b"old-key-state", MintOptions::new().at(instant(now)))
                 .expect("mint");
             // The key this rotation retires is the one with the latest retire time.
             let retire = keysets::content(&*store, &registry)
@@ -234,7 +234,7 @@ async fn fleet_rotates_three_times_with_zero_rejections() {
         let now = t + fleet[who].offset;
         let token = fleet[who]
             .envelope
-            .mint(&id, b"round-1", MintOptions::new().at(ut(now)))
+            .mint(&id, b"round-1", MintOptions::new().at(instant(now)))
             .expect("mint");
         // Echo delays stay below T minus the largest clock difference, so every round is valid.
         conversations.push(Conversation {
@@ -259,7 +259,7 @@ async fn fleet_rotates_three_times_with_zero_rejections() {
                     .expect("id");
             if inst
                 .envelope
-                .open(&other, &c.token, OpenOptions::new().at(ut(now)))
+                .open(&other, &c.token, OpenOptions::new().at(instant(now)))
                 .map(|o| o.state)
                 .is_err()
             {
@@ -267,7 +267,7 @@ async fn fleet_rotates_three_times_with_zero_rejections() {
             }
             match inst
                 .envelope
-                .open(&c.id, &c.token, OpenOptions::new().at(ut(now)))
+                .open(&c.id, &c.token, OpenOptions::new().at(instant(now)))
                 .map(|o| o.state)
             {
                 Ok(state) => {
@@ -280,7 +280,7 @@ async fn fleet_rotates_three_times_with_zero_rejections() {
                             .mint(
                                 &c.id,
                                 format!("round-{}", c.round).as_bytes(),
-                                MintOptions::new().at(ut(now)),
+                                MintOptions::new().at(instant(now)),
                             )
                             .expect("mint");
                         c.due = t + rng.range(0.0, 0.85 * timing.ttl);
@@ -302,14 +302,20 @@ async fn fleet_rotates_three_times_with_zero_rejections() {
             let old = fleet[1].envelope.mint(
                 &id,
                 b"stale",
-                MintOptions::new().at(ut(t + fleet[1].offset - timing.ttl - timing.max_skew - 1.0)),
+                MintOptions::new().at(instant(
+                    t + fleet[1].offset - timing.ttl - timing.max_skew - 1.0,
+                )),
             );
             if let Ok(old) = old {
                 attacks += 1;
                 let who = rng.below(fleet.len());
                 if fleet[who]
                     .envelope
-                    .open(&id, &old, OpenOptions::new().at(ut(t + fleet[who].offset)))
+                    .open(
+                        &id,
+                        &old,
+                        OpenOptions::new().at(instant(t + fleet[who].offset)),
+                    )
                     .map(|o| o.state)
                     .is_err()
                 {
@@ -322,10 +328,13 @@ async fn fleet_rotates_three_times_with_zero_rejections() {
     for (token, id, retire) in &retired_tokens {
         for inst in &fleet {
             let now = retire + 61.0 + inst.offset;
-            inst.scheduler.refresh_at(now).await.expect("refresh");
+            inst.scheduler
+                .refresh_at(instant(now))
+                .await
+                .expect("refresh");
             let err = inst
                 .envelope
-                .open(id, token, OpenOptions::new().at(ut(now)))
+                .open(id, token, OpenOptions::new().at(instant(now)))
                 .map(|o| o.state)
                 .expect_err("retired key");
             assert_eq!(err.reject_reason(), Some(RejectReason::UnknownKey));

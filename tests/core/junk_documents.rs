@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use stateseal::rotation::{SchedulerConfig, Timing};
 use stateseal_contract::integrity::CountingLocal;
+use stateseal_testkit::instant;
 
 use crate::fleet::{local_keyset, local_registry};
 
@@ -41,7 +42,7 @@ async fn a_junk_document_costs_one_kms_call_not_one_per_refresh() {
         .build()
         .expect("config");
     let a = stateseal_testkit::member::instance(config, store, &registry, T0);
-    a.refresh_at(T0).await.expect("adopted");
+    a.refresh_at(instant(T0)).await.expect("adopted");
     let before = kms.unwraps();
     let mut t = T0;
     let mut refresh_n = |n: usize| {
@@ -51,7 +52,7 @@ async fn a_junk_document_costs_one_kms_call_not_one_per_refresh() {
         async move {
             for i in 1..=n {
                 let err = a
-                    .refresh_at(start + 5.0 * i as f64)
+                    .refresh_at(instant(start + 5.0 * i as f64))
                     .await
                     .expect_err("junk refused");
                 assert!(
@@ -85,12 +86,12 @@ async fn a_junk_document_costs_one_kms_call_not_one_per_refresh() {
     assert_eq!(kms.unwraps() - before, 2);
     // A refusal is held for a while, not for good (a misclassified KMS error
     // must not lock an instance out): five minutes on, the KMS is asked again.
-    let _ = a.refresh_at(t + 301.0).await;
+    let _ = a.refresh_at(instant(t + 301.0)).await;
     assert_eq!(kms.unwraps() - before, 3, "asked again after the hold");
     t += 301.0;
     // The authentic document back: adopted under the cached MAC key, no call.
     std::fs::write(&path, &good).expect("restore");
-    a.refresh_at(t + 5.0).await.expect("adopted again");
+    a.refresh_at(instant(t + 5.0)).await.expect("adopted again");
     assert_eq!(kms.unwraps() - before, 3);
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -11,6 +11,7 @@ use metrics_util::debugging::DebuggingRecorder;
 use stateseal::rotation::{SchedulerConfig, Timing, TrustPolicy};
 use stateseal::setup::Config;
 use stateseal::{KeysetStore, ProviderRegistry, RotationScheduler};
+use stateseal_testkit::instant;
 use stateseal_testkit::keysets;
 
 use crate::fleet::{local_keyset, local_registry};
@@ -42,19 +43,22 @@ async fn a_writer_renews_before_the_document_goes_stale() {
     let registry = local_registry();
     let (dir, store) = local_keyset("integrity-renew", &registry, Timing::default(), T0).await;
     let writer = scheduler(store.clone(), &registry, config());
-    writer.refresh_at(T0).await.expect("refresh");
+    writer.refresh_at(instant(T0)).await.expect("refresh");
     let first = writer.status().expires_at.expect("expires_at");
     assert_eq!(first, T0 + WEEK);
     // More than half the validity left: nothing written.
     writer
-        .refresh_at(T0 + 3.0 * 86_400.0)
+        .refresh_at(instant(T0 + 3.0 * 86_400.0))
         .await
         .expect("refresh");
     assert_eq!(keysets::stored(&*store).await.generation(), 1);
     // Less than half: renewed (same content, next generation), adopted at the next refresh.
     let at = T0 + 4.0 * 86_400.0;
-    writer.refresh_at(at).await.expect("refresh");
-    writer.refresh_at(at + 30.0).await.expect("refresh");
+    writer.refresh_at(instant(at)).await.expect("refresh");
+    writer
+        .refresh_at(instant(at + 30.0))
+        .await
+        .expect("refresh");
     let st = writer.status();
     assert_eq!(st.generation, Some(2));
     assert_eq!(st.expires_at, Some(at + WEEK));
@@ -70,12 +74,18 @@ async fn a_writer_renews_before_the_document_goes_stale() {
             .build()
             .expect("config"),
     );
-    reader.refresh_at(at + 30.0).await.expect("refresh");
+    reader
+        .refresh_at(instant(at + 30.0))
+        .await
+        .expect("refresh");
     let stale = at + WEEK + 1.0;
     // Its last read finds the document unchanged, and still fresh...
-    reader.refresh_at(stale - 10.0).await.expect("refresh");
+    reader
+        .refresh_at(instant(stale - 10.0))
+        .await
+        .expect("refresh");
     // ...the next one, unchanged too, finds it stale.
-    let err = reader.refresh_at(stale).await.unwrap_err();
+    let err = reader.refresh_at(instant(stale)).await.unwrap_err();
     assert!(
         matches!(
             &err,
@@ -111,25 +121,35 @@ async fn a_stale_document_is_kept_until_the_staleness_bound_then_sealing_stops()
     // Refreshing every 30 minutes up to the expiry: the last good read is just before it.
     let mut t = T0;
     while t < T0 + WEEK {
-        reader.refresh_at(t).await.expect("refresh");
+        reader.refresh_at(instant(t)).await.expect("refresh");
         t += 1800.0;
     }
     let expired = T0 + WEEK + 1.0;
-    assert!(reader.refresh_at(expired).await.is_err());
+    assert!(reader.refresh_at(instant(expired)).await.is_err());
     assert!(
         reader.is_ready(),
         "within the staleness bound the last good keys serve"
     );
-    let err = reader.refresh_at(T0 + WEEK + 3600.0).await.unwrap_err();
+    let err = reader
+        .refresh_at(instant(T0 + WEEK + 3600.0))
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("max_store_staleness"), "{err}");
     assert!(!reader.is_ready(), "past it the instance stops sealing");
     // A KEK holder renews it; the instance is ready again.
     let trust = stateseal::rotation::KeysetTrust::new(TrustPolicy::default());
-    stateseal::rotation::renew_keyset(&*store, &registry, &trust, 1, WEEK, T0 + WEEK + 3700.0)
-        .await
-        .expect("renew");
+    stateseal::rotation::renew_keyset(
+        &*store,
+        &registry,
+        &trust,
+        1,
+        WEEK,
+        instant(T0 + WEEK + 3700.0),
+    )
+    .await
+    .expect("renew");
     reader
-        .refresh_at(T0 + WEEK + 3710.0)
+        .refresh_at(instant(T0 + WEEK + 3710.0))
         .await
         .expect("fresh again");
     assert!(reader.is_ready());
@@ -150,7 +170,7 @@ fn an_accepted_unauthenticated_document_shows_everywhere() {
         std::fs::write(&path, v1.bytes()).expect("write");
         // Refused by default…
         let strict = scheduler(store.clone(), &registry, config());
-        let err = strict.refresh_at(T0).await.unwrap_err();
+        let err = strict.refresh_at(instant(T0)).await.unwrap_err();
         assert!(
             matches!(
                 &err,
@@ -174,8 +194,11 @@ fn an_accepted_unauthenticated_document_shows_everywhere() {
                 .build()
                 .expect("config"),
         );
-        lenient.refresh_at(T0).await.expect("adopted");
-        lenient.refresh_at(T0 + 30.0).await.expect("adopted");
+        lenient.refresh_at(instant(T0)).await.expect("adopted");
+        lenient
+            .refresh_at(instant(T0 + 30.0))
+            .await
+            .expect("adopted");
         let _ = std::fs::remove_dir_all(dir);
         (lenient.status(), values(&snapshotter))
     });

@@ -29,9 +29,3 @@ mod token_vectors;
 mod vectors;
 mod vectors_keys;
 mod vectors_verify;
-
-/// The data plane's instant for a key-plane time in seconds (the rotation
-/// timeline's functions still take seconds since 1970 as `f64`).
-pub(crate) fn ut(secs: f64) -> stateseal::UnixTime {
-    stateseal::UnixTime::from_secs_f64(secs).expect("a finite time")
-}

@@ -11,6 +11,7 @@ use stateseal::{
 
 use crate::fleet::{local_keyset, local_registry};
 use crate::recorded::{block_on_recorded, values};
+use stateseal_testkit::instant;
 
 #[test]
 fn counters_and_gauges_are_recorded() {
@@ -31,7 +32,7 @@ fn counters_and_gauges_are_recorded() {
             )),
         )
         .expect("scheduler");
-        sched.refresh_at(t0 + 5.0).await.expect("refresh");
+        sched.refresh_at(instant(t0 + 5.0)).await.expect("refresh");
         let env = Envelope::builder(ring, Some("svc")).build().expect("env");
         let id = RequestIdentity::from_json("tools/call", br#"{"name":"t"}"#).expect("id");
         let other = RequestIdentity::from_json("tools/call", br#"{"name":"u"}"#).expect("id");
@@ -143,13 +144,16 @@ fn readiness_phase_deadline_and_seal_limit_gauges() {
             )),
         )
         .expect("scheduler");
-        sched.refresh_at(t0 + 5.0).await.expect("refresh");
+        sched.refresh_at(instant(t0 + 5.0)).await.expect("refresh");
         let steady = gauges();
         sched
-            .rotate_at(t0 + 100.0, RotateMode::Scheduled)
+            .rotate_at(instant(t0 + 100.0), RotateMode::Scheduled)
             .await
             .expect("rotate");
-        sched.refresh_at(t0 + 110.0).await.expect("refresh");
+        sched
+            .refresh_at(instant(t0 + 110.0))
+            .await
+            .expect("refresh");
         let rotating = gauges();
         let _ = std::fs::remove_dir_all(dir);
         (steady, rotating)

@@ -12,6 +12,7 @@ use stateseal::{
     KeysetStore, ManualClock, ProviderRegistry, RingHandle, RotationScheduler, UnixTime,
 };
 use stateseal_contract::integrity::CountingLocal;
+use stateseal_testkit::instant;
 use stateseal_testkit::keysets;
 use tokio::task::JoinSet;
 
@@ -85,7 +86,7 @@ impl Fleet {
         for m in &self.members {
             let m = m.clone();
             tasks.spawn(async move {
-                let _ = m.refresh_at(now).await;
+                let _ = m.refresh_at(instant(now)).await;
             });
         }
         while tasks.join_next().await.is_some() {}
@@ -185,7 +186,7 @@ async fn a_claimant_whose_rotation_fails_steps_back_and_another_rotates() {
     // Pod 0 alone refreshes once every turn has come (the turns span 4R from
     // the due time): it claims and its generate call is refused.
     let first = T0 + PERIOD + window;
-    let _ = f.members[0].refresh_at(first).await;
+    let _ = f.members[0].refresh_at(instant(first)).await;
     let doc = keysets::content(f.store.as_ref(), &f.registry).await;
     let claim = doc.rotation_claim.expect("pod 0 claimed the rotation");
     assert_eq!((claim.holder.as_str(), f.generation().await), ("pod-0", 2));
@@ -257,7 +258,7 @@ async fn several_failing_claimants_delay_a_rotation_by_one_claim_each_at_most() 
                 for m in &f.members[..joined] {
                     let m = m.clone();
                     tasks.spawn(async move {
-                        let _ = m.refresh_at(now).await;
+                        let _ = m.refresh_at(instant(now)).await;
                     });
                 }
                 while tasks.join_next().await.is_some() {}

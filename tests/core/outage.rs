@@ -2,7 +2,7 @@
 //! outage (within `outage_grace`), a denied key is dropped once its cached
 //! unwrap expires, and a restart during an outage stays not-ready.
 
-use crate::ut;
+use stateseal_testkit::instant;
 use stateseal_testkit::keysets;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -93,7 +93,7 @@ fn instance(s: &Setup) -> (RotationScheduler, Envelope) {
         s.store.clone(),
         s.registry.clone(),
         ring.clone(),
-        Arc::new(ManualClock::new(ut(s.t0))),
+        Arc::new(ManualClock::new(instant(s.t0))),
     )
     .expect("scheduler");
     let env = Envelope::builder(ring, Some("svc")).build().expect("env");
@@ -105,9 +105,9 @@ fn round() -> RequestIdentity {
 }
 
 fn works(env: &Envelope, now: f64) -> bool {
-    env.mint(&round(), b"s", MintOptions::new().at(ut(now)))
+    env.mint(&round(), b"s", MintOptions::new().at(instant(now)))
         .and_then(|t| {
-            env.open(&round(), &t, OpenOptions::new().at(ut(now)))
+            env.open(&round(), &t, OpenOptions::new().at(instant(now)))
                 .map(|o| o.state)
         })
         .is_ok()
@@ -117,16 +117,16 @@ fn works(env: &Envelope, now: f64) -> bool {
 async fn transient_outage_within_grace_causes_no_rejection() {
     let s = setup().await;
     let (sched, env) = instance(&s);
-    sched.refresh_at(s.t0).await.expect("refresh");
+    sched.refresh_at(instant(s.t0)).await.expect("refresh");
     let token = env
-        .mint(&round(), b"before", MintOptions::new().at(ut(s.t0)))
+        .mint(&round(), b"before", MintOptions::new().at(instant(s.t0)))
         .expect("mint");
     s.provider.mode.store(1, Ordering::SeqCst);
     let calls = sched.kms_calls();
     // Past max_key_age the key is re-unwrapped; the KMS is down; the cached key keeps serving.
     for dt in [3_601.0, 7_200.0, 50_000.0, 3_600.0 + 86_399.0] {
         sched
-            .refresh_at(s.t0 + dt)
+            .refresh_at(instant(s.t0 + dt))
             .await
             .expect("refresh during outage");
         assert!(sched.is_ready());
@@ -140,25 +140,28 @@ async fn transient_outage_within_grace_causes_no_rejection() {
         "the scheduler kept trying the KMS"
     );
     assert!(
-        env.open(&round(), &token, OpenOptions::new().at(ut(s.t0 + 1.0)))
+        env.open(&round(), &token, OpenOptions::new().at(instant(s.t0 + 1.0)))
             .map(|o| o.state)
             .is_ok()
     );
     // Past max_key_age + outage_grace the key is dropped: fail closed.
     let late = s.t0 + 3_600.0 + 86_400.0 + 1.0;
     assert!(matches!(
-        sched.refresh_at(late).await.unwrap_err(),
+        sched.refresh_at(instant(late)).await.unwrap_err(),
         Error::KeysUnavailable(_)
     ));
     assert!(!sched.is_ready());
     assert_eq!(
-        env.mint(&round(), b"x", MintOptions::new().at(ut(late)))
+        env.mint(&round(), b"x", MintOptions::new().at(instant(late)))
             .unwrap_err(),
         Error::NotReady
     );
     // The KMS comes back: the next refresh recovers.
     s.provider.mode.store(0, Ordering::SeqCst);
-    sched.refresh_at(late + 30.0).await.expect("recovered");
+    sched
+        .refresh_at(instant(late + 30.0))
+        .await
+        .expect("recovered");
     assert!(works(&env, late + 30.0));
 }
 
@@ -166,14 +169,17 @@ async fn transient_outage_within_grace_causes_no_rejection() {
 async fn denied_key_is_dropped_after_max_key_age() {
     let s = setup().await;
     let (sched, env) = instance(&s);
-    sched.refresh_at(s.t0).await.expect("refresh");
+    sched.refresh_at(instant(s.t0)).await.expect("refresh");
     s.provider.mode.store(2, Ordering::SeqCst);
     // Within max_key_age the cached unwrap is still valid: no KMS call, still serving.
-    sched.refresh_at(s.t0 + 3_599.0).await.expect("refresh");
+    sched
+        .refresh_at(instant(s.t0 + 3_599.0))
+        .await
+        .expect("refresh");
     assert!(works(&env, s.t0 + 3_599.0));
     // Once it expires, the KMS's "denied" drops the key.
     assert!(matches!(
-        sched.refresh_at(s.t0 + 3_601.0).await.unwrap_err(),
+        sched.refresh_at(instant(s.t0 + 3_601.0)).await.unwrap_err(),
         Error::KeysUnavailable(_)
     ));
     assert!(!works(&env, s.t0 + 3_601.0));
@@ -191,15 +197,18 @@ async fn restart_during_outage_stays_not_ready_and_never_seals() {
     let s = setup().await;
     s.provider.mode.store(1, Ordering::SeqCst);
     let (sched, env) = instance(&s);
-    assert!(sched.refresh_at(s.t0).await.is_err());
+    assert!(sched.refresh_at(instant(s.t0)).await.is_err());
     assert!(!sched.is_ready());
     assert_eq!(
-        env.mint(&round(), b"x", MintOptions::new().at(ut(s.t0)))
+        env.mint(&round(), b"x", MintOptions::new().at(instant(s.t0)))
             .unwrap_err(),
         Error::NotReady
     );
     s.provider.mode.store(0, Ordering::SeqCst);
-    sched.refresh_at(s.t0 + 1.0).await.expect("recovers");
+    sched
+        .refresh_at(instant(s.t0 + 1.0))
+        .await
+        .expect("recovers");
     assert!(works(&env, s.t0 + 1.0));
 }
 
@@ -207,14 +216,14 @@ async fn restart_during_outage_stays_not_ready_and_never_seals() {
 async fn steady_state_traffic_makes_no_kms_calls() {
     let s = setup().await;
     let (sched, env) = instance(&s);
-    sched.refresh_at(s.t0).await.expect("refresh");
+    sched.refresh_at(instant(s.t0)).await.expect("refresh");
     let after_load = sched.kms_calls();
     // One for the document's MAC key, one for its data key.
     assert_eq!(after_load, 2);
     for i in 0..20_000u32 {
         let now = s.t0 + f64::from(i) * 0.1;
         if i.is_multiple_of(300) {
-            sched.refresh_at(now).await.expect("refresh");
+            sched.refresh_at(instant(now)).await.expect("refresh");
         }
         assert!(works(&env, now));
     }
@@ -237,14 +246,14 @@ async fn rotates_automatically_by_age_and_by_seal_count_exactly_once() {
         .expect("config");
     let (a, _) = instance(&s);
     let (b, _) = instance(&s);
-    a.refresh_at(s.t0).await.expect("refresh");
-    b.refresh_at(s.t0).await.expect("refresh");
+    a.refresh_at(instant(s.t0)).await.expect("refresh");
+    b.refresh_at(instant(s.t0)).await.expect("refresh");
     assert_eq!(keysets::content(&*s.store, &s.registry).await.generation, 1);
     // Each takes its turn within the rendezvous window (4R) after the rotation fell due.
     let mut t = s.t0 + 1_000.0;
     while t <= s.t0 + 1_000.0 + 5.0 * s.config.timing.refresh_interval {
-        a.refresh_at(t).await.expect("refresh");
-        b.refresh_at(t + 0.5).await.expect("refresh");
+        a.refresh_at(instant(t)).await.expect("refresh");
+        b.refresh_at(instant(t + 0.5)).await.expect("refresh");
         t += 10.0;
     }
     let doc = keysets::content(&*s.store, &s.registry).await;
@@ -267,12 +276,12 @@ async fn rotates_automatically_by_age_and_by_seal_count_exactly_once() {
     // (Only v1 keys count seals: a keyset whose key predates v2 tokens.)
     keysets::with_v1_keys(&*s2.store, &s2.registry).await;
     let (c, env) = instance(&s2);
-    c.refresh_at(s2.t0).await.expect("refresh");
+    c.refresh_at(instant(s2.t0)).await.expect("refresh");
     for _ in 0..5 {
-        env.mint(&round(), b"s", MintOptions::new().at(ut(s2.t0)))
+        env.mint(&round(), b"s", MintOptions::new().at(instant(s2.t0)))
             .expect("mint");
     }
-    c.refresh_at(s2.t0 + 30.0).await.expect("refresh");
+    c.refresh_at(instant(s2.t0 + 30.0)).await.expect("refresh");
     let doc = keysets::content(&*s2.store, &s2.registry).await;
     // The v1 rewrite, the claim, the rotation.
     assert_eq!(doc.generation, 4);

@@ -4,6 +4,7 @@
 
 use metrics_util::debugging::DebuggingRecorder;
 use stateseal::rotation::{Timing, TrustPolicy};
+use stateseal_testkit::instant;
 use stateseal_testkit::keysets;
 
 use crate::fleet::{local_keyset, local_registry};
@@ -28,7 +29,7 @@ async fn a_write_on_a_restored_backup_is_refused_unless_it_retires_the_backup() 
     let backup = std::fs::read(&path).expect("backup");
     assert_eq!(std::fs::read(&copy).expect("init wrote the copy"), backup);
     let a = scheduler(store.clone(), &registry, config());
-    a.refresh_at(T0).await.expect("refresh");
+    a.refresh_at(instant(T0)).await.expect("refresh");
     let operator = KeysetTrust::new(TrustPolicy::default());
     let rotate = |at: f64, mode: RotateMode| {
         let (store, registry, operator) = (store.clone(), registry.clone(), &operator);
@@ -38,7 +39,7 @@ async fn a_write_on_a_restored_backup_is_refused_unless_it_retires_the_backup() 
                 &registry,
                 operator,
                 None,
-                at,
+                instant(at),
                 mode,
                 DEFAULT_MAX_LIVE_KEYS,
             )
@@ -50,16 +51,16 @@ async fn a_write_on_a_restored_backup_is_refused_unless_it_retires_the_backup() 
         .await
         .expect("rotate");
     assert_eq!(first.next.generation, (T0 + 10.0) as u64, "the clock floor");
-    a.refresh_at(T0 + 20.0).await.expect("refresh");
+    a.refresh_at(instant(T0 + 20.0)).await.expect("refresh");
     rotate(T0 + 2000.0, RotateMode::Scheduled)
         .await
         .expect("rotate");
-    a.refresh_at(T0 + 2010.0).await.expect("refresh");
+    a.refresh_at(instant(T0 + 2010.0)).await.expect("refresh");
     let adopted = a.status().generation.expect("generation");
     assert_eq!(std::fs::read(&copy).unwrap(), std::fs::read(&path).unwrap());
     // The backup put back: refused.
     std::fs::write(&path, &backup).expect("restore");
-    let err = a.refresh_at(T0 + 2020.0).await.unwrap_err();
+    let err = a.refresh_at(instant(T0 + 2020.0)).await.unwrap_err();
     assert!(
         matches!(
             &err,
@@ -75,9 +76,16 @@ async fn a_write_on_a_restored_backup_is_refused_unless_it_retires_the_backup() 
     let rotation = rotate(T0 + 3000.0, RotateMode::Scheduled)
         .await
         .expect_err("a rotation on a restored backup");
-    let renewal = renew_keyset(&*store, &registry, &operator, 1, 3600.0, T0 + 3000.0)
-        .await
-        .expect_err("a renewal of a restored backup");
+    let renewal = renew_keyset(
+        &*store,
+        &registry,
+        &operator,
+        1,
+        3600.0,
+        instant(T0 + 3000.0),
+    )
+    .await
+    .expect_err("a renewal of a restored backup");
     for err in [rotation, renewal] {
         let text = err.to_string();
         assert!(
@@ -92,7 +100,7 @@ async fn a_write_on_a_restored_backup_is_refused_unless_it_retires_the_backup() 
         assert_eq!(std::fs::read(&path).unwrap(), backup, "nothing written");
     }
     // The running instance still serves what it adopted.
-    a.refresh_at(T0 + 3010.0).await.unwrap_err();
+    a.refresh_at(instant(T0 + 3010.0)).await.unwrap_err();
     assert_eq!(a.status().generation, Some(adopted));
     // Rotated with --now-compromise: written above every generation, adopted, its key seals.
     let emergency = rotate(T0 + 3100.0, RotateMode::Compromise)
@@ -102,9 +110,9 @@ async fn a_write_on_a_restored_backup_is_refused_unless_it_retires_the_backup() 
     // An instance whose clock runs a second behind the operator's reads it
     // while the backup's entries are still live on its clock: refused now,
     // adopted at its next refresh (the refusal is the clock's, not remembered).
-    let early = a.refresh_at(T0 + 3099.0).await.unwrap_err();
+    let early = a.refresh_at(instant(T0 + 3099.0)).await.unwrap_err();
     assert!(early.to_string().contains("(pruned_returned)"), "{early}");
-    let st = a.refresh_at(T0 + 3110.0).await.expect("adopted");
+    let st = a.refresh_at(instant(T0 + 3110.0)).await.expect("adopted");
     assert_eq!(st.generation, Some(emergency.next.generation));
     assert_eq!(st.ring.first(), Some(&emergency.kid.to_hex()));
     let _ = std::fs::remove_dir_all(dir);
@@ -131,7 +139,7 @@ async fn a_spoiled_or_foreign_newest_copy_stops_no_write() {
         &registry,
         &operator,
         None,
-        T0 + 10.0,
+        instant(T0 + 10.0),
         RotateMode::Scheduled,
         DEFAULT_MAX_LIVE_KEYS,
     )
@@ -143,10 +151,15 @@ async fn a_spoiled_or_foreign_newest_copy_stops_no_write() {
     std::fs::write(&copy, std::fs::read(&path).unwrap()).unwrap();
     std::fs::remove_file(&path).unwrap();
     let kek = format!("local://{}", dir.join("kek.bin").display());
-    let fresh =
-        stateseal::rotation::init_keyset(&*store, &registry, &kek, Timing::default(), T0 + 20.0)
-            .await
-            .expect("init");
+    let fresh = stateseal::rotation::init_keyset(
+        &*store,
+        &registry,
+        &kek,
+        Timing::default(),
+        instant(T0 + 20.0),
+    )
+    .await
+    .expect("init");
     assert_eq!(fresh.generation, plan.next.generation + 1);
     assert_eq!(std::fs::read(&copy).unwrap(), std::fs::read(&path).unwrap());
     let _ = std::fs::remove_dir_all(dir);
@@ -171,7 +184,7 @@ fn a_copy_that_cannot_be_written_fails_no_write() {
             &registry,
             &KeysetTrust::new(TrustPolicy::default()),
             None,
-            T0 + 10.0,
+            instant(T0 + 10.0),
             RotateMode::Scheduled,
             DEFAULT_MAX_LIVE_KEYS,
         )

@@ -4,7 +4,7 @@
 //! logs never name the principal; a fleet refreshing on its jittered
 //! schedule refuses them within R. The helpers serve `revocation_document` too.
 
-use crate::ut;
+use stateseal_testkit::instant;
 use std::sync::Arc;
 
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
@@ -49,7 +49,11 @@ pub(crate) fn trust() -> KeysetTrust {
 /// A state for `p` minted by `m` at `at`.
 pub(crate) fn mint(m: &Member, p: Option<&Principal>, at: f64) -> String {
     m.env
-        .mint(&round(), b"s", MintOptions::new().principal(p).at(ut(at)))
+        .mint(
+            &round(),
+            b"s",
+            MintOptions::new().principal(p).at(instant(at)),
+        )
         .expect("mint")
 }
 
@@ -62,7 +66,11 @@ pub(crate) fn refusal(
 ) -> Option<RejectReason> {
     match m
         .env
-        .open(&round(), token, OpenOptions::new().principal(p).at(ut(now)))
+        .open(
+            &round(),
+            token,
+            OpenOptions::new().principal(p).at(instant(now)),
+        )
         .map(|o| o.state)
     {
         Ok(_) => None,
@@ -81,7 +89,7 @@ pub(crate) async fn setup(
     let registry = local_registry();
     let (dir, store) = local_keyset(tag, &registry, Timing::default(), T0).await;
     let m = Member::new(&registry, store.clone(), T0);
-    m.sched.refresh_at(T0).await.expect("refresh");
+    m.sched.refresh_at(instant(T0)).await.expect("refresh");
     (dir, store, registry, m)
 }
 
@@ -101,8 +109,8 @@ fn a_revoked_principal_is_refused_after_one_refresh_and_nothing_else() {
             &*store,
             &registry,
             &trust(),
-            Revocation::principal(&a, ut(before)),
-            T0 + 30.0,
+            Revocation::principal(&a, instant(before)),
+            instant(T0 + 30.0),
         )
         .await
         .expect("revoke");
@@ -111,7 +119,10 @@ fn a_revoked_principal_is_refused_after_one_refresh_and_nothing_else() {
         // Verification is network-free: nothing changes until the instance's next refresh...
         assert_eq!(refusal(&m, &early_a, Some(&a), T0 + 31.0), None);
         // ...which is at most R later.
-        m.sched.refresh_at(T0 + 31.0).await.expect("refresh");
+        m.sched
+            .refresh_at(instant(T0 + 31.0))
+            .await
+            .expect("refresh");
         let now = T0 + 32.0;
         assert_eq!(
             refusal(&m, &early_a, Some(&a), now),
@@ -135,8 +146,8 @@ fn a_revoked_principal_is_refused_after_one_refresh_and_nothing_else() {
             &*store,
             &registry,
             &trust(),
-            Revocation::principal(&a, ut(before)),
-            T0 + 40.0,
+            Revocation::principal(&a, instant(before)),
+            instant(T0 + 40.0),
         )
         .await
         .expect("revoke");
@@ -188,12 +199,15 @@ async fn client_id_and_all_before_entries_cover_what_they_select() {
         &*store,
         &registry,
         &trust(),
-        Revocation::client_id("app-1", ut(T0 + 20.0)),
-        T0 + 30.0,
+        Revocation::client_id("app-1", instant(T0 + 20.0)),
+        instant(T0 + 30.0),
     )
     .await
     .expect("revoke");
-    m.sched.refresh_at(T0 + 40.0).await.expect("refresh");
+    m.sched
+        .refresh_at(instant(T0 + 40.0))
+        .await
+        .expect("refresh");
     let now = T0 + 41.0;
     let refused: Vec<bool> = tokens
         .iter()
@@ -206,12 +220,15 @@ async fn client_id_and_all_before_entries_cover_what_they_select() {
         &*store,
         &registry,
         &trust(),
-        Revocation::all_before(ut(T0 + 15.0)),
-        T0 + 50.0,
+        Revocation::all_before(instant(T0 + 15.0)),
+        instant(T0 + 50.0),
     )
     .await
     .expect("revoke");
-    m.sched.refresh_at(T0 + 60.0).await.expect("refresh");
+    m.sched
+        .refresh_at(instant(T0 + 60.0))
+        .await
+        .expect("refresh");
     let now = T0 + 61.0;
     assert_eq!(
         refusal(&m, &unbound, None, now),
@@ -232,17 +249,26 @@ async fn logs_never_name_the_principal() {
     let (dir, store, registry, m) = setup("revoke-logs").await;
     let a = alice();
     let token = mint(&m, Some(&a), T0 + 10.0);
-    let entry = Revocation::principal(&a, ut(T0 + 20.0));
-    revoke(&*store, &registry, &trust(), entry.clone(), T0 + 30.0)
+    let entry = Revocation::principal(&a, instant(T0 + 20.0));
+    revoke(
+        &*store,
+        &registry,
+        &trust(),
+        entry.clone(),
+        instant(T0 + 30.0),
+    )
+    .await
+    .expect("revoke");
+    m.sched
+        .refresh_at(instant(T0 + 31.0))
         .await
-        .expect("revoke");
-    m.sched.refresh_at(T0 + 31.0).await.expect("refresh");
+        .expect("refresh");
     assert_eq!(
         refusal(&m, &token, Some(&a), T0 + 32.0),
         Some(RejectReason::Revoked)
     );
     keysets::resealed(&*store, &registry, |d| d.revocations.clear()).await;
-    assert!(m.sched.refresh_at(T0 + 61.0).await.is_err());
+    assert!(m.sched.refresh_at(instant(T0 + 61.0)).await.is_err());
     let text = logs.text();
     // The refusal names the entry by kind and time only. (Not asserted: the
     // info line of the write, which tests running beside this one can keep
@@ -278,7 +304,7 @@ async fn a_revocation_during_live_traffic_reaches_every_instance_within_r() {
     let mut fleet = Vec::new();
     for _ in 0..5 {
         let m = Member::new(&registry, store.clone(), T0);
-        m.sched.refresh_at(T0).await.expect("refresh");
+        m.sched.refresh_at(instant(T0)).await.expect("refresh");
         let next = T0 + pacing.first(unit());
         fleet.push((m, next, None::<f64>));
     }
@@ -295,15 +321,15 @@ async fn a_revocation_during_live_traffic_reaches_every_instance_within_r() {
                 &*store,
                 &registry,
                 &trust(),
-                Revocation::principal(&a, ut(t)),
-                t,
+                Revocation::principal(&a, instant(t)),
+                instant(t),
             )
             .await
             .expect("revoke");
         }
         for (m, next, refused_from) in &mut fleet {
             if t >= *next {
-                m.sched.refresh_at(t).await.expect("refresh");
+                m.sched.refresh_at(instant(t)).await.expect("refresh");
                 *next = t + pacing.after_success(unit());
             }
             assert_eq!(refusal(m, &old_b, Some(&b), t), None, "another principal");
@@ -349,20 +375,28 @@ async fn a_restored_pre_revocation_document_is_refused_with_the_printed_min_gene
         &*store,
         &registry,
         &trust(),
-        Revocation::principal(&a, ut(T0 + 20.0)),
-        T0 + 30.0,
+        Revocation::principal(&a, instant(T0 + 20.0)),
+        instant(T0 + 30.0),
     )
     .await
     .expect("revoke");
     assert!(done.written);
     let revoked_at = done.keyset.doc.generation;
-    running.sched.refresh_at(T0 + 31.0).await.expect("refresh");
+    running
+        .sched
+        .refresh_at(instant(T0 + 31.0))
+        .await
+        .expect("refresh");
     assert_eq!(
         refusal(&running, &early, Some(&a), T0 + 32.0),
         Some(RejectReason::Revoked)
     );
     std::fs::write(&path, &backup).expect("restore");
-    let err = running.sched.refresh_at(T0 + 40.0).await.unwrap_err();
+    let err = running
+        .sched
+        .refresh_at(instant(T0 + 40.0))
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("rollback"), "{err}");
     assert_eq!(
         refusal(&running, &early, Some(&a), T0 + 41.0),
@@ -378,13 +412,21 @@ async fn a_restored_pre_revocation_document_is_refused_with_the_printed_min_gene
             ..TrustPolicy::default()
         },
     );
-    let err = pinned.sched.refresh_at(T0 + 43.0).await.unwrap_err();
+    let err = pinned
+        .sched
+        .refresh_at(instant(T0 + 43.0))
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("min_generation"), "{err}");
     assert!(!pinned.sched.is_ready());
     assert_ne!(refusal(&pinned, &early, Some(&a), T0 + 44.0), None);
     // Not pinned: the newest copy beside the document is its floor.
     let unpinned = Member::new(&registry, store.clone(), T0 + 44.0);
-    let err = unpinned.sched.refresh_at(T0 + 44.0).await.unwrap_err();
+    let err = unpinned
+        .sched
+        .refresh_at(instant(T0 + 44.0))
+        .await
+        .unwrap_err();
     let text = err.to_string();
     assert!(
         matches!(
@@ -401,11 +443,15 @@ async fn a_restored_pre_revocation_document_is_refused_with_the_printed_min_gene
     assert!(!unpinned.sched.is_ready());
     assert_ne!(refusal(&unpinned, &early, Some(&a), T0 + 45.0), None);
     // Refused until the document changes: judged once, not at every refresh.
-    assert!(unpinned.sched.refresh_at(T0 + 60.0).await.is_err());
+    assert!(unpinned.sched.refresh_at(instant(T0 + 60.0)).await.is_err());
     // A writer who restores the copy too leaves min_generation as the only floor.
     std::fs::write(dir.join("keyset.json.newest"), &backup).expect("restore the copy");
     let fooled = Member::new(&registry, store.clone(), T0 + 61.0);
-    fooled.sched.refresh_at(T0 + 61.0).await.expect("adopted");
+    fooled
+        .sched
+        .refresh_at(instant(T0 + 61.0))
+        .await
+        .expect("adopted");
     assert_eq!(
         refusal(&fooled, &early, Some(&a), T0 + 62.0),
         None,

@@ -3,10 +3,10 @@
 //! valid, an instance refuses a document that drops a live one, and bad times
 //! or a full list are refused with nothing written.
 
-use crate::ut;
 use stateseal::keyset::{MAX_REVOCATIONS, live_until, prunable};
 use stateseal::rotation::{Timing, revoke};
 use stateseal::{Error, RejectReason, Revocation};
+use stateseal_testkit::instant;
 use stateseal_testkit::keysets;
 
 use crate::revocation::{T0, alice, mint, refusal, setup, trust};
@@ -15,9 +15,9 @@ use crate::revocation::{T0, alice, mint, refusal, setup, trust};
 async fn entries_round_trip_under_the_tag_and_a_store_writer_cannot_remove_them() {
     let (dir, store, registry, m) = setup("revoke-document").await;
     let entries = vec![
-        Revocation::principal(&alice(), ut(T0 + 1.5)),
-        Revocation::client_id("app-\"2\"", ut(T0 + 2.0)),
-        Revocation::all_before(ut(T0 + 3.0)),
+        Revocation::principal(&alice(), instant(T0 + 1.5)),
+        Revocation::client_id("app-\"2\"", instant(T0 + 2.0)),
+        Revocation::all_before(instant(T0 + 3.0)),
     ];
     let written = keysets::resealed(&*store, &registry, |d| d.revocations = entries.clone()).await;
     assert_eq!(keysets::content(&*store, &registry).await, written);
@@ -65,14 +65,23 @@ async fn a_document_dropping_a_live_entry_is_refused_until_nothing_it_covers_is_
     let (dir, store, registry, m) = setup("revoke-drop").await;
     let a = alice();
     let token = mint(&m, Some(&a), T0 + 10.0);
-    let entry = Revocation::principal(&a, ut(T0 + 20.0));
-    revoke(&*store, &registry, &trust(), entry.clone(), T0 + 30.0)
+    let entry = Revocation::principal(&a, instant(T0 + 20.0));
+    revoke(
+        &*store,
+        &registry,
+        &trust(),
+        entry.clone(),
+        instant(T0 + 30.0),
+    )
+    .await
+    .expect("revoke");
+    m.sched
+        .refresh_at(instant(T0 + 31.0))
         .await
-        .expect("revoke");
-    m.sched.refresh_at(T0 + 31.0).await.expect("refresh");
+        .expect("refresh");
     // A KEK holder's write (or a restored backup) without the entry, while it is live.
     keysets::resealed(&*store, &registry, |d| d.revocations.clear()).await;
-    let err = m.sched.refresh_at(T0 + 61.0).await.unwrap_err();
+    let err = m.sched.refresh_at(instant(T0 + 61.0)).await.unwrap_err();
     assert!(
         matches!(
             err,
@@ -93,7 +102,7 @@ async fn a_document_dropping_a_live_entry_is_refused_until_nothing_it_covers_is_
     let timing = Timing::default();
     let until = live_until(&entry, &timing);
     m.sched
-        .refresh_at(until)
+        .refresh_at(instant(until))
         .await
         .expect("adopted once the entry expired");
     let _ = std::fs::remove_dir_all(dir);
@@ -103,10 +112,16 @@ async fn a_document_dropping_a_live_entry_is_refused_until_nothing_it_covers_is_
 async fn writes_prune_entries_that_cover_nothing_valid() {
     let (dir, store, registry, _m) = setup("revoke-prune").await;
     let timing = Timing::default();
-    let first = Revocation::client_id("app-1", ut(T0 + 1.0));
-    revoke(&*store, &registry, &trust(), first.clone(), T0 + 2.0)
-        .await
-        .expect("revoke");
+    let first = Revocation::client_id("app-1", instant(T0 + 1.0));
+    revoke(
+        &*store,
+        &registry,
+        &trust(),
+        first.clone(),
+        instant(T0 + 2.0),
+    )
+    .await
+    .expect("revoke");
     // Still live (on a clock S behind too): kept by the next write.
     let at = live_until(&first, &timing) + timing.max_skew - 1.0;
     assert!(!prunable(&first, &timing, at));
@@ -114,8 +129,8 @@ async fn writes_prune_entries_that_cover_nothing_valid() {
         &*store,
         &registry,
         &trust(),
-        Revocation::all_before(ut(at - 1.0)),
-        at,
+        Revocation::all_before(instant(at - 1.0)),
+        instant(at),
     )
     .await
     .expect("revoke");
@@ -127,8 +142,8 @@ async fn writes_prune_entries_that_cover_nothing_valid() {
     );
     // Past it: dropped by the next write.
     let later = at + 1.0;
-    let second = Revocation::client_id("app-2", ut(later));
-    revoke(&*store, &registry, &trust(), second.clone(), later)
+    let second = Revocation::client_id("app-2", instant(later));
+    revoke(&*store, &registry, &trust(), second.clone(), instant(later))
         .await
         .expect("revoke");
     let kinds: Vec<_> = keysets::content(&*store, &registry).await.revocations;
@@ -140,7 +155,7 @@ async fn writes_prune_entries_that_cover_nothing_valid() {
         &registry,
         &trust(),
         None,
-        later + 2.0 * timing.max_skew + timing.ttl - 1.0,
+        instant(later + 2.0 * timing.max_skew + timing.ttl - 1.0),
         stateseal::rotation::RotateMode::Scheduled,
         stateseal::rotation::DEFAULT_MAX_LIVE_KEYS,
     )
@@ -159,7 +174,7 @@ async fn the_cap_refuses_a_write_and_leaves_the_document_unchanged() {
     let (dir, store, registry, _m) = setup("revoke-cap").await;
     keysets::resealed(&*store, &registry, |d| {
         d.revocations = (0..MAX_REVOCATIONS)
-            .map(|i| Revocation::client_id(&format!("client-{i}"), ut(T0)))
+            .map(|i| Revocation::client_id(&format!("client-{i}"), instant(T0)))
             .collect();
     })
     .await;
@@ -168,8 +183,8 @@ async fn the_cap_refuses_a_write_and_leaves_the_document_unchanged() {
         &*store,
         &registry,
         &trust(),
-        Revocation::all_before(ut(T0)),
-        T0 + 1.0,
+        Revocation::all_before(instant(T0)),
+        instant(T0 + 1.0),
     )
     .await
     .unwrap_err();
@@ -183,7 +198,7 @@ async fn the_cap_refuses_a_write_and_leaves_the_document_unchanged() {
     // Nor can a KEK holder's own tool write more.
     let v = keysets::verified(&*store, &registry).await;
     let mut over = v.doc.clone();
-    over.revocations.push(Revocation::all_before(ut(T0)));
+    over.revocations.push(Revocation::all_before(instant(T0)));
     let err = v.seal_next(&over, keysets::FAR_FUTURE).unwrap_err();
     assert!(err.to_string().contains("1001 entries"), "{err}");
     let _ = std::fs::remove_dir_all(dir);
@@ -194,11 +209,11 @@ async fn bad_times_are_refused_before_anything_is_written() {
     let (dir, store, registry, _m) = setup("revoke-times").await;
     let held = keysets::stored(&*store).await;
     for (entry, now) in [
-        (Revocation::all_before(ut(T0 + 61.0 + 10.0)), T0 + 10.0),
-        (Revocation::all_before(ut(T0)), T0 + 660.0),
-        (Revocation::all_before(ut(1_782_345_600_000.0)), T0),
+        (Revocation::all_before(instant(T0 + 61.0 + 10.0)), T0 + 10.0),
+        (Revocation::all_before(instant(T0)), T0 + 660.0),
+        (Revocation::all_before(instant(1_782_345_600_000.0)), T0),
     ] {
-        let err = revoke(&*store, &registry, &trust(), entry, now)
+        let err = revoke(&*store, &registry, &trust(), entry, instant(now))
             .await
             .unwrap_err();
         assert!(matches!(err, Error::Config(_)), "{err}");
@@ -218,25 +233,37 @@ async fn a_write_on_a_restored_backup_keeps_the_live_revocations() {
     let path = dir.join("keyset.json");
     let backup = std::fs::read(&path).expect("backup");
     let a = alice();
-    let entry = Revocation::principal(&a, ut(T0 + 20.0));
-    revoke(&*store, &registry, &trust(), entry.clone(), T0 + 30.0)
+    let entry = Revocation::principal(&a, instant(T0 + 20.0));
+    revoke(
+        &*store,
+        &registry,
+        &trust(),
+        entry.clone(),
+        instant(T0 + 30.0),
+    )
+    .await
+    .expect("revoke");
+    m.sched
+        .refresh_at(instant(T0 + 31.0))
         .await
-        .expect("revoke");
-    m.sched.refresh_at(T0 + 31.0).await.expect("refresh");
+        .expect("refresh");
     std::fs::write(&path, &backup).expect("restore");
     let emergency = rotate_keyset(
         &*store,
         &registry,
         &trust(),
         None,
-        T0 + 40.0,
+        instant(T0 + 40.0),
         RotateMode::Compromise,
         DEFAULT_MAX_LIVE_KEYS,
     )
     .await
     .expect("an emergency rotation on the backup");
     assert_eq!(emergency.next.revocations, [entry]);
-    m.sched.refresh_at(T0 + 41.0).await.expect("adopted");
+    m.sched
+        .refresh_at(instant(T0 + 41.0))
+        .await
+        .expect("adopted");
     // The old key retired with the compromise rotation; a state sealed under
     // the new key before `before` is what the entry still has to refuse.
     let fresh = mint(&m, Some(&a), T0 + 19.0);
@@ -259,8 +286,8 @@ async fn before_covers_states_minted_in_its_millisecond_and_tick() {
         &*store,
         &registry,
         &trust(),
-        Revocation::principal(&a, ut(minted + 0.0003)),
-        T0 + 11.0,
+        Revocation::principal(&a, instant(minted + 0.0003)),
+        instant(T0 + 11.0),
     )
     .await
     .expect("revoke");
@@ -270,12 +297,15 @@ async fn before_covers_states_minted_in_its_millisecond_and_tick() {
         &*store,
         &registry,
         &trust(),
-        Revocation::principal(&a, ut(T0 + 10.5)),
-        T0 + 11.0,
+        Revocation::principal(&a, instant(T0 + 10.5)),
+        instant(T0 + 11.0),
     )
     .await
     .expect("revoke");
-    m.sched.refresh_at(T0 + 12.0).await.expect("refresh");
+    m.sched
+        .refresh_at(instant(T0 + 12.0))
+        .await
+        .expect("refresh");
     for t in [&token, &same_tick] {
         assert_eq!(
             refusal(&m, t, Some(&a), T0 + 12.0),

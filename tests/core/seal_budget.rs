@@ -19,6 +19,7 @@ use stateseal::{
 };
 
 use crate::fleet::{local_keyset, local_registry};
+use stateseal_testkit::instant;
 
 const T0: f64 = 1_782_345_600.0;
 const LIMIT: u64 = 20_000;
@@ -115,7 +116,7 @@ async fn the_seal_budget_survives_restarts_and_fleet_growth() {
             fleet.push(start(&store));
         }
         for p in &fleet {
-            p.sched.refresh_at(now).await.expect("refresh");
+            p.sched.refresh_at(instant(now)).await.expect("refresh");
         }
         for p in &fleet {
             let ring = p.ring.current().expect("ready");
@@ -235,7 +236,7 @@ async fn a_process_that_cannot_reserve_seals_nothing_unrecorded_with_a_v1_key() 
     };
     // A v2 key: no budget, no write needed.
     let (sched, codec) = start(store.clone());
-    sched.refresh_at(T0).await.expect("refresh");
+    sched.refresh_at(instant(T0)).await.expect("refresh");
     for _ in 0..10 {
         codec
             .seal(b"x")
@@ -245,7 +246,7 @@ async fn a_process_that_cannot_reserve_seals_nothing_unrecorded_with_a_v1_key() 
     // A v1 key: nothing recorded, nothing sealed.
     keysets::with_v1_keys(&*store, &registry).await;
     let (sched, codec) = start(store.clone());
-    sched.refresh_at(T0 + 1.0).await.expect("refresh");
+    sched.refresh_at(instant(T0 + 1.0)).await.expect("refresh");
     let err = codec.seal(b"x").expect_err("no recorded reservation");
     assert!(
         matches!(err, stateseal::Error::SealBudgetExhausted { limit: 0, .. }),
@@ -260,7 +261,10 @@ async fn a_process_that_cannot_reserve_seals_nothing_unrecorded_with_a_v1_key() 
     // R = 1 s: ten more refreshes, one a second. The refused write is tried
     // again after R, 2R, 4R (backing off), not at each refresh.
     for i in 2..=11 {
-        sched.refresh_at(T0 + f64::from(i)).await.expect("refresh");
+        sched
+            .refresh_at(instant(T0 + f64::from(i)))
+            .await
+            .expect("refresh");
         assert!(codec.seal(b"x").is_err(), "sealed unrecorded at +{i}s");
     }
     let attempts = writes.load(std::sync::atomic::Ordering::SeqCst);

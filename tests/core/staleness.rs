@@ -15,6 +15,7 @@ use stateseal::{
 };
 
 use crate::fleet::{local_keyset, local_registry};
+use stateseal_testkit::instant;
 
 const T0: f64 = 1_782_345_600.0;
 
@@ -124,15 +125,15 @@ async fn a_cut_off_instance_stops_sealing_before_the_fleet_retires_its_key() {
     });
     let a = member(cut.clone());
     let b = member(store.clone());
-    a.sched.refresh_at(T0).await.expect("a");
-    b.sched.refresh_at(T0).await.expect("b");
+    a.sched.refresh_at(instant(T0)).await.expect("a");
+    b.sched.refresh_at(instant(T0)).await.expect("b");
     let old = a.ring.current().expect("ring").primary().kid();
     cut.cut.store(true, Ordering::SeqCst);
     let doc = rotate_store_at(
         store.as_ref(),
         &registry,
         &config(),
-        T0 + 0.001,
+        instant(T0 + 0.001),
         RotateMode::Scheduled,
     )
     .await
@@ -143,8 +144,8 @@ async fn a_cut_off_instance_stops_sealing_before_the_fleet_retires_its_key() {
     let mut last_sealed = None;
     let mut t = T0;
     while t <= T0 + 80.0 {
-        let _ = a.sched.refresh_at(t).await;
-        b.sched.refresh_at(t).await.expect("b");
+        let _ = a.sched.refresh_at(instant(t)).await;
+        b.sched.refresh_at(instant(t)).await.expect("b");
         match a.env.mint(
             &round(),
             b"state",
@@ -171,7 +172,7 @@ async fn a_cut_off_instance_stops_sealing_before_the_fleet_retires_its_key() {
         end < retire,
         "the old key retires after the last state expires"
     );
-    b.sched.refresh_at(end).await.expect("b");
+    b.sched.refresh_at(instant(end)).await.expect("b");
     assert!(
         b.env
             .open(
@@ -198,7 +199,10 @@ async fn a_cut_off_instance_stops_sealing_before_the_fleet_retires_its_key() {
     );
     // The store is back: A adopts the fleet's keyset and seals with its primary.
     cut.cut.store(false, Ordering::SeqCst);
-    a.sched.refresh_at(T0 + 90.0).await.expect("a recovers");
+    a.sched
+        .refresh_at(instant(T0 + 90.0))
+        .await
+        .expect("a recovers");
     assert!(a.sched.is_ready());
     let fleet_primary = b.ring.current().expect("ring").primary().kid();
     assert_eq!(

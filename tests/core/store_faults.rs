@@ -13,6 +13,7 @@ use stateseal::{
     Error, KeysetStore, ManualClock, ProviderRegistry, RingHandle, RotationScheduler, StoredKeyset,
     UnixTime,
 };
+use stateseal_testkit::instant;
 use stateseal_testkit::keysets;
 
 use crate::fleet::{local_keyset, local_registry};
@@ -77,18 +78,21 @@ async fn garbage_in_the_store_does_not_freeze_the_timeline() {
     let registry = local_registry();
     let (dir, store) = local_keyset("faults-garbage", &registry, config().timing, T0).await;
     let a = instance(store.clone(), &registry);
-    a.sched.refresh_at(T0).await.expect("refresh");
+    a.sched.refresh_at(instant(T0)).await.expect("refresh");
     let old = a.primary().expect("ring");
     let doc = rotate_store_at(
         store.as_ref(),
         &registry,
         &config(),
-        T0 + 1.0,
+        instant(T0 + 1.0),
         RotateMode::Scheduled,
     )
     .await
     .expect("rotate");
-    a.sched.refresh_at(T0 + 2.0).await.expect("refresh");
+    a.sched
+        .refresh_at(instant(T0 + 2.0))
+        .await
+        .expect("refresh");
     assert_eq!(a.primary().as_ref(), Some(&old), "phase 1: old key seals");
     let new_entry = doc.keys.last().expect("new").clone();
     let retire = doc.keys[0].retire_at.expect("old key retires");
@@ -97,7 +101,7 @@ async fn garbage_in_the_store_does_not_freeze_the_timeline() {
     // Past the new key's activation the new key seals, although the store is garbage.
     let err = a
         .sched
-        .refresh_at(new_entry.activate_at + 1.0)
+        .refresh_at(instant(new_entry.activate_at + 1.0))
         .await
         .unwrap_err();
     assert!(
@@ -117,7 +121,7 @@ async fn garbage_in_the_store_does_not_freeze_the_timeline() {
     assert_eq!(status.generation, Some(2));
     assert!(status.last_error.expect("error").contains("invalid"));
     // Past the old key's retirement it is gone, still without a readable store.
-    let _ = a.sched.refresh_at(retire + 1.0).await;
+    let _ = a.sched.refresh_at(instant(retire + 1.0)).await;
     assert_eq!(a.kids().len(), 1);
     assert!(a.sched.is_ready());
     let _ = std::fs::remove_dir_all(dir);
@@ -129,19 +133,22 @@ async fn a_store_unusable_past_max_store_staleness_stops_sealing_and_recovers() 
     let (dir, store) = local_keyset("faults-stale", &registry, config().timing, T0).await;
     let good = std::fs::read(path_of(&store)).expect("doc");
     let a = instance(store.clone(), &registry);
-    a.sched.refresh_at(T0).await.expect("refresh");
+    a.sched.refresh_at(instant(T0)).await.expect("refresh");
     std::fs::remove_file(path_of(&store)).expect("remove");
     // Within the limit (7200 s) the instance serves on the last good document.
-    assert!(a.sched.refresh_at(T0 + 7000.0).await.is_err());
+    assert!(a.sched.refresh_at(instant(T0 + 7000.0)).await.is_err());
     assert!(a.sched.is_ready());
     assert!(a.ring.current().is_some_and(|r| r.seals()));
-    let err = a.sched.refresh_at(T0 + 7201.0).await.unwrap_err();
+    let err = a.sched.refresh_at(instant(T0 + 7201.0)).await.unwrap_err();
     assert!(err.to_string().contains("max_store_staleness"), "{err}");
     assert!(!a.sched.is_ready());
     let ring = a.ring.current().expect("still verifying");
     assert!(!ring.seals(), "seals nothing past the bound");
     std::fs::write(path_of(&store), good).expect("restore");
-    a.sched.refresh_at(T0 + 7300.0).await.expect("recovers");
+    a.sched
+        .refresh_at(instant(T0 + 7300.0))
+        .await
+        .expect("recovers");
     assert!(a.sched.is_ready());
     let _ = std::fs::remove_dir_all(dir);
 }
@@ -165,11 +172,11 @@ async fn max_store_staleness_overrides_outage_grace() {
         )),
     )
     .expect("scheduler");
-    sched.refresh_at(T0).await.expect("refresh");
+    sched.refresh_at(instant(T0)).await.expect("refresh");
     std::fs::write(path_of(&store), b"[]").expect("garbage");
-    assert!(sched.refresh_at(T0 + 59.0).await.is_err());
+    assert!(sched.refresh_at(instant(T0 + 59.0)).await.is_err());
     assert!(sched.is_ready());
-    assert!(sched.refresh_at(T0 + 61.0).await.is_err());
+    assert!(sched.refresh_at(instant(T0 + 61.0)).await.is_err());
     assert!(!sched.is_ready());
     assert!(
         SchedulerConfig::builder()
@@ -192,25 +199,28 @@ async fn an_older_generation_or_another_keyset_is_refused() {
     let path = path_of(&store);
     let generation_one = std::fs::read(&path).expect("doc");
     let a = instance(store.clone(), &registry);
-    a.sched.refresh_at(T0).await.expect("refresh");
+    a.sched.refresh_at(instant(T0)).await.expect("refresh");
     let old = a.primary().expect("ring");
     // An emergency rotation: the new key seals at once, the old one is gone after one TTL.
     rotate_store_at(
         store.as_ref(),
         &registry,
         &config(),
-        T0 + 1.0,
+        instant(T0 + 1.0),
         RotateMode::Compromise,
     )
     .await
     .expect("rotate");
-    a.sched.refresh_at(T0 + 2.0).await.expect("refresh");
+    a.sched
+        .refresh_at(instant(T0 + 2.0))
+        .await
+        .expect("refresh");
     let new = a.primary().expect("ring");
     assert_ne!(new, old);
 
     // A restored backup puts generation 1 back.
     std::fs::write(&path, &generation_one).expect("rollback");
-    let err = a.sched.refresh_at(T0 + 3.0).await.unwrap_err();
+    let err = a.sched.refresh_at(instant(T0 + 3.0)).await.unwrap_err();
     assert!(
         matches!(
             &err,
@@ -224,7 +234,10 @@ async fn an_older_generation_or_another_keyset_is_refused() {
     assert_eq!(a.primary(), Some(new.clone()), "the ring did not go back");
     assert_eq!(a.sched.status().generation, Some(2));
     // Nor does a rotation build on the rolled-back document.
-    let err = a.sched.rotate_at(T0 + 4.0, RotateMode::Forced).await;
+    let err = a
+        .sched
+        .rotate_at(instant(T0 + 4.0), RotateMode::Forced)
+        .await;
     assert!(matches!(err, Err(Error::KeysetRefused { .. })), "{err:?}");
     assert_eq!(
         std::fs::read(&path).expect("doc"),
@@ -241,7 +254,7 @@ async fn an_older_generation_or_another_keyset_is_refused() {
         .seal_next(&foreign, keysets::FAR_FUTURE)
         .expect("seal");
     std::fs::write(&path, foreign.bytes()).expect("foreign");
-    let err = a.sched.refresh_at(T0 + 5.0).await.unwrap_err();
+    let err = a.sched.refresh_at(instant(T0 + 5.0)).await.unwrap_err();
     assert!(
         matches!(
             &err,
@@ -339,7 +352,7 @@ fn a_rotation_retries_after_a_seal_reservation_but_not_after_a_rotation() {
             &racing,
             &registry,
             &config(),
-            T0 + 1.0,
+            instant(T0 + 1.0),
             RotateMode::Scheduled,
         )
         .await
@@ -373,8 +386,14 @@ fn a_rotation_retries_after_a_seal_reservation_but_not_after_a_rotation() {
                     .expect("seal"),
             )),
         };
-        let err =
-            rotate_store_at(&racing, &registry, &config(), T0 + 2.0, RotateMode::Forced).await;
+        let err = rotate_store_at(
+            &racing,
+            &registry,
+            &config(),
+            instant(T0 + 2.0),
+            RotateMode::Forced,
+        )
+        .await;
         assert!(matches!(err, Err(Error::Conflict { .. })), "{err:?}");
         assert_eq!(lost(), 1.0, "so is the one that ends the rotation");
         assert_eq!(

@@ -48,7 +48,7 @@ impl Recipe {
             return config;
         };
         let trust = KeysetTrust::new(trust);
-        let now = stateseal::Clock::now(&stateseal::SystemClock).as_secs_f64();
+        let now = stateseal::Clock::now(&stateseal::SystemClock);
         let Ok(verified) = load_verified(store.as_ref(), registry, &trust, now).await else {
             return config;
         };

@@ -161,10 +161,16 @@ pub(crate) async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<(), CliEr
     let mut held: Vec<(Instant, String, usize, &str)> = Vec::new();
     let mut last_report = Instant::now() - Duration::from_secs(1);
     while started.elapsed().as_secs_f64() < args.duration {
-        let now = SystemClock.now().as_secs_f64();
+        let now = SystemClock.now();
         // Only phases after the demo's own rotation count: the keyset starts in phase 3.
         if rotated {
-            let v = load_verified(store_handle.as_ref(), &registry, &trust, Some(now)).await?;
+            let v = load_verified(
+                store_handle.as_ref(),
+                &registry,
+                &trust,
+                Some(now.as_secs_f64()),
+            )
+            .await?;
             if let Some(phase) = describe_keyset(&v.doc, now).phase {
                 phases.insert(phase as u8);
             }
@@ -202,7 +208,7 @@ pub(crate) async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<(), CliEr
                     &registry,
                     &trust,
                     Revocation::principal(&bob, SystemClock.now()),
-                    SystemClock.now().as_secs_f64(),
+                    SystemClock.now(),
                 )
                 .await
                 .map_err(CliError::from)?;
@@ -315,12 +321,17 @@ pub(crate) async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<(), CliEr
         }
         if last_report.elapsed() >= Duration::from_secs(1) {
             last_report = Instant::now();
-            let now = SystemClock.now().as_secs_f64();
-            let phase = load_verified(store_handle.as_ref(), &registry, &trust, Some(now))
-                .await
-                .ok()
-                .and_then(|v| describe_keyset(&v.doc, now).phase)
-                .map_or(0, |p| p as u8);
+            let now = SystemClock.now();
+            let phase = load_verified(
+                store_handle.as_ref(),
+                &registry,
+                &trust,
+                Some(now.as_secs_f64()),
+            )
+            .await
+            .ok()
+            .and_then(|v| describe_keyset(&v.doc, now).phase)
+            .map_or(0, |p| p as u8);
             let rings: Vec<String> = fleet
                 .protections
                 .iter()

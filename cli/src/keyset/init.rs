@@ -11,6 +11,7 @@ use super::{
     ALLOW_LOCAL_KEK_VAR, StoreArg, TimingArgs, WriteClockArgs, local_kek_allowed, registry,
 };
 use crate::error::CliError;
+use crate::flag_values::instant;
 use crate::output::{kid_json, kid_text, line, object};
 
 #[derive(Debug, Args)]
@@ -96,7 +97,7 @@ pub(crate) async fn init(a: InitArgs, out: &mut dyn Write) -> Result<(), CliErro
             created_kek = Some(path.to_owned());
         }
     }
-    let doc = match init_keyset(store.as_ref(), &registry, &a.kek, timing, now).await {
+    let doc = match init_keyset(store.as_ref(), &registry, &a.kek, timing, instant(now)?).await {
         Ok(doc) => doc,
         Err(e) => {
             // A refused init leaves nothing behind.

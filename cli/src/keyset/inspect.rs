@@ -13,7 +13,7 @@ use stateseal::rotation::{
 use super::init::{timing_json, timing_text};
 use super::{StoreArg, read_now, registry};
 use crate::error::CliError;
-use crate::flag_values::parse_seconds;
+use crate::flag_values::{instant, parse_seconds};
 use crate::output::{human, kid_json, kid_text, line, object, rfc3339, when};
 
 /// Flags shared by the read-only keyset views.
@@ -250,7 +250,7 @@ pub(crate) async fn status(a: StatusArgs, out: &mut dyn Write) -> Result<(), Cli
     let (store, trust) = a.view.store.open_trusted()?;
     let registry = registry(store.uri());
     let v = verified(store.as_ref(), &trust, Some(now)).await?;
-    let st = keyset_status(&v.doc, &registry, now).await;
+    let st = keyset_status(&v.doc, &registry, instant(now)?).await;
     if a.view.json {
         line(out, status_json(&st, store.uri(), Some(&v)))?;
     } else {
@@ -269,7 +269,7 @@ pub(crate) async fn show(a: ShowArgs, out: &mut dyn Write) -> Result<(), CliErro
     let now = read_now(a.view.now)?;
     let (store, trust) = a.view.store.open_trusted()?;
     let v = verified(store.as_ref(), &trust, None).await?;
-    let st = describe_keyset(&v.doc, now);
+    let st = describe_keyset(&v.doc, instant(now)?);
     if a.view.json {
         return line(out, status_json(&st, store.uri(), Some(&v)));
     }
@@ -284,7 +284,7 @@ pub(crate) async fn check(a: CheckArgs, out: &mut dyn Write) -> Result<(), CliEr
         store.as_ref(),
         &registry(store.uri()),
         &trust,
-        now,
+        instant(now)?,
         SchedulerConfig::default().max_seals_per_key,
     )
     .await;

@@ -12,6 +12,7 @@ use stateseal::{Error, Keyset, Principal, Revocation, RevocationSelector, UnixTi
 
 use super::{StoreArg, WriteClockArgs, registry};
 use crate::error::CliError;
+use crate::flag_values::instant;
 use crate::output::{line, object, rfc3339, when};
 
 /// `stateseal revoke`.
@@ -156,9 +157,15 @@ pub(crate) async fn revoke(a: RevokeArgs, out: &mut dyn Write) -> Result<(), Cli
         .clock
         .now(stateseal::rotation::Timing::default().max_skew)?;
     let entry = a.entry(now)?;
-    let done = write_revocation(store.as_ref(), &registry(store.uri()), &trust, entry, now)
-        .await
-        .map_err(refused)?;
+    let done = write_revocation(
+        store.as_ref(),
+        &registry(store.uri()),
+        &trust,
+        entry,
+        instant(now)?,
+    )
+    .await
+    .map_err(refused)?;
     written(out, &done, store.uri(), now, a.json)
 }
 

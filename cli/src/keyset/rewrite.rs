@@ -9,7 +9,7 @@ use stateseal::rotation::{DEFAULT_KEYSET_VALIDITY, KeysetTrust, renew_keyset, up
 
 use super::{StoreArg, WriteClockArgs, registry};
 use crate::error::CliError;
-use crate::flag_values::parse_seconds;
+use crate::flag_values::{instant, parse_seconds};
 use crate::output::{line, object, when};
 
 /// `stateseal keyset upgrade`.
@@ -77,7 +77,7 @@ pub(crate) async fn upgrade(a: UpgradeArgs, out: &mut dyn Write) -> Result<(), C
         &policy,
         a.mac_kek.as_deref(),
         DEFAULT_KEYSET_VALIDITY,
-        now,
+        instant(now)?,
     )
     .await
     .map_err(refused)?;
@@ -103,7 +103,7 @@ pub(crate) async fn renew(a: RenewArgs, out: &mut dyn Write) -> Result<(), CliEr
         &trust,
         a.generation,
         validity,
-        now,
+        instant(now)?,
     )
     .await
     .map_err(refused)?;

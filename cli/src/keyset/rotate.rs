@@ -14,6 +14,7 @@ use stateseal::{Error, SchedulerConfig};
 use super::init::{timing_json, timing_text};
 use super::{StoreArg, TimingArgs, WriteClockArgs, load_verified, registry};
 use crate::error::CliError;
+use crate::flag_values::instant;
 use crate::output::{kid_json, kid_text, line, object, when};
 
 #[derive(Debug, Args)]
@@ -123,6 +124,7 @@ pub(crate) async fn rotate(a: RotateArgs, out: &mut dyn Write) -> Result<(), Cli
         }
     }
     let now = a.clock.now(timing.max_skew)?;
+    let at = instant(now)?;
     if a.max_live_keys < 2 {
         return Err(CliError::Usage(
             "--max-live-keys must be at least 2: a rotation holds the old and the new key".into(),
@@ -142,7 +144,7 @@ pub(crate) async fn rotate(a: RotateArgs, out: &mut dyn Write) -> Result<(), Cli
             .unwrap_or(f64::INFINITY);
         // The same checks as any write, freshness included: a stale document is renewed by hand.
         let fresh = load_verified(store.as_ref(), &registry, &trust, Some(now)).await?;
-        match stateseal::rotation::rotation_due(&fresh, now, period) {
+        match stateseal::rotation::rotation_due(&fresh, at, period) {
             Some(why) => eprintln!("rotation due: {why}"),
             None => {
                 let renewed = stateseal::rotation::renew_if_due(
@@ -150,7 +152,7 @@ pub(crate) async fn rotate(a: RotateArgs, out: &mut dyn Write) -> Result<(), Cli
                     &registry,
                     &trust,
                     &fresh,
-                    now,
+                    at,
                 )
                 .await
                 .map_err(CliError::from)?;
@@ -165,13 +167,13 @@ pub(crate) async fn rotate(a: RotateArgs, out: &mut dyn Write) -> Result<(), Cli
             &verified,
             &registry,
             Some(timing),
-            now,
+            at,
             mode,
             a.max_live_keys,
         )
         .await
         .map(|mut plan| {
-            plan.next.generation = operator_generation(doc.generation, now);
+            plan.next.generation = operator_generation(doc.generation, at);
             plan
         })
     } else {
@@ -180,7 +182,7 @@ pub(crate) async fn rotate(a: RotateArgs, out: &mut dyn Write) -> Result<(), Cli
             &registry,
             &trust,
             Some(timing),
-            now,
+            at,
             mode,
             a.max_live_keys,
         )

@@ -8,6 +8,7 @@ use stateseal::token_key_id;
 use super::input::token_arg;
 use super::{InspectArgs, verified_from_store};
 use crate::error::CliError;
+use crate::flag_values::instant;
 use crate::keyset::{read_now, registry};
 use crate::output::{line, object};
 
@@ -27,7 +28,7 @@ pub(super) async fn inspect(a: InspectArgs, out: &mut dyn Write) -> Result<(), C
     let mut holder = None;
     if let Some(uri) = &a.keyset {
         let v = verified_from_store(uri, &a.trust, now).await?;
-        let st = keyset_status(&v.doc, &registry(uri), now).await;
+        let st = keyset_status(&v.doc, &registry(uri), instant(now)?).await;
         holder = Some(st.entries.into_iter().find(|e| e.kid == Some(kid)));
     }
     let in_ring = holder

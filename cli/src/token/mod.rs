@@ -173,7 +173,7 @@ async fn verified_from_store(
 /// The ring a server holds at `now` for the keyset in `uri`.
 async fn ring_from_store(uri: &str, trust: &TrustArgs, now: f64) -> Result<KeyRing, CliError> {
     let v = verified_from_store(uri, trust, now).await?;
-    keyset_ring(&v.doc, &registry(uri), now)
+    keyset_ring(&v.doc, &registry(uri), instant(now)?)
         .await
         .map_err(|e| CliError::Failed(format!("--keyset: {e}")))
 }

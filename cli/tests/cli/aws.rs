@@ -7,6 +7,7 @@ use stateseal::rotation::{Timing, init_keyset};
 use stateseal::{Error, KeyProvider, ProviderRegistry};
 use stateseal_aws_kms::{AwsConfig, AwsKmsProvider};
 
+use stateseal_testkit::instant;
 use stateseal_testkit::keysets;
 
 use crate::member::{T0, base64_of, class, ctx};
@@ -172,12 +173,12 @@ async fn concurrent_rotations_on_s3_exactly_one_wins() {
     let store_uri = "s3://stateseal-cas/keyset.json";
     let reg = registry(&moto);
     let store = reg.open_store(store_uri).expect("store");
-    let doc = init_keyset(&*store, &reg, &kek, Timing::default(), T0)
+    let doc = init_keyset(&*store, &reg, &kek, Timing::default(), instant(T0))
         .await
         .expect("init");
     // A second init finds the document (If-None-Match) and refuses.
     assert!(matches!(
-        init_keyset(&*store, &reg, &kek, Timing::default(), T0).await,
+        init_keyset(&*store, &reg, &kek, Timing::default(), instant(T0)).await,
         Err(Error::Conflict { .. })
     ));
     let v = keysets::verified(&*store, &reg).await;
@@ -266,7 +267,7 @@ async fn encryption_context_binds_keyset_and_entry() {
     let store = reg
         .open_store("s3://stateseal-ctx/keyset.json")
         .expect("store");
-    init_keyset(&*store, &reg, &kek, Timing::default(), T0)
+    init_keyset(&*store, &reg, &kek, Timing::default(), instant(T0))
         .await
         .expect("init");
     let forged = "ks_000000000000000000000000";

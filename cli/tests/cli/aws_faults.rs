@@ -6,10 +6,11 @@ use stateseal::provider::ErrorClass;
 use stateseal::rotation::{Timing, init_keyset};
 use stateseal::{Error, KeyProvider, MintOptions, OpenOptions};
 use stateseal_aws_kms::{AwsConfig, AwsKmsProvider};
+use stateseal_testkit::instant;
 use stateseal_testkit::keysets;
 
 use crate::aws::{config, registry};
-use crate::member::{T0, at, class, ctx, instance, round, works};
+use crate::member::{T0, class, ctx, instance, round, works};
 use crate::moto::{Moto, REGION};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -22,11 +23,11 @@ async fn disabled_or_deleted_key_is_dropped_after_max_key_age() {
     let store = reg
         .open_store("s3://stateseal-revoke/keyset.json")
         .expect("store");
-    init_keyset(&*store, &reg, &kek, Timing::default(), T0)
+    init_keyset(&*store, &reg, &kek, Timing::default(), instant(T0))
         .await
         .expect("init");
     let i = instance(&reg, store.clone()).await;
-    i.sched.refresh_at(T0).await.expect("refresh");
+    i.sched.refresh_at(instant(T0)).await.expect("refresh");
     let doc = keysets::content(&*store, &reg).await;
     let calls = i.sched.kms_calls();
     // Steady state: traffic and refreshes within max_key_age make no KMS call.
@@ -34,7 +35,7 @@ async fn disabled_or_deleted_key_is_dropped_after_max_key_age() {
         assert!(works(&i, T0 + f64::from(k) * 0.5));
     }
     for dt in [30.0, 60.0, 1800.0, 3599.0] {
-        i.sched.refresh_at(T0 + dt).await.expect("refresh");
+        i.sched.refresh_at(instant(T0 + dt)).await.expect("refresh");
     }
     assert_eq!(i.sched.kms_calls(), calls, "steady state made KMS calls");
 
@@ -52,14 +53,17 @@ async fn disabled_or_deleted_key_is_dropped_after_max_key_age() {
         "the cached key serves until max_key_age"
     );
     assert!(matches!(
-        i.sched.refresh_at(T0 + 3601.0).await.unwrap_err(),
+        i.sched.refresh_at(instant(T0 + 3601.0)).await.unwrap_err(),
         Error::KeysUnavailable(_)
     ));
     assert!(!works(&i, T0 + 3601.0));
 
     // Enabled again: the next refresh unwraps and serves; scheduled deletion is denied too.
     moto.boto(&format!("kms.enable_key(KeyId='{key_id}')"));
-    i.sched.refresh_at(T0 + 3700.0).await.expect("re-enabled");
+    i.sched
+        .refresh_at(instant(T0 + 3700.0))
+        .await
+        .expect("re-enabled");
     assert!(works(&i, T0 + 3700.0));
     moto.boto(&format!(
         "kms.schedule_key_deletion(KeyId='{key_id}', PendingWindowInDays=7)"
@@ -72,7 +76,7 @@ async fn disabled_or_deleted_key_is_dropped_after_max_key_age() {
         .unwrap_err();
     assert!(e.to_string().contains("KMSInvalidStateException"), "{e}");
     assert!(matches!(
-        i.sched.refresh_at(T0 + 7400.0).await.unwrap_err(),
+        i.sched.refresh_at(instant(T0 + 7400.0)).await.unwrap_err(),
         Error::KeysUnavailable(_)
     ));
 }
@@ -88,21 +92,21 @@ async fn kms_unavailable_keeps_serving_cached_keys() {
     let store = reg
         .open_store(&format!("file://{}", dir.join("keyset.json").display()))
         .expect("store");
-    init_keyset(&*store, &reg, &kek, Timing::default(), T0)
+    init_keyset(&*store, &reg, &kek, Timing::default(), instant(T0))
         .await
         .expect("init");
     let i = instance(&reg, store).await;
-    i.sched.refresh_at(T0).await.expect("refresh");
+    i.sched.refresh_at(instant(T0)).await.expect("refresh");
     let token = i
         .env
-        .mint(&round(), b"before", MintOptions::new().at(at(T0)))
+        .mint(&round(), b"before", MintOptions::new().at(instant(T0)))
         .expect("mint");
     moto.stop();
     let calls = i.sched.kms_calls();
     // Past max_key_age the scheduler re-unwraps: KMS is unreachable (Transient), the cached key serves.
     for dt in [4000.0, 20_000.0, 80_000.0] {
         i.sched
-            .refresh_at(T0 + dt)
+            .refresh_at(instant(T0 + dt))
             .await
             .expect("refresh during the outage");
         assert!(i.sched.is_ready(), "not ready at +{dt}");
@@ -111,13 +115,13 @@ async fn kms_unavailable_keeps_serving_cached_keys() {
     assert!(i.sched.kms_calls() > calls, "the scheduler kept trying KMS");
     assert!(
         i.env
-            .open(&round(), &token, OpenOptions::new().at(at(T0 + 10.0)))
+            .open(&round(), &token, OpenOptions::new().at(instant(T0 + 10.0)))
             .is_ok()
     );
     // Past max_key_age + outage_grace: dropped, fail closed.
     assert!(matches!(
         i.sched
-            .refresh_at(T0 + 3600.0 + 86_401.0)
+            .refresh_at(instant(T0 + 3600.0 + 86_401.0))
             .await
             .unwrap_err(),
         Error::KeysUnavailable(_)

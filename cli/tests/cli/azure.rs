@@ -9,6 +9,7 @@ use stateseal_azure_kv::{AzureCredentialKind, AzureKvConfig};
 use stateseal_object_store::AzureBlobConfig;
 use stateseal_testkit::azure_hsm_contract::AzureHsmContract;
 use stateseal_testkit::azurite::{ACCOUNT, ACCOUNT_KEY, Azurite};
+use stateseal_testkit::instant;
 
 use crate::cloud_flow::{Cloud, args};
 use crate::gcp::run_cli;
@@ -253,14 +254,14 @@ async fn live_azure_when_configured() {
         &registry,
         &kek,
         stateseal::rotation::Timing::default(),
-        T0,
+        instant(T0),
     )
     .await
     .expect("init on the live HSM and container");
     let trust = stateseal::rotation::KeysetTrust::new(
         stateseal_testkit::keysets::pins_of(&*store, &registry).await,
     );
-    let loaded = stateseal::rotation::load_verified(&*store, &registry, &trust, T0)
+    let loaded = stateseal::rotation::load_verified(&*store, &registry, &trust, instant(T0))
         .await
         .expect("verified");
     assert_eq!(loaded.doc.generation, doc.generation);

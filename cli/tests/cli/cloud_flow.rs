@@ -9,10 +9,11 @@ use stateseal::rotation::{
     load_verified, rotate_keyset,
 };
 use stateseal::{KeysetStore, MintOptions, OpenOptions, ProviderRegistry};
+use stateseal_testkit::instant;
 use stateseal_testkit::keysets;
 
 use crate::gcp::run_cli;
-use crate::member::{Instance, T0, at, instance, round};
+use crate::member::{Instance, T0, instance, round};
 use crate::{json_of, text};
 
 /// One cloud's KEK and store, as the tests reach them.
@@ -133,7 +134,7 @@ pub(crate) async fn fleet_rotates_three_times(cloud: &impl Cloud) -> u32 {
     let reg = cloud.registry();
     let operator = cloud.store();
     let timing = Timing::default();
-    init_keyset(&*operator, &reg, cloud.kek(), timing, T0)
+    init_keyset(&*operator, &reg, cloud.kek(), timing, instant(T0))
         .await
         .expect("init");
     let offsets = [-10.0, 0.0, 10.0];
@@ -158,15 +159,15 @@ pub(crate) async fn fleet_rotates_three_times(cloud: &impl Cloud) -> u32 {
     while t < T0 + 4000.0 {
         if ((t - T0) as u64).is_multiple_of(timing.refresh_interval as u64) {
             for ((m, off), seen) in fleet.iter().zip(offsets).zip(&mut primaries) {
-                let st = m.sched.refresh_at(t + off).await.expect("refresh");
+                let st = m.sched.refresh_at(instant(t + off)).await.expect("refresh");
                 seen.extend(st.ring.first().cloned());
             }
         }
-        let doc = load_verified(&*operator, &reg, &trust, t)
+        let doc = load_verified(&*operator, &reg, &trust, instant(t))
             .await
             .expect("load")
             .doc;
-        let phase = describe_keyset(&doc, t).phase.expect("phase");
+        let phase = describe_keyset(&doc, instant(t)).phase.expect("phase");
         phases.insert(phase as u8);
         if phase == Phase::Three && rotations < 3 && t > T0 + 100.0 {
             written = rotate_keyset(
@@ -174,7 +175,7 @@ pub(crate) async fn fleet_rotates_three_times(cloud: &impl Cloud) -> u32 {
                 &reg,
                 &trust,
                 None,
-                t,
+                instant(t),
                 RotateMode::Scheduled,
                 DEFAULT_MAX_LIVE_KEYS,
             )
@@ -185,7 +186,7 @@ pub(crate) async fn fleet_rotates_three_times(cloud: &impl Cloud) -> u32 {
             rotations += 1;
         }
         let by = next(3) as usize;
-        let minted = MintOptions::new().at(at(t + offsets[by]));
+        let minted = MintOptions::new().at(instant(t + offsets[by]));
         match fleet[by].env.mint(&round(), b"s", minted) {
             Ok(token) => pending.push(InFlight {
                 token,
@@ -201,7 +202,7 @@ pub(crate) async fn fleet_rotates_three_times(cloud: &impl Cloud) -> u32 {
             if let Err(e) = fleet[p.by].env.open(
                 &round(),
                 &p.token,
-                OpenOptions::new().at(at(t + offsets[p.by])),
+                OpenOptions::new().at(instant(t + offsets[p.by])),
             ) {
                 rejected.push(format!("verify at {t} on {}: {e}", p.by));
             }

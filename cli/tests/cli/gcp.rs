@@ -9,6 +9,7 @@ use stateseal::provider::ErrorClass;
 use stateseal::rotation::{Timing, init_keyset};
 use stateseal::{Error, KeyProvider, ProviderRegistry};
 use stateseal_gcp_kms::{GcpKmsConfig, GcpKmsProvider};
+use stateseal_testkit::instant;
 
 use crate::gcp_kms_contract::GcpKmsContract;
 use crate::member::{PARAMS, T0, class, ctx, instance, works};
@@ -254,16 +255,16 @@ async fn disabled_version_is_denied_and_a_down_server_keeps_cached_keys() {
     let store = reg
         .open_store(&format!("file://{}", dir.join("keyset.json").display()))
         .expect("store");
-    init_keyset(&*store, &reg, &kek, Timing::default(), T0)
+    init_keyset(&*store, &reg, &kek, Timing::default(), instant(T0))
         .await
         .expect("init");
     let member = instance(&reg, store.clone()).await;
     let doc = stateseal_testkit::keysets::content(&*store, &reg).await;
     let (sched, works) = (&member.sched, |now: f64| works(&member, now));
-    sched.refresh_at(T0).await.expect("refresh");
+    sched.refresh_at(instant(T0)).await.expect("refresh");
     let requests = kms.requests();
     for dt in [30.0, 600.0, 3599.0] {
-        sched.refresh_at(T0 + dt).await.expect("refresh");
+        sched.refresh_at(instant(T0 + dt)).await.expect("refresh");
         assert!(works(T0 + dt));
     }
     assert_eq!(kms.requests(), requests, "steady state made KMS calls");
@@ -280,11 +281,14 @@ async fn disabled_version_is_denied_and_a_down_server_keeps_cached_keys() {
     assert_eq!(class(&e), Some(ErrorClass::Denied), "{e}");
     assert!(e.to_string().contains("FAILED_PRECONDITION"), "{e}");
     assert!(matches!(
-        sched.refresh_at(T0 + 3601.0).await.unwrap_err(),
+        sched.refresh_at(instant(T0 + 3601.0)).await.unwrap_err(),
         Error::KeysUnavailable(_)
     ));
     kms.set_state(&name, 1, "ENABLED");
-    sched.refresh_at(T0 + 3700.0).await.expect("re-enabled");
+    sched
+        .refresh_at(instant(T0 + 3700.0))
+        .await
+        .expect("re-enabled");
     assert!(works(T0 + 3700.0));
 
     // A token problem (UNAUTHENTICATED) is the caller's credentials, not a revocation:
@@ -293,21 +297,24 @@ async fn disabled_version_is_denied_and_a_down_server_keeps_cached_keys() {
     let e = unwrap_first().await.unwrap_err();
     assert_eq!(class(&e), Some(ErrorClass::Transient), "{e}");
     sched
-        .refresh_at(T0 + 7400.0)
+        .refresh_at(instant(T0 + 7400.0))
         .await
         .expect("kept through the blip");
     assert!(sched.is_ready());
     assert!(works(T0 + 7400.0));
     kms.faults.unauthenticated.store(false, Ordering::SeqCst);
     let calls = kms.requests();
-    sched.refresh_at(T0 + 7430.0).await.expect("renewed");
+    sched
+        .refresh_at(instant(T0 + 7430.0))
+        .await
+        .expect("renewed");
     assert!(kms.requests() > calls, "the stale unwrap was renewed");
 
     // Server down: cached keys keep serving within outage_grace, past max_key_age.
     kms.stop();
     for dt in [8000.0, 40_000.0] {
         sched
-            .refresh_at(T0 + dt)
+            .refresh_at(instant(T0 + dt))
             .await
             .expect("refresh during outage");
         assert!(sched.is_ready());

@@ -12,6 +12,7 @@ use stateseal_gcp_kms::GcpKmsConfig;
 use stateseal_object_store::GcsConfig;
 use stateseal_testkit::fake_gcs::FakeGcs;
 use stateseal_testkit::gcs_front::GcsPreconditionFront;
+use stateseal_testkit::instant;
 use stateseal_testkit::keysets;
 
 use crate::cloud_flow::{Cloud, args};
@@ -133,7 +134,7 @@ async fn concurrent_writers_on_gcs_land_exactly_once() {
     let gcp = Gcp::start("gcs-race").await;
     let reg = gcp.registry();
     let store = gcp.store();
-    let doc = init_keyset(&*store, &reg, &gcp.kek, Timing::default(), T0)
+    let doc = init_keyset(&*store, &reg, &gcp.kek, Timing::default(), instant(T0))
         .await
         .expect("init");
     let mut next = doc.clone();
@@ -184,7 +185,7 @@ async fn a_gcs_outage_keeps_the_fleet_serving_and_it_recovers() {
     let gcp = Gcp::start("gcs-outage").await;
     let reg = gcp.registry();
     let operator = gcp.store();
-    init_keyset(&*operator, &reg, &gcp.kek, Timing::default(), T0)
+    init_keyset(&*operator, &reg, &gcp.kek, Timing::default(), instant(T0))
         .await
         .expect("init");
     let mut fleet: Vec<Instance> = Vec::new();
@@ -193,12 +194,16 @@ async fn a_gcs_outage_keeps_the_fleet_serving_and_it_recovers() {
     }
     let trust = KeysetTrust::new(keysets::pins_of(&*operator, &reg).await);
     for m in &fleet {
-        m.sched.refresh_at(T0).await.expect("refresh");
+        m.sched.refresh_at(instant(T0)).await.expect("refresh");
     }
     gcp.front.set_down(true);
     for dt in [30.0, 300.0, 1800.0] {
         for m in &fleet {
-            let e = m.sched.refresh_at(T0 + dt).await.expect_err("store down");
+            let e = m
+                .sched
+                .refresh_at(instant(T0 + dt))
+                .await
+                .expect_err("store down");
             assert!(matches!(e, Error::Store { .. }), "{e}");
             assert!(m.works(T0 + dt), "serving at +{dt}");
         }
@@ -210,7 +215,7 @@ async fn a_gcs_outage_keeps_the_fleet_serving_and_it_recovers() {
             &reg,
             &trust,
             None,
-            T0 + 1800.0,
+            instant(T0 + 1800.0),
             RotateMode::Scheduled,
             DEFAULT_MAX_LIVE_KEYS
         )
@@ -224,14 +229,18 @@ async fn a_gcs_outage_keeps_the_fleet_serving_and_it_recovers() {
         &reg,
         &trust,
         None,
-        T0 + 1900.0,
+        instant(T0 + 1900.0),
         RotateMode::Scheduled,
         DEFAULT_MAX_LIVE_KEYS,
     )
     .await
     .expect("rotate after the outage");
     for m in &fleet {
-        let st = m.sched.refresh_at(T0 + 1930.0).await.expect("refresh");
+        let st = m
+            .sched
+            .refresh_at(instant(T0 + 1930.0))
+            .await
+            .expect("refresh");
         assert_eq!(st.generation, Some((T0 + 1900.0) as u64));
         assert!(m.works(T0 + 1930.0));
     }

@@ -4,15 +4,10 @@
 use std::sync::Arc;
 
 use stateseal::provider::{ErrorClass, WrapContext};
-use stateseal::{Error, KeysetStore, ProviderRegistry, UnixTime};
+use stateseal::{Error, KeysetStore, ProviderRegistry};
 
 pub(crate) const PARAMS: &str = r#"{"name":"deploy","arguments":{"env":"prod"}}"#;
 pub(crate) const T0: f64 = 1_782_345_600.0;
-
-/// The instant `t` seconds after the epoch (the key plane's times), as the envelope takes it.
-pub(crate) fn at(t: f64) -> UnixTime {
-    UnixTime::from_secs_f64(t).expect("a finite time")
-}
 
 pub(crate) fn ctx<'a>(keyset_id: &'a str, entry_id: &'a str) -> WrapContext<'a> {
     WrapContext {

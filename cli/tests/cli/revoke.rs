@@ -206,7 +206,9 @@ fn the_cap_is_a_clear_error_and_the_document_is_unchanged() {
         let store = FileStore::new(ks.path());
         stateseal_testkit::keysets::resealed(&store, &registry, |d| {
             d.revocations = (0..MAX_REVOCATIONS)
-                .map(|i| Revocation::client_id(&format!("client-{i}"), crate::member::at(T0)))
+                .map(|i| {
+                    Revocation::client_id(&format!("client-{i}"), stateseal_testkit::instant(T0))
+                })
                 .collect();
         })
         .await;

@@ -4,10 +4,11 @@
 use stateseal::provider::ErrorClass;
 use stateseal::rotation::{RotateMode, Timing, init_keyset};
 use stateseal::{Error, KeyProvider, MintOptions, OpenOptions, ProviderRegistry};
+use stateseal_testkit::instant;
 use stateseal_testkit::keysets;
 use stateseal_vault::{SecretString, VaultAuth, VaultConfig, VaultTransitProvider};
 
-use crate::member::{T0, at, base64_of, class, ctx, instance, round, works};
+use crate::member::{T0, base64_of, class, ctx, instance, round, works};
 use crate::openbao::{FLEET_POLICY, OpenBao};
 use crate::{json_of, stateseal_with, text};
 
@@ -204,7 +205,7 @@ async fn concurrent_rotations_exactly_one_wins() {
     let bao = OpenBao::start(&crate::scratch("openbao-cas"));
     let reg = registry(token_config(&bao, &bao.root_token));
     let store = reg.open_store(STORE).expect("store");
-    let doc = init_keyset(&*store, &reg, KEK, Timing::default(), T0)
+    let doc = init_keyset(&*store, &reg, KEK, Timing::default(), instant(T0))
         .await
         .expect("init");
     assert_eq!(doc.generation, 1);
@@ -258,17 +259,17 @@ async fn revoked_decrypt_is_denied_and_the_key_dropped_after_max_key_age() {
     let token = bao.token_with_policy("fleet", FLEET_POLICY);
     let reg = registry(token_config(&bao, &token));
     let store = reg.open_store(STORE).expect("store");
-    init_keyset(&*store, &reg, KEK, Timing::default(), T0)
+    init_keyset(&*store, &reg, KEK, Timing::default(), instant(T0))
         .await
         .expect("init");
     let i = instance(&reg, store.clone()).await;
     let doc = keysets::content(&*store, &reg).await;
-    i.sched.refresh_at(T0).await.expect("refresh");
+    i.sched.refresh_at(instant(T0)).await.expect("refresh");
     assert!(works(&i, T0));
     let calls = i.sched.kms_calls();
     // Steady state: refreshes within max_key_age make no KMS call.
     for dt in [30.0, 60.0, 1800.0, 3599.0] {
-        i.sched.refresh_at(T0 + dt).await.expect("refresh");
+        i.sched.refresh_at(instant(T0 + dt)).await.expect("refresh");
     }
     assert_eq!(i.sched.kms_calls(), calls);
 
@@ -287,7 +288,7 @@ async fn revoked_decrypt_is_denied_and_the_key_dropped_after_max_key_age() {
     // Until max_key_age the cached key serves; after it, the key is dropped: fail closed.
     assert!(works(&i, T0 + 3599.0));
     assert!(matches!(
-        i.sched.refresh_at(T0 + 3601.0).await.unwrap_err(),
+        i.sched.refresh_at(instant(T0 + 3601.0)).await.unwrap_err(),
         Error::KeysUnavailable(_)
     ));
     assert!(!i.sched.is_ready());
@@ -299,14 +300,14 @@ async fn sealed_or_stopped_server_keeps_serving_cached_keys() {
     let mut bao = OpenBao::start(&crate::scratch("openbao-outage"));
     let reg = registry(token_config(&bao, &bao.root_token));
     let store = reg.open_store(STORE).expect("store");
-    init_keyset(&*store, &reg, KEK, Timing::default(), T0)
+    init_keyset(&*store, &reg, KEK, Timing::default(), instant(T0))
         .await
         .expect("init");
     let i = instance(&reg, store).await;
-    i.sched.refresh_at(T0).await.expect("refresh");
+    i.sched.refresh_at(instant(T0)).await.expect("refresh");
     let token = i
         .env
-        .mint(&round(), b"before", MintOptions::new().at(at(T0)))
+        .mint(&round(), b"before", MintOptions::new().at(instant(T0)))
         .expect("mint");
 
     bao.seal();
@@ -314,39 +315,39 @@ async fn sealed_or_stopped_server_keeps_serving_cached_keys() {
     // Past max_key_age the scheduler tries to re-unwrap: the server is sealed.
     let during = T0 + 4000.0;
     assert!(
-        i.sched.refresh_at(during).await.is_err(),
+        i.sched.refresh_at(instant(during)).await.is_err(),
         "the store is sealed too"
     );
     assert!(i.sched.is_ready());
     assert!(works(&i, during));
     bao.unseal();
     i.sched
-        .refresh_at(during + 30.0)
+        .refresh_at(instant(during + 30.0))
         .await
         .expect("recovered after unseal");
     assert!(i.sched.kms_calls() > calls);
 
     bao.stop();
     let later = T0 + 8000.0;
-    assert!(i.sched.refresh_at(later).await.is_err());
+    assert!(i.sched.refresh_at(instant(later)).await.is_err());
     assert!(i.sched.is_ready());
     assert!(works(&i, later));
     assert!(
         i.env
-            .open(&round(), &token, OpenOptions::new().at(at(T0 + 10.0)))
+            .open(&round(), &token, OpenOptions::new().at(instant(T0 + 10.0)))
             .is_ok()
     );
     bao.restart();
     let st = i
         .sched
-        .refresh_at(later + 30.0)
+        .refresh_at(instant(later + 30.0))
         .await
         .expect("recovered after restart");
     assert!(st.ready);
     // A rotation after the restart lands in the same store.
     let doc = i
         .sched
-        .rotate_at(later + 60.0, RotateMode::Scheduled)
+        .rotate_at(instant(later + 60.0), RotateMode::Scheduled)
         .await
         .expect("rotate");
     assert_eq!(doc.generation, 2);

@@ -2,6 +2,7 @@
 //! keyset in the store under test, the attacker's edits of the stored
 //! envelope (store write access, no KEK), and the checks after each one.
 
+use crate::clock::instant;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -55,9 +56,15 @@ pub(super) async fn seed(
 ) -> StoredKeyset {
     let file = FileStore::new(dir.join(name));
     let _ = std::fs::remove_file(file.path());
-    init_keyset(&file, registry, kek, Timing::new(10.0, 5.0, 100.0), T0)
-        .await
-        .expect("init");
+    init_keyset(
+        &file,
+        registry,
+        kek,
+        Timing::new(10.0, 5.0, 100.0),
+        instant(T0),
+    )
+    .await
+    .expect("init");
     keysets::stored(&file).await
 }
 
@@ -126,7 +133,7 @@ impl<S: StoreUnderTest> Bench<'_, S> {
         let good = self.current().await;
         // The ring as it is now, so that only the attack could change it.
         self.sched
-            .refresh_at(self.t)
+            .refresh_at(instant(self.t))
             .await
             .unwrap_or_else(|e| panic!("{what}: before the attack: {e}"));
         let primary = self.sched.status().ring.first().cloned();
@@ -143,7 +150,7 @@ impl<S: StoreUnderTest> Bench<'_, S> {
         let before = self.kms.unwraps();
         let err = self
             .sched
-            .refresh_at(self.t)
+            .refresh_at(instant(self.t))
             .await
             .expect_err(&format!("{what}: adopted"));
         assert!(
@@ -170,7 +177,7 @@ impl<S: StoreUnderTest> Bench<'_, S> {
         self.s.put_raw(&good);
         self.t += 1.0;
         self.sched
-            .refresh_at(self.t)
+            .refresh_at(instant(self.t))
             .await
             .unwrap_or_else(|e| panic!("{what}: restored: {e}"));
         self.rotate(what, RotateMode::Scheduled).await;
@@ -182,7 +189,7 @@ impl<S: StoreUnderTest> Bench<'_, S> {
         self.s.put_raw(good);
         self.t += 1.0;
         self.sched
-            .refresh_at(self.t)
+            .refresh_at(instant(self.t))
             .await
             .expect("the authentic document again");
     }
@@ -195,7 +202,7 @@ impl<S: StoreUnderTest> Bench<'_, S> {
             &self.registry,
             &trust,
             None,
-            self.t,
+            instant(self.t),
             mode,
             DEFAULT_MAX_LIVE_KEYS,
         )
@@ -204,7 +211,7 @@ impl<S: StoreUnderTest> Bench<'_, S> {
         self.t += 1.0;
         let st = self
             .sched
-            .refresh_at(self.t)
+            .refresh_at(instant(self.t))
             .await
             .unwrap_or_else(|e| panic!("{what}: rotation not adopted: {e}"));
         assert!(
@@ -263,7 +270,7 @@ impl<'a, S: StoreUnderTest> Bench<'a, S> {
             Arc::new(ManualClock::new(crate::instant(T0))),
         )
         .expect("scheduler");
-        sched.refresh_at(T0).await.expect("first refresh");
+        sched.refresh_at(instant(T0)).await.expect("first refresh");
         let env = stateseal::Envelope::builder(ring, Some("svc"))
             .build()
             .expect("envelope");

@@ -1,6 +1,7 @@
 //! Rollback (an old authentic document put back), restarted instances and
 //! writers on a restored backup, and a legitimate re-wrap under a new KEK.
 
+use crate::clock::instant;
 use stateseal::keyset::KeysetPins;
 use stateseal::provider::{KeyProvider, WrapContext};
 use stateseal::rotation::{
@@ -52,7 +53,7 @@ pub(super) async fn rollback<S: StoreUnderTest>(b: &mut Bench<'_, S>) {
     let good = b.current().await;
     s.put_raw(&before_emergency);
     let err = restarted(emergency, b.t)
-        .refresh_at(b.t)
+        .refresh_at(instant(b.t))
         .await
         .expect_err("a restored backup below min_generation");
     assert_refused(&err, "below_min_generation");
@@ -63,7 +64,7 @@ pub(super) async fn rollback<S: StoreUnderTest>(b: &mut Bench<'_, S>) {
         .expect("expires_at")
         + 1.0;
     let err = restarted(0, stale_at)
-        .refresh_at(stale_at)
+        .refresh_at(instant(stale_at))
         .await
         .expect_err("a stale document");
     assert_refused(&err, "expired");
@@ -85,7 +86,7 @@ pub(super) async fn rollback<S: StoreUnderTest>(b: &mut Bench<'_, S>) {
         &registry,
         &KeysetTrust::new(trust.clone()),
         None,
-        b.t,
+        instant(b.t),
         RotateMode::Scheduled,
         DEFAULT_MAX_LIVE_KEYS,
     )
@@ -113,7 +114,7 @@ pub(super) async fn rollback<S: StoreUnderTest>(b: &mut Bench<'_, S>) {
         b.t,
     );
     for dt in [0.0, 15.0, 45.0, 90.0] {
-        let _ = writer.refresh_at(b.t + dt).await;
+        let _ = writer.refresh_at(instant(b.t + dt)).await;
     }
     assert_eq!(
         b.raw().await,
@@ -150,7 +151,7 @@ pub(super) async fn rewrap<S: StoreUnderTest>(b: &mut Bench<'_, S>) {
         &registry,
         b.t,
     );
-    repinned.refresh_at(b.t).await.expect("refresh");
+    repinned.refresh_at(instant(b.t)).await.expect("refresh");
     let primary = repinned.status().ring.first().cloned();
     let good = b.current().await;
     let doc = keysets::verified(&*b.store, &registry).await.doc;
@@ -178,7 +179,7 @@ pub(super) async fn rewrap<S: StoreUnderTest>(b: &mut Bench<'_, S>) {
     .await;
     b.t += 1.0;
     let st = repinned
-        .refresh_at(b.t)
+        .refresh_at(instant(b.t))
         .await
         .expect("a re-wrap under a pinned KEK is admitted");
     assert_eq!(
@@ -186,7 +187,11 @@ pub(super) async fn rewrap<S: StoreUnderTest>(b: &mut Bench<'_, S>) {
         primary,
         "the re-wrap changed the key"
     );
-    let err = b.sched.refresh_at(b.t).await.expect_err("not pinned here");
+    let err = b
+        .sched
+        .refresh_at(instant(b.t))
+        .await
+        .expect_err("not pinned here");
     assert_refused(&err, "unpinned_kek");
     b.restore(&good).await;
     let token = b

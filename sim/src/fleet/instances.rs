@@ -3,11 +3,12 @@
 //! replay that lets an instance about to lose the store start its staleness
 //! clock where a real one would.
 
+use crate::virtual_time::instant;
 use std::sync::Arc;
 
 use stateseal::{Envelope, Error, ManualClock, RingHandle, RotationScheduler};
 
-use super::{Event, Fleet, T0, instant};
+use super::{Event, Fleet, T0};
 use crate::virtual_time::{Step, Task, poll, run_now};
 
 /// One server process.
@@ -92,7 +93,7 @@ impl Fleet {
         let _ = run_now(
             &self.clock,
             i,
-            Box::pin(async move { sched.refresh_at(at).await }),
+            Box::pin(async move { sched.refresh_at(instant(at)).await }),
         );
         self.clock.set(now);
         self.store.set_replaying(false);
@@ -131,9 +132,9 @@ impl Fleet {
         let (sched, at) = (self.members[i].sched.clone(), self.local(i, t));
         let m = &mut self.members[i];
         m.last_idle = None;
-        m.task = Some(Box::pin(
-            async move { sched.refresh_at(at).await.map(|_| ()) },
-        ));
+        m.task = Some(Box::pin(async move {
+            sched.refresh_at(instant(at)).await.map(|_| ())
+        }));
         self.resume(i, t)
     }
 

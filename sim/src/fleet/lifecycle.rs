@@ -10,6 +10,7 @@
 //! key unwrapped afresh), rotates when the primary is due, else renews the
 //! document when that is due. Its requests take their time like the servers'.
 
+use crate::virtual_time::instant;
 use stateseal::Error;
 use stateseal::rotation::{KeysetTrust, rotate_if_due};
 
@@ -163,7 +164,7 @@ impl Fleet {
         let period = self.scenario.rotation_period;
         let now = T0 + t + self.rotator.offset;
         self.rotator.task = Some(Box::pin(async move {
-            rotate_if_due(store.as_ref(), &registry, &trust, period, now)
+            rotate_if_due(store.as_ref(), &registry, &trust, period, instant(now))
                 .await
                 .map(|_| ())
         }));

@@ -2,6 +2,7 @@
 //! rotator job, faults and traffic. Every store and KMS request of a
 //! refresh is its own instant on the virtual clock (see `virtual_time`).
 
+use crate::virtual_time::instant;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap, HashSet};
 use std::sync::Arc;
@@ -12,9 +13,7 @@ use stateseal::rotation::{
     KeysetTrust, RefreshPacing, RotateMode, SchedulerConfig, TrustPolicy, init_keyset,
     rotate_store_at,
 };
-use stateseal::{
-    Envelope, Error, Keyset, KeysetStore, ProviderRegistry, RequestIdentity, UnixTime,
-};
+use stateseal::{Envelope, Error, Keyset, KeysetStore, ProviderRegistry, RequestIdentity};
 
 mod instances;
 mod lifecycle;
@@ -147,11 +146,6 @@ pub(crate) struct Fleet {
     idle: u64,
 }
 
-/// The instant a clock reading `t` seconds shows, as the envelope takes it.
-fn instant(t: f64) -> UnixTime {
-    UnixTime::from_secs_f64(t).unwrap_or_else(|| unreachable!("virtual time is finite"))
-}
-
 fn identity() -> RequestIdentity {
     RequestIdentity::from_json("tools/call", br#"{"name":"t","arguments":{}}"#)
         .unwrap_or_else(|_| unreachable!("a fixed, valid request"))
@@ -205,7 +199,7 @@ impl Fleet {
                 &clock,
                 OPERATOR,
                 Box::pin(async move {
-                    init_keyset(store.as_ref(), &registry, KEK, timing, T0 - 60.0).await
+                    init_keyset(store.as_ref(), &registry, KEK, timing, instant(T0 - 60.0)).await
                 }),
             )?
         };
@@ -377,7 +371,7 @@ impl Fleet {
                     store.as_ref(),
                     &registry,
                     &config,
-                    T0 + t,
+                    instant(T0 + t),
                     RotateMode::Forced,
                 )
                 .await

@@ -4,7 +4,8 @@
 
 use stateseal::{KeyId, MintOptions, OpenOptions};
 
-use super::{Event, Fleet, T0, identity, instant};
+use super::{Event, Fleet, T0, identity};
+use crate::virtual_time::instant;
 
 impl Fleet {
     /// Key ids the fleet's document lets seal or unseal at `t`.

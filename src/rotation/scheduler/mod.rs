@@ -19,6 +19,7 @@ use super::config::SchedulerConfig;
 use super::reservations::Reservations;
 use super::timeline::{Phase, next_change_after, ring_at};
 use super::trust::{KeysetTrust, VerifiedKeyset};
+use crate::clock::UnixTime;
 use crate::clock::{Clock, SystemClock};
 use crate::error::Error;
 use crate::keyset::{Keyset, KeysetStore, StoreVersion};
@@ -267,7 +268,7 @@ impl RotationScheduler {
     /// # Errors
     /// As [`RotationScheduler::refresh_at`].
     pub async fn refresh(&self) -> Result<SchedulerStatus, Error> {
-        self.refresh_at(self.inner.clock.now().as_secs_f64()).await
+        self.refresh_at(self.inner.clock.now()).await
     }
 
     /// Loads the document, unwraps what is new or stale, computes the ring at
@@ -285,10 +286,12 @@ impl RotationScheduler {
     /// # Errors
     /// Store errors, [`Error::KeysetRefused`], or [`Error::KeysUnavailable`]
     /// when no key can seal (the ring is then cleared: fail closed).
-    pub async fn refresh_at(&self, now: f64) -> Result<SchedulerStatus, Error> {
+    pub async fn refresh_at(&self, now: UnixTime) -> Result<SchedulerStatus, Error> {
+        let at = now;
+        let now = at.as_secs_f64();
         let result = self.refresh_inner(now).await;
         self.record_refresh(now, result.as_ref().err());
-        self.maybe_auto_rotate(&result?, now).await;
+        self.maybe_auto_rotate(&result?, at).await;
         Ok(self.status())
     }
 

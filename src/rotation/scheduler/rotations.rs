@@ -24,6 +24,7 @@
 use sha2::{Digest, Sha256};
 
 use super::{RotationScheduler, lock};
+use crate::clock::UnixTime;
 use crate::error::Error;
 use crate::keyset::{Keyset, RotationClaim, Timing};
 use crate::rotation::newest::write_keyset;
@@ -63,7 +64,9 @@ pub(crate) fn rendezvous_point(instance: &str, what: &str) -> f64 {
 impl RotationScheduler {
     /// Rotates when the primary is due, judged on the document just loaded:
     /// at this instance's turn, after claiming the rotation (see the module).
-    pub(super) async fn maybe_auto_rotate(&self, doc: &Keyset, now: f64) {
+    pub(super) async fn maybe_auto_rotate(&self, doc: &Keyset, now: UnixTime) {
+        let at = now;
+        let now = at.as_secs_f64();
         let inner = &self.inner;
         let Some(ring) = inner.ring.current() else {
             return;
@@ -105,7 +108,7 @@ impl RotationScheduler {
                 return;
             }
         }
-        match self.rotate_at(now, RotateMode::Scheduled).await {
+        match self.rotate_at(at, RotateMode::Scheduled).await {
             Ok(doc) => tracing::info!(
                 generation = doc.generation,
                 by_age = due_by_age,
@@ -217,8 +220,7 @@ impl RotationScheduler {
     /// # Errors
     /// As [`RotationScheduler::rotate_at`].
     pub async fn rotate(&self, mode: RotateMode) -> Result<Keyset, Error> {
-        self.rotate_at(self.inner.clock.now().as_secs_f64(), mode)
-            .await
+        self.rotate_at(self.inner.clock.now(), mode).await
     }
 
     /// Adds a new key under the current primary's KEK with one compare-and-swap
@@ -226,7 +228,9 @@ impl RotationScheduler {
     ///
     /// # Errors
     /// [`Error::RotationInFlight`], [`Error::Conflict`] (another writer won), provider errors.
-    pub async fn rotate_at(&self, now: f64, mode: RotateMode) -> Result<Keyset, Error> {
+    pub async fn rotate_at(&self, now: UnixTime, mode: RotateMode) -> Result<Keyset, Error> {
+        let at = now;
+        let now = at.as_secs_f64();
         let inner = &self.inner;
         // Never rotate on top of a document this instance would refuse to serve.
         let vet = |doc: &Keyset| self.vet(doc, now);
@@ -242,7 +246,7 @@ impl RotationScheduler {
             &inner.registry,
             &inner.trust,
             &rotation,
-            now,
+            at,
             mode,
             &vet,
         )

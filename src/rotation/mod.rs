@@ -32,7 +32,7 @@ pub use revoke::{Revoked, revoke};
 pub use rewrite::{renew_keyset, upgrade_keyset};
 pub use rotate::{rotate_keyset, rotate_store_at};
 pub(crate) use scheduler::unit_draw;
-pub use scheduler::{CLAIM_TTL, RefreshPacing, RotationScheduler, SchedulerStatus};
+pub use scheduler::{CLAIM_TTL, NextEvent, RefreshPacing, RotationScheduler, SchedulerStatus};
 pub use timeline::{Phase, RotateMode, Timing};
 /// The timeline as pure functions of (document, time): exposed for property
 /// tests and fuzzing only (feature `internals`, no stability promise).

@@ -129,7 +129,7 @@ async fn an_unchanged_document_is_not_opened_again_but_still_goes_stale() {
             .await
             .expect("refresh");
         assert_eq!(st.generation, first.generation);
-        assert_eq!(st.last_store_read, Some(T0 + 30.0 * f64::from(i)));
+        assert_eq!(st.last_store_read, Some(instant(T0 + 30.0 * f64::from(i))));
     }
     assert_eq!(store.unchanged.load(Ordering::SeqCst), 5);
     assert_eq!(
@@ -141,11 +141,11 @@ async fn an_unchanged_document_is_not_opened_again_but_still_goes_stale() {
     // The document it holds went stale: unchanged is not fresh.
     let expires_at = first.expires_at.expect("an authenticated keyset expires");
     sched
-        .refresh_at(instant(expires_at - 10.0))
+        .refresh_at(expires_at - Duration::from_secs(10))
         .await
         .expect("still fresh");
     let err = sched
-        .refresh_at(instant(expires_at + 1.0))
+        .refresh_at(expires_at + Duration::from_secs(1))
         .await
         .unwrap_err();
     assert!(

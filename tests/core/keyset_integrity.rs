@@ -45,7 +45,7 @@ async fn a_writer_renews_before_the_document_goes_stale() {
     let writer = scheduler(store.clone(), &registry, config());
     writer.refresh_at(instant(T0)).await.expect("refresh");
     let first = writer.status().expires_at.expect("expires_at");
-    assert_eq!(first, T0 + WEEK);
+    assert_eq!(first, instant(T0 + WEEK));
     // More than half the validity left: nothing written.
     writer
         .refresh_at(instant(T0 + 3.0 * 86_400.0))
@@ -61,7 +61,7 @@ async fn a_writer_renews_before_the_document_goes_stale() {
         .expect("refresh");
     let st = writer.status();
     assert_eq!(st.generation, Some(2));
-    assert_eq!(st.expires_at, Some(at + WEEK));
+    assert_eq!(st.expires_at, Some(instant(at + WEEK)));
     let v = keysets::verified(&*store, &registry).await;
     assert_eq!(v.doc.keys, keysets::content(&*store, &registry).await.keys);
     // A read-only instance never writes, and past the expiry refuses the stale document.

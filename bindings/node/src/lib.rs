@@ -25,7 +25,7 @@ use std::sync::Arc;
 use arc_swap::ArcSwapOption;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use stateseal::{AesGcmCodec, KeyRing, RingHandle, StateCodec};
+use stateseal::{AesGcmCodec, KeyRing, RingHandle, StateCodec, UnixTime};
 use stateseal_binding::{Running, reason};
 
 use envelope::EnvelopeCore;
@@ -270,12 +270,12 @@ impl NativeCodec {
                 "phase": st.phase.map(|p| p as u8),
                 "primary": st.ring.first(),
                 "ring": st.ring,
-                "lastRefresh": st.last_refresh,
-                "lastStoreRead": st.last_store_read,
+                "lastRefresh": st.last_refresh.map(UnixTime::as_secs_f64),
+                "lastStoreRead": st.last_store_read.map(UnixTime::as_secs_f64),
                 "lastError": st.last_error,
                 "kmsCalls": st.kms_calls,
                 "unauthenticated": st.unauthenticated,
-                "expiresAt": st.expires_at,
+                "expiresAt": st.expires_at.map(UnixTime::as_secs_f64),
                 "ttl": engine.ttl,
             })
             .to_string(),

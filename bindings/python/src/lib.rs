@@ -18,7 +18,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict, PyString, PyType};
-use stateseal::Error;
+use stateseal::{Error, UnixTime};
 
 use stateseal_binding::{Recipe, Running, reason};
 
@@ -208,12 +208,15 @@ impl NativeCodec {
         d.set_item("phase", st.phase.map(|p| p as u8))?;
         d.set_item("primary", st.ring.first())?;
         d.set_item("ring", st.ring)?;
-        d.set_item("last_refresh", st.last_refresh)?;
-        d.set_item("last_store_read", st.last_store_read)?;
+        d.set_item("last_refresh", st.last_refresh.map(UnixTime::as_secs_f64))?;
+        d.set_item(
+            "last_store_read",
+            st.last_store_read.map(UnixTime::as_secs_f64),
+        )?;
         d.set_item("last_error", st.last_error)?;
         d.set_item("kms_calls", st.kms_calls)?;
         d.set_item("unauthenticated", st.unauthenticated)?;
-        d.set_item("expires_at", st.expires_at)?;
+        d.set_item("expires_at", st.expires_at.map(UnixTime::as_secs_f64))?;
         d.set_item("ttl", running.ttl)?;
         d.set_item("pid", running.pid)?;
         Ok(d)

@@ -6,6 +6,7 @@
 use crate::virtual_time::instant;
 use std::sync::Arc;
 
+use stateseal::rotation::NextEvent;
 use stateseal::{Envelope, Error, ManualClock, RingHandle, RotationScheduler};
 
 use super::{Event, Fleet, T0};
@@ -29,7 +30,8 @@ pub(crate) struct Member {
     pub(super) unit: f64,
     /// Store version of the last successful scheduler refresh.
     pub(super) seen_version: Option<u64>,
-    pub(super) next_event: f64,
+    /// When a refresh that finds the store unchanged could next matter.
+    pub(super) next_event: NextEvent,
     /// The last idle refresh counted without the scheduler, if after the last driven one.
     pub(super) last_idle: Option<f64>,
     pub(super) generation: Option<u64>,
@@ -66,7 +68,7 @@ impl Fleet {
             task: None,
             unit: 0.0,
             seen_version: None,
-            next_event: f64::NEG_INFINITY,
+            next_event: NextEvent::EveryRefresh,
             last_idle: None,
             generation: None,
             wave: None,
@@ -110,7 +112,7 @@ impl Fleet {
         let idle = !self.scenario.exact
             && m.started
             && m.failures == 0
-            && local < m.next_event
+            && !m.next_event.is_due(instant(local))
             && self.store.idle_read(i, m.seen_version, t);
         if idle {
             self.idle += 1;

@@ -2,6 +2,7 @@
 //! trust checks, admission against the document adopted last, re-wrap proofs.
 
 use super::{RotationScheduler, lock};
+use crate::clock::UnixTime;
 use crate::error::Error;
 use crate::keyset::{ConditionalLoad, Keyset, StoreVersion, StoredKeyset};
 use crate::rotation::admission::{Refusal, admit};
@@ -41,7 +42,7 @@ impl RotationScheduler {
                     // An unauthenticated document is read in full every time, so
                     // that every refresh warns about it (the migration's reminder).
                     *lock(&inner.seen) = version.filter(|_| verified.is_authenticated());
-                    lock(&inner.status).last_store_read = Some(now);
+                    lock(&inner.status).last_store_read = UnixTime::from_secs_f64(now);
                     result?;
                     self.write_if_due(&verified, now).await;
                     return Ok(verified.doc);
@@ -53,7 +54,9 @@ impl RotationScheduler {
         let Some(adopted) = lock(&inner.adopted).as_ref().map(|v| v.doc.clone()) else {
             return Err(problem);
         };
-        let since = lock(&inner.status).last_store_read.unwrap_or(now);
+        let since = lock(&inner.status)
+            .last_store_read
+            .map_or(now, UnixTime::as_secs_f64);
         let limit = inner
             .config
             .store_staleness_limit(&adopted.timing.unwrap_or(inner.config.timing));
@@ -267,6 +270,6 @@ impl RotationScheduler {
         }
         let mut st = lock(&inner.status);
         st.unauthenticated = unauthenticated;
-        st.expires_at = verified.expires_at;
+        st.expires_at = verified.expires_at.and_then(UnixTime::from_secs_f64);
     }
 }

@@ -37,10 +37,10 @@ pub struct SchedulerStatus {
     pub phase: Option<Phase>,
     /// Key ids of the current ring, primary first (hex).
     pub ring: Vec<String>,
-    /// Unix seconds of the last successful refresh.
-    pub last_refresh: Option<f64>,
-    /// Unix seconds of the last time the store yielded a document this instance adopted.
-    pub last_store_read: Option<f64>,
+    /// When the last successful refresh ran.
+    pub last_refresh: Option<UnixTime>,
+    /// The last time the store yielded a document this instance adopted.
+    pub last_store_read: Option<UnixTime>,
     /// The last refresh error, if the last refresh failed.
     pub last_error: Option<String>,
     /// KMS calls made by this instance so far.
@@ -48,8 +48,44 @@ pub struct SchedulerStatus {
     /// Whether the adopted document is an unauthenticated `stateseal.keyset/v1`
     /// one (accepted by `accept_unauthenticated_keyset`).
     pub unauthenticated: bool,
-    /// When the adopted document goes stale (Unix seconds; `None` for v1).
-    pub expires_at: Option<f64>,
+    /// When the adopted document goes stale (`None` for v1).
+    pub expires_at: Option<UnixTime>,
+}
+
+/// When a refresh that finds the keyset document unchanged could next do
+/// more than confirm it ([`RotationScheduler::next_event_at`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NextEvent {
+    /// Every refresh may matter: no document adopted yet, or a `v1.`
+    /// primary with seal reservations, whose writes follow traffic.
+    EveryRefresh,
+    /// Not before this instant.
+    At(UnixTime),
+    /// Nothing is ahead: the document never changes the ring by itself.
+    Never,
+}
+
+impl NextEvent {
+    /// Whether a refresh at `now` could do more than confirm an unchanged
+    /// document.
+    ///
+    /// ```
+    /// use stateseal::UnixTime;
+    /// use stateseal::rotation::NextEvent;
+    /// let at = UnixTime::from_secs(1_782_345_600);
+    /// assert!(NextEvent::EveryRefresh.is_due(at));
+    /// assert!(NextEvent::At(at).is_due(at));
+    /// assert!(!NextEvent::At(at).is_due(UnixTime::from_secs(1_782_345_599)));
+    /// assert!(!NextEvent::Never.is_due(at));
+    /// ```
+    pub fn is_due(self, now: UnixTime) -> bool {
+        match self {
+            Self::EveryRefresh => true,
+            Self::At(at) => now >= at,
+            Self::Never => false,
+        }
+    }
 }
 
 struct Inner {
@@ -221,24 +257,22 @@ impl RotationScheduler {
     /// (`max_key_age`), the document going stale, this instance's turn to
     /// renew the document or to claim a rotation by age. Before it, such a
     /// refresh changes nothing but the time of the last read, so a fleet
-    /// simulation may skip it. `-inf` when every refresh may matter (no
-    /// document adopted yet, or a `v1.` primary with seal reservations, whose
-    /// writes follow traffic); `+inf` with nothing ahead.
-    pub fn next_event_at(&self) -> f64 {
+    /// simulation may skip it.
+    pub fn next_event_at(&self) -> NextEvent {
         let inner = &self.inner;
         let Some(verified) = lock(&inner.adopted).clone() else {
-            return f64::NEG_INFINITY;
+            return NextEvent::EveryRefresh;
         };
         let doc = &verified.doc;
-        let Some(now) = lock(&inner.status).last_refresh else {
-            return f64::NEG_INFINITY;
+        let Some(now) = lock(&inner.status).last_refresh.map(UnixTime::as_secs_f64) else {
+            return NextEvent::EveryRefresh;
         };
         let plan = ring_at(doc, now);
         let primary = plan.as_ref().and_then(|p| doc.entry(&p.primary));
         if inner.config.seal_reservation_block.is_some()
             && primary.is_some_and(|e| e.alg == crate::key::TokenFormat::V1)
         {
-            return f64::NEG_INFINITY;
+            return NextEvent::EveryRefresh;
         }
         let rotation = plan
             .as_ref()
@@ -255,7 +289,9 @@ impl RotationScheduler {
         ]
         .into_iter()
         .flatten()
-        .fold(f64::INFINITY, f64::min)
+        .filter_map(UnixTime::from_secs_f64)
+        .min()
+        .map_or(NextEvent::Never, NextEvent::At)
     }
 
     /// KMS calls made so far (steady-state traffic makes none).
@@ -299,7 +335,7 @@ impl RotationScheduler {
         let mut st = lock(&self.inner.status);
         match error {
             None => {
-                st.last_refresh = Some(now);
+                st.last_refresh = UnixTime::from_secs_f64(now);
                 st.last_error = None;
             }
             Some(e) => {
@@ -308,7 +344,7 @@ impl RotationScheduler {
             }
         }
         if let Some(last) = st.last_refresh {
-            metrics::gauge!("stateseal_seconds_since_refresh").set(now - last);
+            metrics::gauge!("stateseal_seconds_since_refresh").set(now - last.as_secs_f64());
         }
     }
 

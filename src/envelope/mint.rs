@@ -88,7 +88,7 @@ impl Envelope {
             .inspect_err(|_| token.clear())
     }
 
-    /// The round's claims and `state` (plain or not, if known), written after
+    /// The round's claims and `state` (scanned once: plain, or checked as WTF-8), written after
     /// room for the codec's header.
     fn payload(
         &self,
@@ -119,7 +119,7 @@ impl Envelope {
                 exp: now + self.ttl_secs,
                 identity,
                 state,
-                state_plain: Some(plain),
+                state_plain: plain,
                 audience: self.audience.as_deref(),
                 principal_claim: p_claim.as_deref(),
                 single_use: u_claim.as_deref(),

@@ -32,9 +32,11 @@ pub(crate) struct MintClaims<'a> {
     pub(crate) exp: f64,
     pub(crate) identity: &'a RequestIdentity,
     pub(crate) state: &'a [u8],
-    /// Whether `state` is plain (`is_plain_ascii`), when the minter has
-    /// already found out: a state is scanned once, not twice.
-    pub(crate) state_plain: Option<bool>,
+    /// Whether `state` is plain (`is_plain_ascii`), as the minter found
+    /// out for its UTF-8 check: a state is scanned once, not twice. `false`
+    /// for a plain state is correct, only slower (every byte is escaped as
+    /// needed); `true` for one that is not would write invalid JSON.
+    pub(crate) state_plain: bool,
     pub(crate) audience: Option<&'a str>,
     pub(crate) principal_claim: Option<&'a str>,
     /// The single-use id claim `u` (base64url), written last.
@@ -72,17 +74,15 @@ pub(crate) fn write_payload<'a>(
     };
     let method = classify(c.identity.method().as_bytes());
     let target = classify(c.identity.target().as_bytes());
-    let state = match c.state_plain {
-        Some(plain) => {
-            debug_assert_eq!(
-                plain,
-                is_plain_ascii(c.state),
-                "a minter's plainness is the scan's"
-            );
-            (c.state, plain, json_string_len(c.state, plain))
-        }
-        None => classify(c.state),
-    };
+    debug_assert!(
+        !c.state_plain || is_plain_ascii(c.state),
+        "a state the minter calls plain is plain"
+    );
+    let state = (
+        c.state,
+        c.state_plain,
+        json_string_len(c.state, c.state_plain),
+    );
     let audience = c.audience.map(|a| classify(a.as_bytes()));
     // Literals, two floats and the digest's and principal's quotes fit in 128 bytes.
     let strings = method.2

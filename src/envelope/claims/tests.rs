@@ -17,7 +17,7 @@ fn payloads(identity: &RequestIdentity, p_claim: &str) -> Vec<(Vec<u8>, bool, bo
                     exp: 1_700_000_600.25,
                     identity,
                     state: state.as_bytes(),
-                    state_plain: None,
+                    state_plain: is_plain_ascii(state.as_bytes()),
                     audience: aud,
                     principal_claim: with_p.then_some(p_claim),
                     single_use: None,
@@ -57,7 +57,7 @@ fn escaped_states_are_written_without_the_buffer_growing() {
                 exp: 1_700_000_600.25,
                 identity: &identity,
                 state: state.as_bytes(),
-                state_plain: None,
+                state_plain: is_plain_ascii(state.as_bytes()),
                 audience: Some("svc\u{2}"),
                 principal_claim: None,
                 single_use: None,
@@ -78,10 +78,11 @@ fn escaped_states_are_written_without_the_buffer_growing() {
     }
 }
 
-/// A state's plainness found by the minter (`mint_into` scans it once for
-/// its UTF-8 check and its claims) writes the same payload as the writer's own scan.
+/// A state's plainness is found by the minter (`mint` scans it once for its
+/// UTF-8 check and its claims); the writer's fast path for a plain state
+/// writes the same payload as its escaping path.
 #[test]
-fn a_plainness_given_writes_what_the_writers_own_scan_writes() {
+fn a_plain_state_writes_the_same_payload_on_the_fast_and_the_escaping_path() {
     let identity = RequestIdentity::from_json("tools/call", br#"{"name":"t"}"#).unwrap();
     for state in [
         String::new(),
@@ -108,8 +109,8 @@ fn a_plainness_given_writes_what_the_writers_own_scan_writes() {
                 Vec::new(),
             )
         };
-        let given = write(Some(is_plain_ascii(state.as_bytes())));
-        assert_eq!(given, write(None), "{state:?}");
+        let given = write(is_plain_ascii(state.as_bytes()));
+        assert_eq!(given, write(false), "{state:?}");
         let v: serde_json::Value = serde_json::from_slice(&given[40..]).unwrap();
         assert_eq!(v["s"], state.as_str());
     }

@@ -65,18 +65,31 @@ class Parts(unittest.TestCase):
         # The binary package it would test is there; the environment it was built in is not.
         binary = self.dist / NAMES["node-binary"].format(v=problems(CARGO, NODE)[0])
         binary.write_text("tarball")
-        loaded = SCRIPT.parent.parent / "bindings" / "node" / "stateseal.node"
-        before = loaded.stat().st_mtime_ns if loaded.exists() else None
-        env = dict(os.environ, STATESEAL_DIST=str(self.dist), CARGO_TARGET_DIR=str(self.target))
+        # Every tool that could build or put a binary in place is a shim that records
+        # its call: none may run. (Not the loaded binary's mtime: scripts/test.sh runs
+        # this beside the bindings job, which puts bindings/node/stateseal.node in place.)
+        shims = pathlib.Path(self._tmp.name) / "shims"
+        shims.mkdir()
+        calls = shims / "calls"
+        for tool in ("cargo", "npm", "npx", "node", "tar", "mv", "cp"):
+            shim = shims / tool
+            shim.write_text(f'#!/bin/sh\necho {tool} >> "{calls}"\nexit 1\n')
+            shim.chmod(0o755)
+        env = dict(
+            os.environ,
+            STATESEAL_DIST=str(self.dist),
+            CARGO_TARGET_DIR=str(self.target),
+            PATH=f"{shims}{os.pathsep}{os.environ['PATH']}",
+        )
         r = subprocess.run([str(NODE_PACKAGE)], capture_output=True, text=True, env=env, check=False)
         self.assertEqual((r.returncode, r.stdout), (2, ""), r.stderr)
         self.assertEqual(
             r.stderr.splitlines()[-1],
             f"node-package.sh: {self.target}/zig-env.sh is missing: run scripts/package.sh python node first",
         )
+        self.assertFalse(calls.exists(), calls.read_text() if calls.exists() else "")
         binary.unlink()
         self.assert_untouched()
-        self.assertEqual(loaded.stat().st_mtime_ns if loaded.exists() else None, before)
 
 
 if __name__ == "__main__":

@@ -78,6 +78,25 @@ pub(crate) fn refusal(
     }
 }
 
+/// The revocation tests' first act: `p`'s states issued before T0 + 20 s
+/// are revoked by a write at T0 + 30 s, which `m` adopts at T0 + 31 s.
+pub(crate) async fn revoke_and_adopt(
+    store: &dyn KeysetStore,
+    registry: &ProviderRegistry,
+    m: &Member,
+    p: &Principal,
+) -> Revocation {
+    let entry = Revocation::principal(p, instant(T0 + 20.0));
+    revoke(store, registry, &trust(), entry.clone(), instant(T0 + 30.0))
+        .await
+        .expect("revoke");
+    m.sched
+        .refresh_at(instant(T0 + 31.0))
+        .await
+        .expect("refresh");
+    entry
+}
+
 pub(crate) async fn setup(
     tag: &str,
 ) -> (
@@ -249,20 +268,7 @@ async fn logs_never_name_the_principal() {
     let (dir, store, registry, m) = setup("revoke-logs").await;
     let a = alice();
     let token = mint(&m, Some(&a), T0 + 10.0);
-    let entry = Revocation::principal(&a, instant(T0 + 20.0));
-    revoke(
-        &*store,
-        &registry,
-        &trust(),
-        entry.clone(),
-        instant(T0 + 30.0),
-    )
-    .await
-    .expect("revoke");
-    m.sched
-        .refresh_at(instant(T0 + 31.0))
-        .await
-        .expect("refresh");
+    let entry = revoke_and_adopt(&*store, &registry, &m, &a).await;
     assert_eq!(
         refusal(&m, &token, Some(&a), T0 + 32.0),
         Some(RejectReason::Revoked)

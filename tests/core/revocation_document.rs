@@ -9,7 +9,7 @@ use stateseal::{Error, RejectReason, Revocation};
 use stateseal_testkit::instant;
 use stateseal_testkit::keysets;
 
-use crate::revocation::{T0, alice, mint, refusal, setup, trust};
+use crate::revocation::{T0, alice, mint, refusal, revoke_and_adopt, setup, trust};
 
 #[tokio::test]
 async fn entries_round_trip_under_the_tag_and_a_store_writer_cannot_remove_them() {
@@ -65,20 +65,7 @@ async fn a_document_dropping_a_live_entry_is_refused_until_nothing_it_covers_is_
     let (dir, store, registry, m) = setup("revoke-drop").await;
     let a = alice();
     let token = mint(&m, Some(&a), T0 + 10.0);
-    let entry = Revocation::principal(&a, instant(T0 + 20.0));
-    revoke(
-        &*store,
-        &registry,
-        &trust(),
-        entry.clone(),
-        instant(T0 + 30.0),
-    )
-    .await
-    .expect("revoke");
-    m.sched
-        .refresh_at(instant(T0 + 31.0))
-        .await
-        .expect("refresh");
+    let entry = revoke_and_adopt(&*store, &registry, &m, &a).await;
     // A KEK holder's write (or a restored backup) without the entry, while it is live.
     keysets::resealed(&*store, &registry, |d| d.revocations.clear()).await;
     let err = m.sched.refresh_at(instant(T0 + 61.0)).await.unwrap_err();
@@ -233,20 +220,7 @@ async fn a_write_on_a_restored_backup_keeps_the_live_revocations() {
     let path = dir.join("keyset.json");
     let backup = std::fs::read(&path).expect("backup");
     let a = alice();
-    let entry = Revocation::principal(&a, instant(T0 + 20.0));
-    revoke(
-        &*store,
-        &registry,
-        &trust(),
-        entry.clone(),
-        instant(T0 + 30.0),
-    )
-    .await
-    .expect("revoke");
-    m.sched
-        .refresh_at(instant(T0 + 31.0))
-        .await
-        .expect("refresh");
+    let entry = revoke_and_adopt(&*store, &registry, &m, &a).await;
     std::fs::write(&path, &backup).expect("restore");
     let emergency = rotate_keyset(
         &*store,

@@ -10,7 +10,7 @@
 //! they know, and the fleet would adopt it. The last case here is exactly that
 //! forgery, through the real keyset verification.
 
-use crate::clock::instant;
+use crate::instant;
 use std::path::Path;
 
 use stateseal::keyset::{KeysetPins, MAC_PURPOSE, MacKey, MacKeyRef, NEWEST_COPY_SUFFIX};

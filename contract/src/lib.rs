@@ -86,7 +86,6 @@
 #![forbid(unsafe_code)]
 
 mod binding;
-mod clock;
 mod failure;
 pub mod integrity;
 pub mod keysets;
@@ -95,8 +94,8 @@ pub mod provider;
 pub mod replay;
 pub mod store;
 
-/// The instant `t` seconds after the epoch, as the data plane takes it (the
-/// suites' times are the key plane's seconds).
+/// The instant `t` seconds after the epoch, as both planes take it (the
+/// suites' times are seconds).
 ///
 /// # Panics
 /// When `t` is not finite.

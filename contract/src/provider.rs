@@ -59,7 +59,7 @@
 //! }
 //! ```
 
-use crate::clock::instant;
+use crate::instant;
 use std::path::Path;
 use std::sync::Arc;
 

@@ -2,7 +2,7 @@
 //! keyset in the store under test, the attacker's edits of the stored
 //! envelope (store write access, no KEK), and the checks after each one.
 
-use crate::clock::instant;
+use crate::instant;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -109,7 +109,7 @@ impl<S: StoreUnderTest> Bench<'_, S> {
 
     /// Seals a new state and verifies it and `token` (sealed before an attack).
     pub(super) fn works(&self, now: f64, token: &str) -> bool {
-        let now = crate::instant(now);
+        let now = instant(now);
         self.env
             .mint(&round(), b"s", MintOptions::new().at(now))
             .and_then(|t| self.env.open(&round(), &t, OpenOptions::new().at(now)))
@@ -139,11 +139,7 @@ impl<S: StoreUnderTest> Bench<'_, S> {
         let primary = self.sched.status().ring.first().cloned();
         let token = self
             .env
-            .mint(
-                &round(),
-                b"before",
-                MintOptions::new().at(crate::instant(self.t)),
-            )
+            .mint(&round(), b"before", MintOptions::new().at(instant(self.t)))
             .expect("mint");
         self.s.put_raw(&attack);
         let placed = self.raw().await;
@@ -267,7 +263,7 @@ impl<'a, S: StoreUnderTest> Bench<'a, S> {
             store.clone(),
             registry.clone(),
             ring.clone(),
-            Arc::new(ManualClock::new(crate::instant(T0))),
+            Arc::new(ManualClock::new(instant(T0))),
         )
         .expect("scheduler");
         sched.refresh_at(instant(T0)).await.expect("first refresh");

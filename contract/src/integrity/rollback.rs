@@ -1,7 +1,7 @@
 //! Rollback (an old authentic document put back), restarted instances and
 //! writers on a restored backup, and a legitimate re-wrap under a new KEK.
 
-use crate::clock::instant;
+use crate::instant;
 use stateseal::keyset::KeysetPins;
 use stateseal::provider::{KeyProvider, WrapContext};
 use stateseal::rotation::{
@@ -196,11 +196,7 @@ pub(super) async fn rewrap<S: StoreUnderTest>(b: &mut Bench<'_, S>) {
     b.restore(&good).await;
     let token = b
         .env
-        .mint(
-            &round(),
-            b"after",
-            MintOptions::new().at(crate::instant(b.t)),
-        )
+        .mint(&round(), b"after", MintOptions::new().at(instant(b.t)))
         .expect("mint");
     assert!(b.works(b.t, &token));
 }

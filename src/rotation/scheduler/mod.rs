@@ -323,19 +323,17 @@ impl RotationScheduler {
     /// Store errors, [`Error::KeysetRefused`], or [`Error::KeysUnavailable`]
     /// when no key can seal (the ring is then cleared: fail closed).
     pub async fn refresh_at(&self, now: UnixTime) -> Result<SchedulerStatus, Error> {
-        let at = now;
-        let now = at.as_secs_f64();
-        let result = self.refresh_inner(now).await;
+        let result = self.refresh_inner(now.as_secs_f64()).await;
         self.record_refresh(now, result.as_ref().err());
-        self.maybe_auto_rotate(&result?, at).await;
+        self.maybe_auto_rotate(&result?, now).await;
         Ok(self.status())
     }
 
-    fn record_refresh(&self, now: f64, error: Option<&Error>) {
+    fn record_refresh(&self, now: UnixTime, error: Option<&Error>) {
         let mut st = lock(&self.inner.status);
         match error {
             None => {
-                st.last_refresh = UnixTime::from_secs_f64(now);
+                st.last_refresh = Some(now);
                 st.last_error = None;
             }
             Some(e) => {
@@ -344,7 +342,8 @@ impl RotationScheduler {
             }
         }
         if let Some(last) = st.last_refresh {
-            metrics::gauge!("stateseal_seconds_since_refresh").set(now - last.as_secs_f64());
+            metrics::gauge!("stateseal_seconds_since_refresh")
+                .set(now.as_secs_f64() - last.as_secs_f64());
         }
     }
 

@@ -4,6 +4,7 @@
 //! never the contents.
 
 use std::io::Read;
+use std::time::Duration;
 
 use stateseal::UnixTime;
 
@@ -20,6 +21,13 @@ pub(crate) fn parse_seconds(s: &str) -> Result<f64, String> {
             "expected seconds like 1782345600 or 1782345600.25, got {s:?}"
         )),
     }
+}
+
+/// A flag's duration in seconds, as [`parse_seconds`] reads it.
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
+    let secs = parse_seconds(s)?;
+    Duration::try_from_secs_f64(secs)
+        .map_err(|_| format!("expected seconds that fit a duration (at most 2^64), got {s:?}"))
 }
 
 /// `--now` (or the system clock's time) as the instant the data plane takes;

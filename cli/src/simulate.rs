@@ -3,13 +3,14 @@
 //! topology.
 
 use std::io::Write;
+use std::time::Duration;
 
 use clap::Args;
 use stateseal::rotation::Timing;
 use stateseal_sim::{KmsKind, Scenario, StoreKind, Topology, run, table};
 
 use crate::error::CliError;
-use crate::flag_values::parse_seconds;
+use crate::flag_values::{parse_duration, parse_seconds};
 
 /// Options of `stateseal simulate`.
 #[derive(Debug, Args)]
@@ -59,8 +60,8 @@ pub(crate) struct SimulateArgs {
     #[arg(long, value_parser = parse_seconds, value_name = "SECS")]
     rotation_period: Option<f64>,
     /// R: how often instances refresh, in seconds [default: 30].
-    #[arg(long, value_parser = parse_seconds, value_name = "SECS")]
-    refresh_interval: Option<f64>,
+    #[arg(long, value_parser = parse_duration, value_name = "SECS")]
+    refresh_interval: Option<Duration>,
     /// Simulated days [default: 1].
     #[arg(long, value_parser = parse_seconds, value_name = "DAYS")]
     days: Option<f64>,

@@ -30,6 +30,7 @@
 //! ```
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use stateseal::rotation::{SchedulerConfig, TrustPolicy};
 use stateseal::{
@@ -110,9 +111,9 @@ impl Member {
     ) -> Self {
         let ring = Arc::new(RingHandle::empty());
         let config = SchedulerConfig::builder()
-            .max_key_age(3600.0)
-            .outage_grace(86_400.0)
-            .max_store_staleness(Some(86_400.0))
+            .max_key_age(Duration::from_secs(3600))
+            .outage_grace(Duration::from_secs(86_400))
+            .max_store_staleness(Some(Duration::from_secs(86_400)))
             .rotation_period(None)
             .seal_reservation_block(None)
             .renew_keyset(false)

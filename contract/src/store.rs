@@ -22,6 +22,7 @@
 //!   these cases and says so.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use stateseal::keyset::{ConditionalLoad, MAX_DOCUMENT_BYTES, MacKey, MacKeyRef, StoreVersion};
 use stateseal::rotation::Timing;
@@ -72,7 +73,11 @@ pub fn content(generation: u64, entry: &str) -> Keyset {
         id: "ks_contract".into(),
         generation,
         // Every optional field set, so every store proves it keeps them.
-        timing: Some(Timing::new(30.0, 60.0, 600.0)),
+        timing: Some(Timing::new(
+            Duration::from_secs(30),
+            Duration::from_secs(60),
+            Duration::from_secs(600),
+        )),
         rotation_claim: None,
         revocations: Vec::new(),
         keys: vec![KeyEntry {

@@ -94,7 +94,9 @@ fn check_week(s: &Scenario, r: &Report) {
     // the rotator's next hourly run, or the rendezvous window.
     let late = match s.topology {
         Topology::Rotator => s.rotator_every + 60.0,
-        Topology::Servers => 4.0 * t.refresh_interval + t.refresh_interval + 5.0,
+        Topology::Servers => {
+            4.0 * t.refresh_interval.as_secs_f64() + t.refresh_interval.as_secs_f64() + 5.0
+        }
     };
     let early = s.clock_skew / 2.0;
     for rot in r.rotations.iter().filter(|x| !x.emergency) {
@@ -150,7 +152,7 @@ fn check_week(s: &Scenario, r: &Report) {
     }
     assert!(u64::from(r.kms_peak_per_s) <= r.kms_quota_per_s);
     // Conditional reads: every instance at most once per 0.9R on average, almost all `304`s.
-    let budget = s.instances as f64 / (0.9 * t.refresh_interval);
+    let budget = s.instances as f64 / (0.9 * t.refresh_interval.as_secs_f64());
     assert!(
         r.reads_mean <= budget,
         "{} reads/s, budget {budget}",

@@ -4,13 +4,18 @@
 
 use stateseal::rotation::Timing;
 use stateseal_sim::{KmsKind, Scenario, StoreKind, run};
+use std::time::Duration;
 
 /// Twelve instances, R = 2 s, restarted one after another over 40 s every
 /// 60 s for three minutes, no rotation due, no traffic.
 fn rolling(downtime: f64) -> Scenario {
     let mut s = Scenario::capacity(12, StoreKind::S3, KmsKind::Aws);
     s.days = 180.0 / 86_400.0;
-    s.timing = Timing::new(2.0, 1.0, 10.0);
+    s.timing = Timing::new(
+        Duration::from_secs(2),
+        Duration::from_secs(1),
+        Duration::from_secs(10),
+    );
     s.rotation_period = 86_400.0;
     s.rounds_per_second = 0.0;
     s.restart_every = Some(60.0);

@@ -33,13 +33,13 @@ pub const MAX_CLIENT_ID_LEN: usize = 256;
 /// TTL the keyset allows (T) plus the clock skew (S), as a verifier S behind
 /// still accepts a state issued just before `before` until then.
 pub fn live_until(entry: &Revocation, timing: &Timing) -> f64 {
-    entry.before.as_secs_f64() + timing.ttl + timing.max_skew
+    entry.before.as_secs_f64() + timing.ttl.saturating_add(timing.max_skew).as_secs_f64()
 }
 
 /// Whether a write at `now` may drop `entry`: S past [`live_until`], so that
 /// an instance whose clock is S behind the writer's also sees it expired.
 pub fn prunable(entry: &Revocation, timing: &Timing, now: f64) -> bool {
-    now >= live_until(entry, timing) + timing.max_skew
+    now >= live_until(entry, timing) + timing.max_skew.as_secs_f64()
 }
 
 /// The first entry live in `adopted` (judged with its timing, at `now`) that
@@ -186,6 +186,8 @@ pub(super) fn validate(entries: &[Revocation]) -> Result<(), Error> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
     use crate::principal::Principal;
 
@@ -257,7 +259,11 @@ mod tests {
 
     #[test]
     fn entries_stay_until_no_covered_state_can_verify() {
-        let t = Timing::new(30.0, 60.0, 600.0);
+        let t = Timing::new(
+            Duration::from_secs(30),
+            Duration::from_secs(60),
+            Duration::from_secs(600),
+        );
         let r = Revocation::all_before(UnixTime::from_secs(1000));
         assert_eq!(live_until(&r, &t), 1660.0);
         assert!(!prunable(&r, &t, 1719.0) && prunable(&r, &t, 1720.0));

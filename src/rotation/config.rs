@@ -1,20 +1,24 @@
 //! Scheduler configuration with validated defaults.
 
+use std::time::Duration;
+
 use super::timeline::Timing;
 use super::trust::{DEFAULT_KEYSET_VALIDITY, TrustPolicy};
 use crate::error::Error;
 
-/// How the rotation scheduler behaves. All durations are seconds. Built with
-/// [`SchedulerConfig::builder`], which validates; `Default` is the validated defaults.
+/// How the rotation scheduler behaves. Built with [`SchedulerConfig::builder`],
+/// which validates; `Default` is the validated defaults.
 ///
 /// ```
+/// use std::time::Duration;
 /// use stateseal::rotation::{SchedulerConfig, Timing};
+/// let secs = Duration::from_secs;
 /// let config = SchedulerConfig::builder()
-///     .timing(Timing::new(1.0, 2.0, 20.0))
-///     .max_key_age(60.0)
+///     .timing(Timing::new(secs(1), secs(2), secs(20)))
+///     .max_key_age(secs(60))
 ///     .build()?;
-/// assert_eq!(config.max_key_age, 60.0);
-/// assert!(SchedulerConfig::builder().max_key_age(-1.0).build().is_err());
+/// assert_eq!(config.max_key_age, secs(60));
+/// assert!(SchedulerConfig::builder().max_key_age(Duration::ZERO).build().is_err());
 /// # Ok::<(), stateseal::Error>(())
 /// ```
 #[derive(Debug, Clone, PartialEq)]
@@ -23,16 +27,16 @@ pub struct SchedulerConfig {
     /// R, S, T and P.
     pub timing: Timing,
     /// After this long a cached unwrap is renewed with the KMS (default 1 h).
-    pub max_key_age: f64,
+    pub max_key_age: Duration,
     /// How long past `max_key_age` a key keeps serving while the KMS is unreachable (default 24 h).
-    pub outage_grace: f64,
+    pub outage_grace: Duration,
     /// Once the keyset store has been unreadable (or held only refused
     /// documents) this long, the instance stops sealing and reports not-ready;
     /// states it sealed still verify. `None`, the default, derives it from the
     /// fleet's timing profile: 2P (see [`SchedulerConfig::store_staleness_limit`]).
-    pub max_store_staleness: Option<f64>,
+    pub max_store_staleness: Option<Duration>,
     /// Rotate when the primary key is this old (default 30 days; `None`: never by age).
-    pub rotation_period: Option<f64>,
+    pub rotation_period: Option<Duration>,
     /// Rotate once the fleet has reserved this many seals under the primary key
     /// (default 2^31). AES-GCM with random nonces allows 2^32 seals per key in
     /// total, across every process that ever held it; the default leaves the
@@ -49,7 +53,7 @@ pub struct SchedulerConfig {
     /// only a `file://` store allows).
     pub trust: TrustPolicy,
     /// How long a document this instance writes stays fresh (default 7 days).
-    pub keyset_validity: f64,
+    pub keyset_validity: Duration,
     /// Renew the document (a write with the KEK) when less than half its
     /// validity is left (default true; read-only servers set false and leave
     /// it to the rotator).
@@ -69,10 +73,10 @@ impl Default for SchedulerConfig {
     fn default() -> Self {
         Self {
             timing: Timing::default(),
-            max_key_age: 3600.0,
-            outage_grace: 24.0 * 3600.0,
+            max_key_age: Duration::from_secs(3600),
+            outage_grace: Duration::from_secs(24 * 3600),
             max_store_staleness: None,
-            rotation_period: Some(30.0 * 24.0 * 3600.0),
+            rotation_period: Some(Duration::from_secs(30 * 24 * 3600)),
             max_seals_per_key: 1 << 31,
             seal_reservation_block: Some(1 << 20),
             jitter: 0.1,
@@ -113,15 +117,18 @@ impl SchedulerConfig {
     /// and breaks every state under it, by design.)
     ///
     /// ```
+    /// use std::time::Duration;
     /// use stateseal::rotation::{SchedulerConfig, Timing};
-    /// let timing = Timing::new(30.0, 60.0, 600.0); // P = 2R + S = 120 s
-    /// assert_eq!(SchedulerConfig::default().store_staleness_limit(&timing), 240.0);
-    /// let explicit = SchedulerConfig::builder().max_store_staleness(Some(60.0)).build()?;
-    /// assert_eq!(explicit.store_staleness_limit(&timing), 60.0);
+    /// let secs = Duration::from_secs;
+    /// let timing = Timing::new(secs(30), secs(60), secs(600)); // P = 2R + S = 120 s
+    /// assert_eq!(SchedulerConfig::default().store_staleness_limit(&timing), secs(240));
+    /// let explicit = SchedulerConfig::builder().max_store_staleness(Some(secs(60))).build()?;
+    /// assert_eq!(explicit.store_staleness_limit(&timing), secs(60));
     /// # Ok::<(), stateseal::Error>(())
     /// ```
-    pub fn store_staleness_limit(&self, timing: &Timing) -> f64 {
-        self.max_store_staleness.unwrap_or(2.0 * timing.propagation)
+    pub fn store_staleness_limit(&self, timing: &Timing) -> Duration {
+        self.max_store_staleness
+            .unwrap_or(timing.propagation.saturating_mul(2))
     }
 
     /// Checks every field; the error names the one to fix.
@@ -130,8 +137,8 @@ impl SchedulerConfig {
     /// [`Error::Config`].
     pub fn validate(&self) -> Result<(), Error> {
         self.timing.validate()?;
-        let positive = |name: &str, v: f64| {
-            if v.is_finite() && v > 0.0 {
+        let positive = |name: &str, v: Duration| {
+            if !v.is_zero() {
                 Ok(())
             } else {
                 Err(Error::Config(format!(
@@ -140,17 +147,16 @@ impl SchedulerConfig {
             }
         };
         positive("max_key_age", self.max_key_age)?;
-        if !(self.outage_grace.is_finite() && self.outage_grace >= 0.0) {
-            return Err(Error::Config(
-                "outage_grace must be zero or a positive number of seconds".into(),
-            ));
-        }
         if let Some(s) = self.max_store_staleness {
             positive("max_store_staleness", s)?;
         }
         if let Some(p) = self.rotation_period {
             positive("rotation_period", p)?;
-            if p <= self.timing.propagation + self.timing.retire_delay() {
+            if p <= self
+                .timing
+                .propagation
+                .saturating_add(self.timing.retire_delay())
+            {
                 return Err(Error::Config(
                     "rotation_period must be longer than one full rotation (2P + T + S)".into(),
                 ));
@@ -179,10 +185,15 @@ impl SchedulerConfig {
                 crate::keyset::INSTANCE_ID_RULE
             )));
         }
-        let least = 4.0 * (self.timing.propagation + self.timing.max_skew);
-        if !(self.keyset_validity.is_finite() && self.keyset_validity >= least) {
+        let least = self
+            .timing
+            .propagation
+            .saturating_add(self.timing.max_skew)
+            .saturating_mul(4);
+        if self.keyset_validity < least {
             return Err(Error::Config(format!(
-                "keyset_validity must be at least 4(P + S) = {least}s, so that a renewal lands long before the document goes stale"
+                "keyset_validity must be at least 4(P + S) = {}s, so that a renewal lands long before the document goes stale",
+                least.as_secs_f64()
             )));
         }
         Ok(())
@@ -202,26 +213,26 @@ impl SchedulerConfigBuilder {
     }
 
     /// Sets `max_key_age`.
-    pub fn max_key_age(mut self, secs: f64) -> Self {
-        self.0.max_key_age = secs;
+    pub fn max_key_age(mut self, age: Duration) -> Self {
+        self.0.max_key_age = age;
         self
     }
 
     /// Sets `outage_grace`.
-    pub fn outage_grace(mut self, secs: f64) -> Self {
-        self.0.outage_grace = secs;
+    pub fn outage_grace(mut self, grace: Duration) -> Self {
+        self.0.outage_grace = grace;
         self
     }
 
-    /// Sets `max_store_staleness` (`None`: follow `outage_grace`).
-    pub fn max_store_staleness(mut self, secs: Option<f64>) -> Self {
-        self.0.max_store_staleness = secs;
+    /// Sets `max_store_staleness` (`None`: 2P).
+    pub fn max_store_staleness(mut self, limit: Option<Duration>) -> Self {
+        self.0.max_store_staleness = limit;
         self
     }
 
     /// Sets `rotation_period` (`None` disables rotation by age).
-    pub fn rotation_period(mut self, secs: Option<f64>) -> Self {
-        self.0.rotation_period = secs;
+    pub fn rotation_period(mut self, period: Option<Duration>) -> Self {
+        self.0.rotation_period = period;
         self
     }
 
@@ -244,8 +255,8 @@ impl SchedulerConfigBuilder {
     }
 
     /// Sets `keyset_validity`.
-    pub fn keyset_validity(mut self, secs: f64) -> Self {
-        self.0.keyset_validity = secs;
+    pub fn keyset_validity(mut self, validity: Duration) -> Self {
+        self.0.keyset_validity = validity;
         self
     }
 

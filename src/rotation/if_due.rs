@@ -4,6 +4,8 @@
 //! primary is due by age or by the fleet's seal reservations, else renews the
 //! document when less than half its validity is left, else does nothing.
 
+use std::time::Duration;
+
 use super::operations::{DEFAULT_MAX_LIVE_KEYS, RotationPlan, load_existing};
 use super::rotate::rotate_keyset;
 use super::{
@@ -33,9 +35,9 @@ pub enum IfDue {
 }
 
 /// What is due on `v` at `now`, if anything: `Some(reason)` for a rotation
-/// (the primary has sealed for `period` seconds, or the fleet has reserved
+/// (the primary has sealed for `period`, or the fleet has reserved
 /// the per-key seal limit under it). Nothing is due while a rotation is in flight.
-pub fn rotation_due(v: &VerifiedKeyset, now: UnixTime, period: f64) -> Option<String> {
+pub fn rotation_due(v: &VerifiedKeyset, now: UnixTime, period: Duration) -> Option<String> {
     let at = now;
     let now = at.as_secs_f64();
     let st = describe_keyset(&v.doc, at);
@@ -45,6 +47,7 @@ pub fn rotation_due(v: &VerifiedKeyset, now: UnixTime, period: f64) -> Option<St
     let primary = st.primary()?;
     let entry = v.doc.entry(&primary.entry)?;
     let max = SchedulerConfig::default().max_seals_per_key;
+    let period = period.as_secs_f64();
     if now - primary.activate_at >= period {
         Some(format!(
             "the primary key has sealed for {:.0} days (rotation period {:.0} days)",
@@ -72,8 +75,6 @@ pub async fn renew_if_due(
     v: &VerifiedKeyset,
     now: UnixTime,
 ) -> Result<Option<VerifiedKeyset>, Error> {
-    let at = now;
-    let now = at.as_secs_f64();
     if !v.renewal_due(now, DEFAULT_KEYSET_VALIDITY) {
         return Ok(None);
     }
@@ -83,7 +84,7 @@ pub async fn renew_if_due(
         trust,
         v.doc.generation,
         DEFAULT_KEYSET_VALIDITY,
-        at,
+        now,
     )
     .await
     .map(Some)
@@ -108,7 +109,7 @@ pub async fn renew_if_due(
 /// let t0 = UnixTime::from_secs(1_782_345_600);
 /// init_keyset(&store, &registry, &kek, Timing::default(), t0).await?;
 /// let trust = KeysetTrust::new(TrustPolicy::default());
-/// let day = 86_400.0;
+/// let day = Duration::from_secs(86_400);
 /// let early = rotate_if_due(&store, &registry, &trust, day, t0 + Duration::from_secs(3600)).await?;
 /// assert!(matches!(early, IfDue::Nothing(_)));
 /// let due = rotate_if_due(&store, &registry, &trust, day, t0 + Duration::from_secs(86_400)).await?;
@@ -125,7 +126,7 @@ pub async fn rotate_if_due(
     store: &dyn KeysetStore,
     registry: &ProviderRegistry,
     trust: &KeysetTrust,
-    period: f64,
+    period: Duration,
     now: UnixTime,
 ) -> Result<IfDue, Error> {
     let at = now;

@@ -297,7 +297,7 @@ pub async fn check_keyset(
             ));
         }
     }
-    let skew = doc.timing.unwrap_or_default().max_skew;
+    let skew = doc.timing.unwrap_or_default().max_skew.as_secs_f64();
     if let Some(newest) = doc.keys.iter().map(|e| e.created_at).reduce(f64::max)
         && newest > now + skew
     {

@@ -76,8 +76,13 @@ pub async fn init_keyset(
         rotation_claim: None,
         revocations: Vec::new(),
     };
-    let (stored, _) =
-        seal_with_new_mac_key(registry, &doc, kek, now + DEFAULT_KEYSET_VALIDITY).await?;
+    let (stored, _) = seal_with_new_mac_key(
+        registry,
+        &doc,
+        kek,
+        now + DEFAULT_KEYSET_VALIDITY.as_secs_f64(),
+    )
+    .await?;
     write_keyset(store, None, &stored).await?;
     Ok(doc)
 }
@@ -217,7 +222,7 @@ pub async fn plan_rotation(
         kid,
         timing,
         pruned,
-        expires_at: now + DEFAULT_KEYSET_VALIDITY,
+        expires_at: now + DEFAULT_KEYSET_VALIDITY.as_secs_f64(),
     })
 }
 

@@ -73,11 +73,11 @@ pub async fn revoke(
         let base = load_verified(store, registry, trust, at).await?;
         let timing = base.doc.timing.unwrap_or_default();
         let before = entry.before.as_secs_f64();
-        if before > now + timing.max_skew {
+        if before > now + timing.max_skew.as_secs_f64() {
             return Err(Error::Config(format!(
                 "before is {:.0}s ahead of now, more than S ({}s): a revocation covers states already issued, not ones to come",
                 before - now,
-                timing.max_skew
+                timing.max_skew.as_secs_f64()
             )));
         }
         let mut next = base.doc.clone();
@@ -87,7 +87,7 @@ pub async fn revoke(
             return Err(Error::Config(format!(
                 "before is {:.0}s ago, more than T + S ({}s): every state it would cover has expired already; nothing was written",
                 now - before,
-                timing.ttl + timing.max_skew
+                timing.ttl.saturating_add(timing.max_skew).as_secs_f64()
             )));
         }
         if next.revocations.contains(&entry) {
@@ -108,7 +108,7 @@ pub async fn revoke(
         next.generation = operator_generation(base.doc.generation, at);
         let newest = newest_written(store, registry, trust, &next.id).await;
         judge_against_newest(store, &base.doc, &mut next, newest.as_ref(), now)?;
-        let sealed = base.seal_next(&next, now + DEFAULT_KEYSET_VALIDITY)?;
+        let sealed = base.seal_next(&next, now + DEFAULT_KEYSET_VALIDITY.as_secs_f64())?;
         match write_keyset(store, Some(base.doc.generation), &sealed).await {
             Ok(()) => {}
             Err(Error::Conflict { .. }) if retries > 0 => {

@@ -3,6 +3,8 @@
 //! document's freshness ([`renew_keyset`]). Both verify what they read first,
 //! so neither re-tags a document a writer without the KEK made.
 
+use std::time::Duration;
+
 use super::newest::{judge_against_newest, newest_written, write_keyset};
 use super::operations::{load_existing, operator_generation, primary_kek};
 use super::proof::unwrap_entry;
@@ -35,7 +37,7 @@ pub async fn upgrade_keyset(
     registry: &ProviderRegistry,
     trust: &TrustPolicy,
     mac_kek: Option<&str>,
-    validity: f64,
+    validity: Duration,
     now: UnixTime,
 ) -> Result<VerifiedKeyset, Error> {
     let at = now;
@@ -78,7 +80,8 @@ pub async fn upgrade_keyset(
     doc.generation = operator_generation(base.generation, at);
     let newest = newest_written(store, registry, &strict, &base.id).await;
     judge_against_newest(store, &base, &mut doc, newest.as_ref(), now)?;
-    let (sealed, _) = seal_with_new_mac_key(registry, &doc, &kek, now + validity).await?;
+    let (sealed, _) =
+        seal_with_new_mac_key(registry, &doc, &kek, now + validity.as_secs_f64()).await?;
     write_keyset(store, Some(base.generation), &sealed).await?;
     let written = load_existing(store).await?;
     strict.open(registry, store.uri(), &written, now).await
@@ -101,7 +104,7 @@ pub async fn renew_keyset(
     registry: &ProviderRegistry,
     trust: &KeysetTrust,
     generation: u64,
-    validity: f64,
+    validity: Duration,
     now: UnixTime,
 ) -> Result<VerifiedKeyset, Error> {
     let at = now;
@@ -120,7 +123,7 @@ pub async fn renew_keyset(
     next.generation = operator_generation(generation, at);
     let newest = newest_written(store, registry, trust, &next.id).await;
     judge_against_newest(store, &verified.doc, &mut next, newest.as_ref(), now)?;
-    let sealed = verified.seal_next(&next, now + validity)?;
+    let sealed = verified.seal_next(&next, now + validity.as_secs_f64())?;
     write_keyset(store, Some(generation), &sealed).await?;
     trust
         .open(registry, store.uri(), &load_existing(store).await?, now)

@@ -2,6 +2,8 @@
 //! reservation: the one loop behind the scheduler's rotations and the
 //! operator's (`stateseal rotate`), and the two entry points on it.
 
+use std::time::Duration;
+
 use super::config::SchedulerConfig;
 use super::newest::{judge_against_newest, newest_written, server_floor};
 use super::operations::{RotationPlan, load_verified, operator_generation, plan_rotation};
@@ -83,7 +85,7 @@ pub(crate) struct Rotation {
     pub(crate) timing: Option<Timing>,
     pub(crate) max_live_keys: usize,
     /// How long the written document stays fresh.
-    pub(crate) validity: f64,
+    pub(crate) validity: Duration,
     /// Whether the generation jumps to the clock-derived floor (operator writes).
     pub(crate) generation_floor: bool,
 }
@@ -130,7 +132,7 @@ pub(crate) async fn rotate_vetted(
             rotation.max_live_keys,
         )
         .await?;
-        plan.expires_at = now + rotation.validity;
+        plan.expires_at = now + rotation.validity.as_secs_f64();
         if rotation.generation_floor {
             plan.next.generation = operator_generation(doc.generation, at);
             judge_against_newest(store, doc, &mut plan.next, newest.as_ref(), now)?;

@@ -166,20 +166,22 @@ pub fn rotated(
     new.activate_at = document_time(if mode == RotateMode::Compromise {
         now
     } else {
-        (now + timing.propagation).max(latest + ACTIVATION_STEP)
+        (now + timing.propagation.as_secs_f64()).max(latest + ACTIVATION_STEP)
     });
     new.retire_at = None;
     let retire = document_time(if mode == RotateMode::Compromise {
         now
     } else {
-        new.activate_at + timing.retire_delay()
+        new.activate_at + timing.retire_delay().as_secs_f64()
     });
     let mut next = doc.clone();
     // The claim on this rotation is spent.
     next.rotation_claim = None;
     // Entries out of every instance's ring (even one S behind) are dropped.
-    next.keys
-        .retain(|e| e.retire_at.is_none_or(|r| r + timing.max_skew > now));
+    next.keys.retain(|e| {
+        e.retire_at
+            .is_none_or(|r| r + timing.max_skew.as_secs_f64() > now)
+    });
     // So are revocations that cover nothing valid any more, on any instance's clock.
     let profile = doc.timing.unwrap_or(*timing);
     next.revocations

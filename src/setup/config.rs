@@ -1,5 +1,7 @@
 //! The server author's configuration: a TOML file and/or `STATESEAL_*` variables.
 
+use std::time::Duration;
+
 use serde::Deserialize;
 
 use crate::boundary::FailureMode;
@@ -173,22 +175,24 @@ mod defaults {
     use crate::rotation::{SchedulerConfig, Timing};
 
     pub(super) fn ttl() -> f64 {
-        Timing::default().ttl
+        Timing::default().ttl.as_secs_f64()
     }
     pub(super) fn refresh_interval() -> f64 {
-        Timing::default().refresh_interval
+        Timing::default().refresh_interval.as_secs_f64()
     }
     pub(super) fn max_skew() -> f64 {
-        Timing::default().max_skew
+        Timing::default().max_skew.as_secs_f64()
     }
     pub(super) fn max_key_age() -> f64 {
-        SchedulerConfig::default().max_key_age
+        SchedulerConfig::default().max_key_age.as_secs_f64()
     }
     pub(super) fn outage_grace() -> f64 {
-        SchedulerConfig::default().outage_grace
+        SchedulerConfig::default().outage_grace.as_secs_f64()
     }
     pub(super) fn rotation_period() -> f64 {
-        SchedulerConfig::default().rotation_period.unwrap_or(0.0)
+        SchedulerConfig::default()
+            .rotation_period
+            .map_or(0.0, |p| p.as_secs_f64())
     }
     pub(super) fn max_seals_per_key() -> u64 {
         SchedulerConfig::default().max_seals_per_key
@@ -204,6 +208,16 @@ mod defaults {
     pub(super) fn renew_keyset() -> bool {
         true
     }
+}
+
+/// `secs` as a duration: a finite count of seconds, positive (or zero where
+/// `zero_ok`); `what` says what the field must be otherwise. One too long
+/// for a duration is the longest (it never falls due).
+fn duration(field: &str, secs: f64, zero_ok: bool, what: &str) -> Result<Duration, Error> {
+    if !(secs.is_finite() && (secs > 0.0 || zero_ok && secs == 0.0)) {
+        return Err(Error::Config(format!("{field} {what}")));
+    }
+    Ok(Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX))
 }
 
 pub(super) fn field_error(e: &toml::de::Error) -> Error {
@@ -264,19 +278,36 @@ impl Config {
         Ok(config)
     }
 
-    /// The scheduler configuration these settings describe.
-    pub fn scheduler_config(&self) -> SchedulerConfig {
-        let mut timing = Timing::new(self.refresh_interval, self.max_skew, self.ttl);
-        if let Some(p) = self.propagation {
-            timing = timing.with_propagation(p);
-        }
-        // Validated with the rest of the configuration (`Config::validate`).
-        SchedulerConfig {
+    /// The scheduler configuration these settings describe (seconds become
+    /// durations; a value that is none is refused naming its field, as
+    /// [`Config::validate`] refuses it).
+    ///
+    /// # Errors
+    /// [`Error::Config`] naming the field to fix.
+    pub fn scheduler_config(&self) -> Result<SchedulerConfig, Error> {
+        let timing = Timing::try_from_secs_f64(
+            self.refresh_interval,
+            self.max_skew,
+            self.ttl,
+            self.propagation,
+        )?;
+        let positive = "must be a positive number of seconds";
+        let config = SchedulerConfig {
             timing,
-            max_key_age: self.max_key_age,
-            outage_grace: self.outage_grace,
-            max_store_staleness: self.max_store_staleness,
-            rotation_period: (self.rotation_period > 0.0).then_some(self.rotation_period),
+            max_key_age: duration("max_key_age", self.max_key_age, false, positive)?,
+            outage_grace: duration(
+                "outage_grace",
+                self.outage_grace,
+                true,
+                "must be zero or a positive number of seconds",
+            )?,
+            max_store_staleness: self
+                .max_store_staleness
+                .map(|s| duration("max_store_staleness", s, false, positive))
+                .transpose()?,
+            rotation_period: (self.rotation_period > 0.0)
+                .then(|| duration("rotation_period", self.rotation_period, false, positive))
+                .transpose()?,
             max_seals_per_key: self.max_seals_per_key,
             seal_reservation_block: (self.seal_reservation_block > 0)
                 .then_some(self.seal_reservation_block),
@@ -284,7 +315,8 @@ impl Config {
             trust: self.trust_policy().unwrap_or_default(),
             renew_keyset: self.renew_keyset,
             ..SchedulerConfig::default()
-        }
+        };
+        Ok(config)
     }
 
     /// What keyset documents these settings believe.
@@ -363,9 +395,11 @@ impl Config {
         }
         self.trust_policy()?;
         // The scheduler's own checks name their fields too.
-        self.scheduler_config().validate().map_err(|e| match e {
-            Error::Config(m) => Error::Config(format!("field {m}")),
-            other => other,
-        })
+        self.scheduler_config()
+            .and_then(|c| c.validate())
+            .map_err(|e| match e {
+                Error::Config(m) => Error::Config(format!("field {m}")),
+                other => other,
+            })
     }
 }

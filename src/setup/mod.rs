@@ -131,6 +131,7 @@ pub async fn start_with_clock(
         }
         None => None,
     };
+    let scheduler_config = config.scheduler_config()?;
     let store = registry
         .open_store(&config.store)
         .map_err(|e| Error::Config(format!("field `store`: {e}")))?;
@@ -142,7 +143,7 @@ pub async fn start_with_clock(
             store.as_ref(),
             &registry,
             kek,
-            config.scheduler_config().timing,
+            scheduler_config.timing,
             clock.now(),
         )
         .await
@@ -157,21 +158,25 @@ pub async fn start_with_clock(
         }
     }
     let ring = Arc::new(RingHandle::empty());
+    let timing = scheduler_config.timing;
     let scheduler = RotationScheduler::new(
-        config.scheduler_config(),
+        scheduler_config,
         store,
         registry,
         ring.clone(),
         Arc::clone(&clock),
     )?;
-    let deadline = Instant::now() + Duration::from_secs_f64(config.ready_timeout);
+    // `None`: a timeout past what the monotonic clock holds, i.e. no deadline.
+    let deadline = Duration::try_from_secs_f64(config.ready_timeout)
+        .ok()
+        .and_then(|t| Instant::now().checked_add(t));
     // A fleet started at once (or a KMS quota it shares) is retried spread out.
     let pacing = scheduler.pacing();
     let mut failures = 0u32;
     loop {
         match scheduler.refresh().await {
             Ok(_) => break,
-            Err(e) if Instant::now() >= deadline => {
+            Err(e) if deadline.is_some_and(|d| Instant::now() >= d) => {
                 return Err(Error::Config(format!(
                     "the keyset at {} gave no usable key within ready_timeout ({}s): {e}",
                     config.store, config.ready_timeout
@@ -180,7 +185,9 @@ pub async fn start_with_clock(
             Err(_) => {
                 failures = failures.saturating_add(1);
                 let wait = pacing.after_failure(failures, crate::rotation::unit_draw());
-                let left = deadline.saturating_duration_since(Instant::now());
+                let left = deadline.map_or(Duration::MAX, |d| {
+                    d.saturating_duration_since(Instant::now())
+                });
                 tokio::time::sleep(Duration::from_secs_f64(wait).min(left)).await;
             }
         }
@@ -198,10 +205,8 @@ pub async fn start_with_clock(
     };
     let refresh = scheduler.spawn();
     let envelope = Envelope::builder(ring, Some(&config.audience))
-        .ttl(Duration::try_from_secs_f64(config.ttl).map_err(|_| Error::InvalidTtl)?)
-        .max_skew(Duration::try_from_secs_f64(config.max_skew).map_err(|_| {
-            Error::Config("max_skew must be zero or a positive number of seconds".into())
-        })?)
+        .ttl(timing.ttl)
+        .max_skew(timing.max_skew)
         .clock(clock)
         .build()?;
     let mut boundary =

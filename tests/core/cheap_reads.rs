@@ -93,7 +93,11 @@ impl KeysetStore for CountingStore {
 
 fn config() -> SchedulerConfig {
     SchedulerConfig::builder()
-        .timing(Timing::new(30.0, 60.0, 600.0))
+        .timing(Timing::new(
+            Duration::from_secs(30),
+            Duration::from_secs(60),
+            Duration::from_secs(600),
+        ))
         .rotation_period(None)
         .renew_keyset(false)
         .build()
@@ -102,7 +106,17 @@ fn config() -> SchedulerConfig {
 
 async fn counting_instance(tag: &str) -> (Arc<CountingStore>, RotationScheduler) {
     let registry = local_registry();
-    let (_dir, file) = local_keyset(tag, &registry, Timing::new(30.0, 60.0, 600.0), T0).await;
+    let (_dir, file) = local_keyset(
+        tag,
+        &registry,
+        Timing::new(
+            Duration::from_secs(30),
+            Duration::from_secs(60),
+            Duration::from_secs(600),
+        ),
+        T0,
+    )
+    .await;
     let store = CountingStore::new(keysets::stored(file.as_ref()).await);
     let pins = keysets::pins_of(file.as_ref(), &registry).await;
     let sched = RotationScheduler::new(

@@ -6,6 +6,7 @@ use stateseal_testkit::instant;
 use stateseal_testkit::keysets;
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::time::Duration;
 
 use stateseal::rotation::{Phase, RotateMode, SchedulerConfig, Timing, init_keyset, ring_at};
 use stateseal::{
@@ -103,7 +104,7 @@ pub(crate) fn instance(
     )
     .expect("scheduler");
     let envelope = Envelope::builder(ring, Some("fleet"))
-        .ttl(std::time::Duration::from_secs_f64(config.timing.ttl))
+        .ttl(config.timing.ttl)
         .build()
         .expect("env");
     Instance {
@@ -133,7 +134,11 @@ async fn fleet_rotates_three_times_with_zero_rejections() {
     let kek = dir.join("kek.bin");
     LocalProvider::create_kek(&kek).expect("kek");
     let store: Arc<dyn KeysetStore> = Arc::new(FileStore::new(dir.join("keyset.json")));
-    let timing = Timing::new(30.0, 60.0, 600.0);
+    let timing = Timing::new(
+        Duration::from_secs(30),
+        Duration::from_secs(60),
+        Duration::from_secs(600),
+    );
     let config = SchedulerConfig::builder()
         .timing(timing)
         .rotation_period(None)
@@ -161,7 +166,7 @@ async fn fleet_rotates_three_times_with_zero_rejections() {
             .refresh_at(instant(t0 + inst.offset))
             .await
             .expect("first refresh");
-        inst.next_refresh = t0 + rng.range(0.0, timing.refresh_interval);
+        inst.next_refresh = t0 + rng.range(0.0, timing.refresh_interval.as_secs_f64());
     }
 
     let tools = ["deploy", "rollback", "scale"];
@@ -186,7 +191,8 @@ async fn fleet_rotates_three_times_with_zero_rejections() {
                 } else {
                     rng.range(0.9, 1.1)
                 };
-                inst.next_refresh = t + timing.refresh_interval * inst.lateness * jitter;
+                inst.next_refresh =
+                    t + timing.refresh_interval.as_secs_f64() * inst.lateness * jitter;
             }
         }
         // An operator rotates whenever the previous rotation has completed.
@@ -240,7 +246,7 @@ async fn fleet_rotates_three_times_with_zero_rejections() {
         conversations.push(Conversation {
             token,
             round: 1,
-            due: t + rng.range(0.0, 0.85 * timing.ttl),
+            due: t + rng.range(0.0, 0.85 * timing.ttl.as_secs_f64()),
             id,
         });
         let mut still_open = Vec::new();
@@ -283,7 +289,7 @@ async fn fleet_rotates_three_times_with_zero_rejections() {
                                 MintOptions::new().at(instant(now)),
                             )
                             .expect("mint");
-                        c.due = t + rng.range(0.0, 0.85 * timing.ttl);
+                        c.due = t + rng.range(0.0, 0.85 * timing.ttl.as_secs_f64());
                         still_open.push(c);
                     }
                 }
@@ -303,7 +309,10 @@ async fn fleet_rotates_three_times_with_zero_rejections() {
                 &id,
                 b"stale",
                 MintOptions::new().at(instant(
-                    t + fleet[1].offset - timing.ttl - timing.max_skew - 1.0,
+                    t + fleet[1].offset
+                        - timing.ttl.as_secs_f64()
+                        - timing.max_skew.as_secs_f64()
+                        - 1.0,
                 )),
             );
             if let Ok(old) = old {

@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use metrics_util::debugging::DebuggingRecorder;
 use stateseal::rotation::{SchedulerConfig, Timing, TrustPolicy};
@@ -32,8 +33,8 @@ pub(crate) fn config() -> SchedulerConfig {
     SchedulerConfig::builder()
         .rotation_period(None)
         .seal_reservation_block(None)
-        .max_key_age(WEEK)
-        .outage_grace(WEEK)
+        .max_key_age(Duration::from_secs_f64(WEEK))
+        .outage_grace(Duration::from_secs_f64(WEEK))
         .build()
         .expect("config")
 }
@@ -114,7 +115,7 @@ async fn a_stale_document_is_kept_until_the_staleness_bound_then_sealing_stops()
         config()
             .to_builder()
             .renew_keyset(false)
-            .max_store_staleness(Some(3600.0))
+            .max_store_staleness(Some(Duration::from_secs(3600)))
             .build()
             .expect("config"),
     );
@@ -143,7 +144,7 @@ async fn a_stale_document_is_kept_until_the_staleness_bound_then_sealing_stops()
         &registry,
         &trust,
         1,
-        WEEK,
+        Duration::from_secs_f64(WEEK),
         instant(T0 + WEEK + 3700.0),
     )
     .await

@@ -170,6 +170,6 @@ fn readiness_phase_deadline_and_seal_limit_gauges() {
     assert_eq!(rotating["stateseal_rotation_phase"], 1.0);
     assert_eq!(
         rotating["stateseal_seconds_to_next_phase"],
-        timing.propagation - 10.0
+        timing.propagation.as_secs_f64() - 10.0
     );
 }

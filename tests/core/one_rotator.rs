@@ -5,6 +5,7 @@
 //! claim that lapses, and another instance rotates within a bounded delay.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use stateseal::keyset::RotationClaim;
 use stateseal::rotation::{CLAIM_TTL, SchedulerConfig, Timing};
@@ -24,7 +25,11 @@ const FLEET: usize = 12;
 
 /// R = 10, S = 5, T = 100 (P = 25): the rendezvous window is 4R = 40 s.
 fn timing() -> Timing {
-    Timing::new(10.0, 5.0, 100.0)
+    Timing::new(
+        Duration::from_secs(10),
+        Duration::from_secs(5),
+        Duration::from_secs(100),
+    )
 }
 
 struct Fleet {
@@ -52,7 +57,7 @@ async fn fleet_with(tag: &str, failing: usize, name: &str) -> Fleet {
             let registry = if i < failing { &broken } else { &registry };
             let config = SchedulerConfig::builder()
                 .timing(timing())
-                .rotation_period(Some(PERIOD))
+                .rotation_period(Some(Duration::from_secs_f64(PERIOD)))
                 .renew_keyset(false)
                 .instance_id(format!("{name}-{i}"))
                 .build()
@@ -154,7 +159,7 @@ async fn a_claim_whose_holder_died_lapses_and_another_instance_rotates() {
     let generated = f.kms.generates();
     let mut now = T0 + PERIOD;
     let mut rotated_at = None;
-    while now <= until + 4.0 * timing().refresh_interval + 10.0 {
+    while now <= until + 4.0 * timing().refresh_interval.as_secs_f64() + 10.0 {
         f.refresh_all(now).await;
         if rotated_at.is_none() && f.generation().await > 2 {
             rotated_at = Some(now);
@@ -167,7 +172,7 @@ async fn a_claim_whose_holder_died_lapses_and_another_instance_rotates() {
         "rotated at {rotated_at}, under a live claim"
     );
     assert!(
-        rotated_at <= until + 4.0 * timing().refresh_interval + 2.0,
+        rotated_at <= until + 4.0 * timing().refresh_interval.as_secs_f64() + 2.0,
         "the fallback is bounded by the rendezvous window"
     );
     assert_eq!(f.kms.generates() - generated, 1);
@@ -182,7 +187,7 @@ async fn a_claim_whose_holder_died_lapses_and_another_instance_rotates() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_claimant_whose_rotation_fails_steps_back_and_another_rotates() {
     let f = fleet_with("failing-claimant", 1, "pod").await;
-    let window = 4.0 * timing().refresh_interval;
+    let window = 4.0 * timing().refresh_interval.as_secs_f64();
     // Pod 0 alone refreshes once every turn has come (the turns span 4R from
     // the due time): it claims and its generate call is refused.
     let first = T0 + PERIOD + window;
@@ -241,7 +246,8 @@ async fn a_claimant_whose_rotation_fails_steps_back_and_another_rotates() {
 async fn several_failing_claimants_delay_a_rotation_by_one_claim_each_at_most() {
     let r = timing().refresh_interval;
     for (failing, runs) in [(2usize, 6u32), (5, 4)] {
-        let bound = failing as f64 * (CLAIM_TTL + 4.0 * r) + 2.0 * r + 2.0;
+        let bound =
+            failing as f64 * (CLAIM_TTL + 4.0 * r.as_secs_f64()) + 2.0 * r.as_secs_f64() + 2.0;
         for run in 0..runs {
             let name = format!("run{run}k{failing}");
             let f = fleet_with(&format!("failing-{name}"), failing, &name).await;
@@ -249,7 +255,7 @@ async fn several_failing_claimants_delay_a_rotation_by_one_claim_each_at_most() 
             let mut now = due;
             let mut holders = Vec::new();
             let rotated_at = loop {
-                let joined = if now < due + 4.0 * r {
+                let joined = if now < due + 4.0 * r.as_secs_f64() {
                     failing
                 } else {
                     failing + 1

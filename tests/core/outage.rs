@@ -6,6 +6,7 @@ use stateseal_testkit::instant;
 use stateseal_testkit::keysets;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::Duration;
 
 use stateseal::provider::{BoxFuture, DataKey, ErrorClass, KeyProvider, WrapContext, kms_error};
 use stateseal::rotation::{SchedulerConfig, Timing};
@@ -71,8 +72,8 @@ async fn setup() -> Setup {
     // Seal reservations off: these tests count the keyset's writes (tests/core/seal_budget.rs has them on).
     let config = SchedulerConfig::builder()
         .seal_reservation_block(None)
-        .max_key_age(3600.0)
-        .outage_grace(86_400.0)
+        .max_key_age(Duration::from_secs(3600))
+        .outage_grace(Duration::from_secs(86_400))
         .rotation_period(None)
         .build()
         .expect("config");
@@ -241,7 +242,7 @@ async fn rotates_automatically_by_age_and_by_seal_count_exactly_once() {
     s.config = s
         .config
         .to_builder()
-        .rotation_period(Some(1_000.0))
+        .rotation_period(Some(Duration::from_secs(1_000)))
         .build()
         .expect("config");
     let (a, _) = instance(&s);
@@ -251,7 +252,7 @@ async fn rotates_automatically_by_age_and_by_seal_count_exactly_once() {
     assert_eq!(keysets::content(&*s.store, &s.registry).await.generation, 1);
     // Each takes its turn within the rendezvous window (4R) after the rotation fell due.
     let mut t = s.t0 + 1_000.0;
-    while t <= s.t0 + 1_000.0 + 5.0 * s.config.timing.refresh_interval {
+    while t <= s.t0 + 1_000.0 + 5.0 * s.config.timing.refresh_interval.as_secs_f64() {
         a.refresh_at(instant(t)).await.expect("refresh");
         b.refresh_at(instant(t + 0.5)).await.expect("refresh");
         t += 10.0;

@@ -6,6 +6,7 @@ use metrics_util::debugging::DebuggingRecorder;
 use stateseal::rotation::{Timing, TrustPolicy};
 use stateseal_testkit::instant;
 use stateseal_testkit::keysets;
+use std::time::Duration;
 
 use crate::fleet::{local_keyset, local_registry};
 use crate::keyset_integrity::{T0, config, scheduler};
@@ -81,7 +82,7 @@ async fn a_write_on_a_restored_backup_is_refused_unless_it_retires_the_backup() 
         &registry,
         &operator,
         1,
-        3600.0,
+        Duration::from_secs(3600),
         instant(T0 + 3000.0),
     )
     .await

@@ -110,7 +110,7 @@ async fn writes_prune_entries_that_cover_nothing_valid() {
     .await
     .expect("revoke");
     // Still live (on a clock S behind too): kept by the next write.
-    let at = live_until(&first, &timing) + timing.max_skew - 1.0;
+    let at = live_until(&first, &timing) + timing.max_skew.as_secs_f64() - 1.0;
     assert!(!prunable(&first, &timing, at));
     revoke(
         &*store,
@@ -142,7 +142,7 @@ async fn writes_prune_entries_that_cover_nothing_valid() {
         &registry,
         &trust(),
         None,
-        instant(later + 2.0 * timing.max_skew + timing.ttl - 1.0),
+        instant(later + 2.0 * timing.max_skew.as_secs_f64() + timing.ttl.as_secs_f64() - 1.0),
         stateseal::rotation::RotateMode::Scheduled,
         stateseal::rotation::DEFAULT_MAX_LIVE_KEYS,
     )

@@ -10,6 +10,7 @@
 use stateseal_testkit::keysets;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::time::Duration;
 
 use stateseal::provider::WrapContext;
 use stateseal::rotation::{SchedulerConfig, Timing};
@@ -33,7 +34,11 @@ struct Process {
 
 fn config() -> SchedulerConfig {
     SchedulerConfig::builder()
-        .timing(Timing::new(1.0, 1.0, 10.0))
+        .timing(Timing::new(
+            Duration::from_secs(1),
+            Duration::from_secs(1),
+            Duration::from_secs(10),
+        ))
         .rotation_period(None)
         .max_seals_per_key(LIMIT)
         .seal_reservation_block(Some(400))

@@ -2,6 +2,7 @@
 //! waits for the first ring, and errors that name the field to fix.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use stateseal::setup::{Config, start};
 use stateseal::{Error, LocalProvider, RequestIdentity};
@@ -37,7 +38,7 @@ fn invalid_configuration_names_the_field() {
         "{base}failure_mode = 'treat-as-absent'\nrotation_period = 0"
     ))
     .expect("valid");
-    assert_eq!(ok.scheduler_config().rotation_period, None);
+    assert_eq!(ok.scheduler_config().expect("valid").rotation_period, None);
 }
 
 #[test]
@@ -109,6 +110,25 @@ fn environment_overrides_the_file() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// A `ready_timeout` past what a duration (or the monotonic clock) can hold
+/// is a valid "wait as long as it takes": start-up used to panic converting it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ready_timeout_beyond_any_duration_waits_without_a_panic() {
+    let dir = temp_dir("setup-huge-timeout");
+    let kek = dir.join("kek.bin");
+    LocalProvider::create_kek(&kek).expect("kek");
+    for timeout in ["1e300", "1.8446744073709552e19"] {
+        let text = format!(
+            "store = 'file://{}'\naudience = 'svc'\nkek = 'local://{}'\ncreate_if_missing = true\nready_timeout = {timeout}\n",
+            dir.join("keyset.json").display(),
+            kek.display()
+        );
+        let config = Config::from_toml_str(&text).expect("config");
+        let protection = start(&config, local_registry()).await.expect("start");
+        assert!(protection.is_ready(), "{timeout}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn start_creates_waits_and_protects() {
     let dir = temp_dir("setup-start");
@@ -161,7 +181,7 @@ async fn start_creates_waits_and_protects() {
 
     // The keyset was created with this fleet's T (600 s); a server configured
     // for longer states refuses it rather than rotate keys out from under them.
-    assert_eq!(doc.timing.map(|t| t.ttl), Some(600.0));
+    assert_eq!(doc.timing.map(|t| t.ttl), Some(Duration::from_secs(600)));
     let longer = Config::from_toml_str(
         &format!("{text}ttl = 900\nready_timeout = 0.3\n").replace("ready_timeout = 2\n", ""),
     )

@@ -21,7 +21,11 @@ const T0: f64 = 1_782_345_600.0;
 
 /// R = 10, S = 5, T = 100: P = 2R + S = 25, so the default bound is 50 s.
 fn timing() -> Timing {
-    Timing::new(10.0, 5.0, 100.0)
+    Timing::new(
+        Duration::from_secs(10),
+        Duration::from_secs(5),
+        Duration::from_secs(100),
+    )
 }
 
 fn config() -> SchedulerConfig {
@@ -93,8 +97,8 @@ fn member(store: Arc<dyn KeysetStore>) -> Member {
     )
     .expect("scheduler");
     let env = Envelope::builder(ring.clone(), Some("svc"))
-        .ttl(Duration::from_secs_f64(timing().ttl))
-        .max_skew(Duration::from_secs_f64(timing().max_skew))
+        .ttl(timing().ttl)
+        .max_skew(timing().max_skew)
         .build()
         .expect("envelope");
     Member { sched, env, ring }
@@ -106,9 +110,15 @@ fn round() -> RequestIdentity {
 
 #[test]
 fn the_default_bound_is_twice_the_propagation_window() {
-    assert_eq!(config().store_staleness_limit(&timing()), 50.0);
-    let slow = timing().with_propagation(300.0);
-    assert_eq!(config().store_staleness_limit(&slow), 600.0);
+    assert_eq!(
+        config().store_staleness_limit(&timing()),
+        Duration::from_secs(50)
+    );
+    let slow = timing().with_propagation(Duration::from_secs(300));
+    assert_eq!(
+        config().store_staleness_limit(&slow),
+        Duration::from_secs(600)
+    );
 }
 
 /// The fleet rotates right after the cut-off instance's last read; that
@@ -167,7 +177,7 @@ async fn a_cut_off_instance_stops_sealing_before_the_fleet_retires_its_key() {
     let (sealed_at, token) = last_sealed.expect("sealed within the bound");
     assert_eq!(sealed_at, T0 + 50.0);
     // Its last state lives until sealed_at + T; B, even S behind, verifies it to the end...
-    let end = sealed_at + timing().ttl + timing().max_skew - 0.5;
+    let end = sealed_at + timing().ttl.as_secs_f64() + timing().max_skew.as_secs_f64() - 0.5;
     assert!(
         end < retire,
         "the old key retires after the last state expires"
@@ -178,9 +188,10 @@ async fn a_cut_off_instance_stops_sealing_before_the_fleet_retires_its_key() {
             .open(
                 &round(),
                 &token,
-                OpenOptions::new()
-                    .at(UnixTime::from_secs_f64(sealed_at + timing().ttl - 0.5)
-                        .expect("a finite time"))
+                OpenOptions::new().at(UnixTime::from_secs_f64(
+                    sealed_at + timing().ttl.as_secs_f64() - 0.5
+                )
+                .expect("a finite time"))
             )
             .map(|o| o.state)
             .is_ok()

@@ -5,6 +5,7 @@
 //! reservation. Entries rewritten under a running ring: `entry_rewrites`.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use stateseal::provider::BoxFuture;
@@ -27,10 +28,14 @@ pub(crate) const T0: f64 = 1_782_345_600.0;
 pub(crate) fn config() -> SchedulerConfig {
     SchedulerConfig::builder()
         .seal_reservation_block(None)
-        .timing(Timing::new(10.0, 5.0, 100.0))
-        .max_key_age(3600.0)
-        .outage_grace(7200.0)
-        .max_store_staleness(Some(7200.0))
+        .timing(Timing::new(
+            Duration::from_secs(10),
+            Duration::from_secs(5),
+            Duration::from_secs(100),
+        ))
+        .max_key_age(Duration::from_secs(3600))
+        .outage_grace(Duration::from_secs(7200))
+        .max_store_staleness(Some(Duration::from_secs(7200)))
         .rotation_period(None)
         .build()
         .expect("config")
@@ -161,7 +166,7 @@ async fn max_store_staleness_overrides_outage_grace() {
     let sched = RotationScheduler::new(
         config()
             .to_builder()
-            .max_store_staleness(Some(60.0))
+            .max_store_staleness(Some(Duration::from_secs(60)))
             .build()
             .expect("config"),
         store.clone(),
@@ -180,7 +185,7 @@ async fn max_store_staleness_overrides_outage_grace() {
     assert!(!sched.is_ready());
     assert!(
         SchedulerConfig::builder()
-            .max_store_staleness(Some(-1.0))
+            .max_store_staleness(Some(Duration::ZERO))
             .build()
             .unwrap_err()
             .to_string()

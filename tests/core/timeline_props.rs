@@ -5,6 +5,7 @@
 use proptest::prelude::*;
 use stateseal::rotation::{Phase, RotateMode, Timing, ring_at, rotated, unseals_at};
 use stateseal::{KeyEntry, Keyset};
+use std::time::Duration;
 
 fn entry(n: usize, at: f64) -> KeyEntry {
     KeyEntry {
@@ -32,11 +33,11 @@ fn history(timing: &Timing, gaps: &[(f64, f64, u8)], t0: f64) -> Vec<(f64, Keyse
         keys: vec![entry(0, t0)],
     };
     let mut out = vec![(t0, doc.clone())];
-    let cycle = timing.propagation + timing.retire_delay();
+    let cycle = (timing.propagation + timing.retire_delay()).as_secs_f64();
     let mut t = t0;
     for (n, (gap, offset, mode)) in gaps.iter().enumerate() {
         t += gap * cycle;
-        let now = t + offset * timing.max_skew;
+        let now = t + offset * timing.max_skew.as_secs_f64();
         let mode = match mode % 8 {
             0 => RotateMode::Forced,
             _ => RotateMode::Scheduled,
@@ -61,7 +62,13 @@ fn view(history: &[(f64, Keyset)], t: f64) -> &Keyset {
 }
 
 fn timing() -> impl Strategy<Value = Timing> {
-    (1.0f64..60.0, 0.0f64..60.0, 10.0f64..1200.0).prop_map(|(r, s, t)| Timing::new(r, s, t))
+    (1.0f64..60.0, 0.0f64..60.0, 10.0f64..1200.0).prop_map(|(r, s, t)| {
+        Timing::new(
+            Duration::from_secs_f64(r),
+            Duration::from_secs_f64(s),
+            Duration::from_secs_f64(t),
+        )
+    })
 }
 
 proptest! {
@@ -72,9 +79,9 @@ proptest! {
         let t0 = 1_782_345_600.0;
         let h = history(&timing, &gaps, t0);
         let (_, last) = h.last().expect("history");
-        let span = h.last().expect("h").0 - t0 + 3.0 * (timing.propagation + timing.retire_delay());
+        let span = h.last().expect("h").0 - t0 + 3.0 * (timing.propagation + timing.retire_delay()).as_secs_f64();
         for p in probes {
-            let t = t0 - timing.max_skew + p * span;
+            let t = t0 - timing.max_skew.as_secs_f64() + p * span;
             if let Some(plan) = ring_at(last, t) {
                 prop_assert_eq!(&plan.ring[0], &plan.primary);
                 let live: Vec<&KeyEntry> = last.keys.iter().filter(|e| unseals_at(e, t)).collect();
@@ -101,7 +108,7 @@ proptest! {
     /// TTL less the skew. B's ring always holds A's sealing key.
     #[test]
     fn every_sealed_state_opens_everywhere_for_its_ttl(
-        timing in (1.0f64..60.0, 0.0f64..60.0, 10.0f64..1200.0).prop_map(|(r, s, t)| Timing::new(r, s, t)),
+        timing in (1.0f64..60.0, 0.0f64..60.0, 10.0f64..1200.0).prop_map(|(r, s, t)| Timing::new(Duration::from_secs_f64(r), Duration::from_secs_f64(s), Duration::from_secs_f64(t))),
         // Gaps shorter than a rotation with mode 0 are forced rotations over one in flight.
         gaps in prop::collection::vec((0.05f64..2.5, -0.5f64..0.5, 0u8..4), 1..6),
         a in -0.5f64..0.5, b in -0.5f64..0.5, stale_a in 0.0f64..1.1, stale_b in 0.0f64..1.1,
@@ -113,12 +120,12 @@ proptest! {
         // Seal near a rotation, where the phases change: from just before the
         // write to past the old key's retirement.
         let w = h[anchor.index(h.len())].0;
-        let tm = w + near * (timing.propagation + timing.retire_delay());
-        let tv = tm + delay * (timing.ttl - s).max(0.0);
-        let view_a = view(&h, tm - stale_a * r);
-        let view_b = view(&h, tv - stale_b * r);
-        let sealer = ring_at(view_a, tm + a * s).expect("A has a ring").primary;
-        let ring_b = ring_at(view_b, tv + b * s).expect("B has a ring").ring;
+        let tm = w + near * (timing.propagation + timing.retire_delay()).as_secs_f64();
+        let tv = tm + delay * timing.ttl.saturating_sub(s).as_secs_f64();
+        let view_a = view(&h, tm - stale_a * r.as_secs_f64());
+        let view_b = view(&h, tv - stale_b * r.as_secs_f64());
+        let sealer = ring_at(view_a, tm + a * s.as_secs_f64()).expect("A has a ring").primary;
+        let ring_b = ring_at(view_b, tv + b * s.as_secs_f64()).expect("B has a ring").ring;
         prop_assert!(ring_b.contains(&sealer), "B (ring {:?}) cannot open A's key {}", ring_b, sealer);
     }
 }

@@ -55,17 +55,17 @@ impl Recipe {
         if let Some(t) = verified.doc.timing {
             let e = self.explicit_timing;
             if !e.refresh_interval {
-                config.refresh_interval = t.refresh_interval;
+                config.refresh_interval = t.refresh_interval.as_secs_f64();
             }
             if !e.max_skew {
-                config.max_skew = t.max_skew;
+                config.max_skew = t.max_skew.as_secs_f64();
             }
             if !e.ttl {
-                config.ttl = t.ttl;
+                config.ttl = t.ttl.as_secs_f64();
             }
             // P belongs to the profile's R and S: with either overridden, P follows them (2R + S).
             if !e.propagation && !e.refresh_interval && !e.max_skew {
-                config.propagation = Some(t.propagation);
+                config.propagation = Some(t.propagation.as_secs_f64());
             }
         }
         config

@@ -181,7 +181,7 @@ pub(crate) async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<(), CliEr
                 store_handle.as_ref(),
                 &registry,
                 &trust,
-                Some(config.scheduler_config().timing),
+                Some(config.scheduler_config()?.timing),
                 now,
                 RotateMode::Scheduled,
                 DEFAULT_MAX_LIVE_KEYS,

@@ -46,8 +46,10 @@ pub(crate) struct InitArgs {
 /// The timing profile as JSON.
 pub(crate) fn timing_json(t: Option<Timing>) -> Value {
     t.map_or(Value::Null, |t| {
-        json!({"refresh_interval": t.refresh_interval, "max_skew": t.max_skew,
-            "state_ttl": t.ttl, "propagation": t.propagation})
+        json!({"refresh_interval": t.refresh_interval.as_secs_f64(),
+            "max_skew": t.max_skew.as_secs_f64(),
+            "state_ttl": t.ttl.as_secs_f64(),
+            "propagation": t.propagation.as_secs_f64()})
     })
 }
 
@@ -56,7 +58,10 @@ pub(crate) fn timing_text(t: Option<Timing>) -> String {
     match t {
         Some(t) => format!(
             "R {}s, S {}s, T {}s, P {}s",
-            t.refresh_interval, t.max_skew, t.ttl, t.propagation
+            t.refresh_interval.as_secs_f64(),
+            t.max_skew.as_secs_f64(),
+            t.ttl.as_secs_f64(),
+            t.propagation.as_secs_f64()
         ),
         None => "none recorded (rotations use the flags given, or R 30s, S 60s, T 600s)".into(),
     }
@@ -70,7 +75,7 @@ fn toml_string(s: &str) -> String {
 pub(crate) async fn init(a: InitArgs, out: &mut dyn Write) -> Result<(), CliError> {
     // Everything is checked before anything, KEK file included, is created.
     let timing = a.timing.over(Timing::default())?;
-    let now = a.clock.now(timing.max_skew)?;
+    let now = a.clock.now(timing.max_skew.as_secs_f64())?;
     let store = a.store.open()?;
     let registry = registry(store.uri());
     if a.kek.starts_with("local://") && !local_kek_allowed(store.uri()) {

@@ -2,6 +2,7 @@
 //! parses and validates its flags, calls the library's keyset operations, and
 //! prints; none computes a ring itself.
 
+use std::time::Duration;
 mod due;
 mod init;
 mod inspect;
@@ -218,19 +219,23 @@ impl TimingArgs {
 
     /// `base` with the flags given applied (P follows R and S unless given or kept by `base`).
     pub(crate) fn over(&self, base: Timing) -> Result<Timing, CliError> {
-        let default_p = |t: &Timing| 2.0 * t.refresh_interval + t.max_skew;
-        let p_was_default = base.propagation == default_p(&base);
-        let mut t = Timing::new(
-            self.refresh.unwrap_or(base.refresh_interval),
-            self.skew.unwrap_or(base.max_skew),
-            self.ttl.unwrap_or(base.ttl),
-        );
-        t = match self.propagation {
-            Some(p) => t.with_propagation(p),
-            None if p_was_default => t,
-            None => t.with_propagation(base.propagation),
+        let p_was_default = base.propagation
+            == Timing::new(base.refresh_interval, base.max_skew, base.ttl).propagation;
+        let secs = |flag: Option<f64>, of_base: Duration| flag.unwrap_or(of_base.as_secs_f64());
+        let propagation = match self.propagation {
+            Some(p) => Some(p),
+            None if p_was_default => None,
+            None => Some(base.propagation.as_secs_f64()),
         };
-        t.validate().map_err(|e| CliError::Usage(e.to_string()))?;
+        let usage = |e: stateseal::Error| CliError::Usage(e.to_string());
+        let t = Timing::try_from_secs_f64(
+            secs(self.refresh, base.refresh_interval),
+            secs(self.skew, base.max_skew),
+            secs(self.ttl, base.ttl),
+            propagation,
+        )
+        .map_err(usage)?;
+        t.validate().map_err(usage)?;
         Ok(t)
     }
 }

@@ -153,9 +153,11 @@ fn refused(e: Error) -> CliError {
 
 pub(crate) async fn revoke(a: RevokeArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let (store, trust) = a.store.open_trusted()?;
-    let now = a
-        .clock
-        .now(stateseal::rotation::Timing::default().max_skew)?;
+    let now = a.clock.now(
+        stateseal::rotation::Timing::default()
+            .max_skew
+            .as_secs_f64(),
+    )?;
     let entry = a.entry(now)?;
     let done = write_revocation(
         store.as_ref(),
@@ -177,7 +179,11 @@ fn written(
     json: bool,
 ) -> Result<(), CliError> {
     let doc = &r.keyset.doc;
-    let refresh = doc.timing.unwrap_or_default().refresh_interval;
+    let refresh = doc
+        .timing
+        .unwrap_or_default()
+        .refresh_interval
+        .as_secs_f64();
     if json {
         let mut v = entry_json(&r.entry, r.live_until);
         v["written"] = r.written.into();

@@ -2,6 +2,7 @@
 //! no key, each verified before and after.
 
 use std::io::Write;
+use std::time::Duration;
 
 use clap::Args;
 use stateseal::Error;
@@ -9,7 +10,7 @@ use stateseal::rotation::{DEFAULT_KEYSET_VALIDITY, KeysetTrust, renew_keyset, up
 
 use super::{StoreArg, WriteClockArgs, registry};
 use crate::error::CliError;
-use crate::flag_values::{instant, parse_seconds};
+use crate::flag_values::{instant, parse_duration};
 use crate::output::{line, object, when};
 
 /// `stateseal keyset upgrade`.
@@ -44,8 +45,8 @@ pub(crate) struct RenewArgs {
     #[arg(long, value_name = "N")]
     generation: u64,
     /// Seconds the renewed document stays fresh [default: 604800, 7 days].
-    #[arg(long, value_parser = parse_seconds, value_name = "SECS")]
-    validity: Option<f64>,
+    #[arg(long, value_parser = parse_duration, value_name = "SECS")]
+    validity: Option<Duration>,
     #[command(flatten)]
     clock: WriteClockArgs,
     /// One JSON object on stdout.
@@ -68,9 +69,11 @@ fn refused(e: Error) -> CliError {
 pub(crate) async fn upgrade(a: UpgradeArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let store = a.store.open()?;
     let policy = a.store.trust.policy(store.uri())?;
-    let now = a
-        .clock
-        .now(stateseal::rotation::Timing::default().max_skew)?;
+    let now = a.clock.now(
+        stateseal::rotation::Timing::default()
+            .max_skew
+            .as_secs_f64(),
+    )?;
     let v = upgrade_keyset(
         store.as_ref(),
         &registry(store.uri()),
@@ -94,9 +97,11 @@ pub(crate) async fn upgrade(a: UpgradeArgs, out: &mut dyn Write) -> Result<(), C
 pub(crate) async fn renew(a: RenewArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let (store, trust): (_, KeysetTrust) = a.store.open_trusted()?;
     let validity = a.validity.unwrap_or(DEFAULT_KEYSET_VALIDITY);
-    let now = a
-        .clock
-        .now(stateseal::rotation::Timing::default().max_skew)?;
+    let now = a.clock.now(
+        stateseal::rotation::Timing::default()
+            .max_skew
+            .as_secs_f64(),
+    )?;
     let v = renew_keyset(
         store.as_ref(),
         &registry(store.uri()),

@@ -2,6 +2,7 @@
 //! with `--dry-run` show what it would write.
 
 use std::io::Write;
+use std::time::Duration;
 
 use clap::Args;
 use serde_json::Value;
@@ -41,8 +42,8 @@ pub(crate) struct RotateArgs {
     #[arg(long = "if-due", conflicts_with_all = ["force", "now_compromise", "dry_run"])]
     if_due: bool,
     /// With --if-due: the primary key's age that makes a rotation due [default: 30 days].
-    #[arg(long = "rotation-period", requires = "if_due", value_parser = crate::flag_values::parse_seconds, value_name = "SECS")]
-    rotation_period: Option<f64>,
+    #[arg(long = "rotation-period", requires = "if_due", value_parser = crate::flag_values::parse_duration, value_name = "SECS")]
+    rotation_period: Option<Duration>,
     /// Refuse a forced rotation that would leave more keys than this unsealing at once.
     #[arg(long = "max-live-keys", default_value_t = DEFAULT_MAX_LIVE_KEYS, value_name = "N")]
     max_live_keys: usize,
@@ -110,7 +111,9 @@ pub(crate) async fn rotate(a: RotateArgs, out: &mut dyn Write) -> Result<(), Cli
         ] {
             if over < fleet {
                 return Err(CliError::Usage(format!(
-                    "{flag} {over} is shorter than the keyset's profile ({fleet}s): servers rely on it, so a rotation may only be slower"
+                    "{flag} {} is shorter than the keyset's profile ({}s): servers rely on it, so a rotation may only be slower",
+                    over.as_secs_f64(),
+                    fleet.as_secs_f64()
                 )));
             }
         }
@@ -118,12 +121,13 @@ pub(crate) async fn rotate(a: RotateArgs, out: &mut dyn Write) -> Result<(), Cli
         let latest = profile.propagation + profile.max_skew;
         if timing.propagation > latest {
             return Err(CliError::Usage(format!(
-                "--propagation {} would activate the new key later than the keyset's profile allows (P + S = {latest}s), and servers would refuse the document; re-create the keyset with the longer profile",
-                timing.propagation
+                "--propagation {} would activate the new key later than the keyset's profile allows (P + S = {}s), and servers would refuse the document; re-create the keyset with the longer profile",
+                timing.propagation.as_secs_f64(),
+                latest.as_secs_f64()
             )));
         }
     }
-    let now = a.clock.now(timing.max_skew)?;
+    let now = a.clock.now(timing.max_skew.as_secs_f64())?;
     let at = instant(now)?;
     if a.max_live_keys < 2 {
         return Err(CliError::Usage(
@@ -141,7 +145,7 @@ pub(crate) async fn rotate(a: RotateArgs, out: &mut dyn Write) -> Result<(), Cli
         let period = a
             .rotation_period
             .or(SchedulerConfig::default().rotation_period)
-            .unwrap_or(f64::INFINITY);
+            .unwrap_or(Duration::MAX);
         // The same checks as any write, freshness included: a stale document is renewed by hand.
         let fresh = load_verified(store.as_ref(), &registry, &trust, Some(now)).await?;
         match stateseal::rotation::rotation_due(&fresh, at, period) {
@@ -266,7 +270,9 @@ fn plan_text(plan: &RotationPlan, mode: RotateMode, dry_run: bool, now: f64) -> 
              sealed with an old key by servers that have not refreshed yet (up to {}s).\n\
              Raise min_generation to {} in every server's configuration (and --min-generation here), so that\n\
              a restarted instance refuses a restored pre-compromise backup.",
-            plan.next.generation, plan.timing.refresh_interval, plan.next.generation
+            plan.next.generation,
+            plan.timing.refresh_interval.as_secs_f64(),
+            plan.next.generation
         ),
         (false, _) => format!(
             "rotation written (generation {}): {key} seals from {activates}; the previous keys unseal until {retires}",

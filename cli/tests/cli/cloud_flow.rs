@@ -157,7 +157,7 @@ pub(crate) async fn fleet_rotates_three_times(cloud: &impl Cloud) -> u32 {
     };
     let mut t = T0;
     while t < T0 + 4000.0 {
-        if ((t - T0) as u64).is_multiple_of(timing.refresh_interval as u64) {
+        if ((t - T0) as u64).is_multiple_of(timing.refresh_interval.as_secs()) {
             for ((m, off), seen) in fleet.iter().zip(offsets).zip(&mut primaries) {
                 let st = m.sched.refresh_at(instant(t + off)).await.expect("refresh");
                 seen.extend(st.ring.first().cloned());

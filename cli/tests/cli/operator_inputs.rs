@@ -66,6 +66,16 @@ fn bad_times_are_refused_before_anything_is_written() {
         2,
         "later than the keyset's profile allows (P + S = 180s)",
     );
+    // Seconds past what a duration holds are refused by the flag that took
+    // them (clap's usage error), before anything is read or written.
+    let huge = "99999999999999999999999";
+    for args in [
+        &["keyset", "renew", "--generation", "1", "--validity", huge][..],
+        &["rotate", "--if-due", "--rotation-period", huge],
+    ] {
+        let err = ks.refused(args, 100.0, 2, "expected seconds that fit a duration");
+        assert!(err.contains(huge), "{err}");
+    }
     // A refused init on an existing keyset changes nothing.
     let again = cli()
         .args(["init", "--kek", &ks.kek, "--store", &ks.store])

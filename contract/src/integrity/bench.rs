@@ -5,6 +5,7 @@
 use crate::instant;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use base64_simd::STANDARD as B64;
 use stateseal::keyset::KeysetPins;
@@ -60,7 +61,11 @@ pub(super) async fn seed(
         &file,
         registry,
         kek,
-        Timing::new(10.0, 5.0, 100.0),
+        Timing::new(
+            Duration::from_secs(10),
+            Duration::from_secs(5),
+            Duration::from_secs(100),
+        ),
         instant(T0),
     )
     .await
@@ -253,7 +258,11 @@ impl<'a, S: StoreUnderTest> Bench<'a, S> {
         let store = s.open();
         let ring = Arc::new(RingHandle::empty());
         let config = SchedulerConfig::builder()
-            .timing(Timing::new(10.0, 5.0, 100.0))
+            .timing(Timing::new(
+                Duration::from_secs(10),
+                Duration::from_secs(5),
+                Duration::from_secs(100),
+            ))
             .rotation_period(None)
             .trust(trust.clone())
             .build()

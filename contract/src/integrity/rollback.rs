@@ -9,6 +9,7 @@ use stateseal::rotation::{
     rotate_keyset,
 };
 use stateseal::{Error, LocalProvider, MintOptions};
+use std::time::Duration;
 
 use super::PlaintextWrap;
 use super::bench::{Bench, assert_refused, prefix_of};
@@ -38,7 +39,11 @@ pub(super) async fn rollback<S: StoreUnderTest>(b: &mut Bench<'_, S>) {
     // A restarted instance refuses it once min_generation is raised…
     let restarted = |min_generation: u64, t: f64| {
         let config = SchedulerConfig::builder()
-            .timing(Timing::new(10.0, 5.0, 100.0))
+            .timing(Timing::new(
+                Duration::from_secs(10),
+                Duration::from_secs(5),
+                Duration::from_secs(100),
+            ))
             .rotation_period(None)
             .renew_keyset(false)
             .seal_reservation_block(None)
@@ -102,10 +107,14 @@ pub(super) async fn rollback<S: StoreUnderTest>(b: &mut Bench<'_, S>) {
     // on nor rotates it: its writes take the operator's floor, the newest copy.
     let writer = instance(
         SchedulerConfig::builder()
-            .timing(Timing::new(10.0, 5.0, 100.0))
-            .rotation_period(Some(200.0))
+            .timing(Timing::new(
+                Duration::from_secs(10),
+                Duration::from_secs(5),
+                Duration::from_secs(100),
+            ))
+            .rotation_period(Some(Duration::from_secs(200)))
             // Renewal due at once: less than half of 30 days is left.
-            .keyset_validity(30.0 * 86_400.0)
+            .keyset_validity(Duration::from_secs_f64(30.0 * 86_400.0))
             .trust(trust.clone())
             .build()
             .expect("config"),
@@ -142,7 +151,11 @@ pub(super) async fn rewrap<S: StoreUnderTest>(b: &mut Bench<'_, S>) {
     };
     let repinned = instance(
         SchedulerConfig::builder()
-            .timing(Timing::new(10.0, 5.0, 100.0))
+            .timing(Timing::new(
+                Duration::from_secs(10),
+                Duration::from_secs(5),
+                Duration::from_secs(100),
+            ))
             .rotation_period(None)
             .trust(widened)
             .build()

@@ -15,6 +15,7 @@
 //! scripts/calibrate-sim.sh --instances 40 --duration 600
 //! ```
 
+use std::time::Duration;
 mod fleet;
 mod real;
 mod traffic;
@@ -137,7 +138,11 @@ struct Counts {
 fn simulated(args: &Args, measured: &real::Measured) -> Result<(Counts, Report), String> {
     let mut s = Scenario::capacity(args.instances, StoreKind::S3, KmsKind::Aws);
     s.days = args.duration / 86_400.0;
-    s.timing = Timing::new(REFRESH, SKEW, TTL);
+    s.timing = Timing::new(
+        Duration::from_secs_f64(REFRESH),
+        Duration::from_secs_f64(SKEW),
+        Duration::from_secs_f64(TTL),
+    );
     s.rotation_period = ROTATION_PERIOD;
     s.restart_every = args.scenario.restarts.map(|(every, _)| every);
     s.restart_window = args.scenario.restarts.map_or(0.0, |(_, window)| window);

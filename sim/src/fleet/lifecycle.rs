@@ -13,6 +13,7 @@
 use crate::virtual_time::instant;
 use stateseal::Error;
 use stateseal::rotation::{KeysetTrust, rotate_if_due};
+use std::time::Duration;
 
 use super::{Event, Fleet, Scheduled, T0, Wave};
 use crate::virtual_time::{ROTATOR, Step, poll};
@@ -164,9 +165,15 @@ impl Fleet {
         let period = self.scenario.rotation_period;
         let now = T0 + t + self.rotator.offset;
         self.rotator.task = Some(Box::pin(async move {
-            rotate_if_due(store.as_ref(), &registry, &trust, period, instant(now))
-                .await
-                .map(|_| ())
+            rotate_if_due(
+                store.as_ref(),
+                &registry,
+                &trust,
+                Duration::from_secs_f64(period),
+                instant(now),
+            )
+            .await
+            .map(|_| ())
         }));
         self.rotator_resume(t)
     }

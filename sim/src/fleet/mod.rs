@@ -157,7 +157,7 @@ fn server_config(scenario: &Scenario, trust: &TrustPolicy) -> Result<SchedulerCo
     #[allow(unused_mut)]
     let mut config = SchedulerConfig::builder()
         .timing(scenario.timing)
-        .rotation_period(writing.then_some(scenario.rotation_period))
+        .rotation_period(writing.then_some(Duration::from_secs_f64(scenario.rotation_period)))
         .renew_keyset(writing)
         .trust(trust.clone())
         .build()?;
@@ -388,13 +388,9 @@ impl Fleet {
     /// An envelope for instance `i`'s ring.
     fn envelope(&self, ring: Arc<stateseal::RingHandle>) -> Result<Envelope, Error> {
         let t = self.scenario.timing;
-        let ttl = Duration::try_from_secs_f64(t.ttl).map_err(|_| Error::InvalidTtl)?;
-        let max_skew = Duration::try_from_secs_f64(t.max_skew).map_err(|_| {
-            Error::Config("max_skew must be zero or a positive number of seconds".into())
-        })?;
         Envelope::builder(ring, Some("svc"))
-            .ttl(ttl)
-            .max_skew(max_skew)
+            .ttl(t.ttl)
+            .max_skew(t.max_skew)
             .build()
     }
 }

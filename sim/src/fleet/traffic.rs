@@ -56,7 +56,7 @@ impl Fleet {
                     self.partitioned.0 += 1;
                     self.partitioned.1 += u64::from(retired);
                 }
-                let think = 1.0 + self.rng.unit() * self.scenario.timing.ttl / 2.0;
+                let think = 1.0 + self.rng.unit() * self.scenario.timing.ttl.as_secs_f64() / 2.0;
                 let slot = match self.free_tokens.pop() {
                     Some(s) => {
                         self.tokens[s as usize] = Some(token);

@@ -3,6 +3,7 @@
 
 use stateseal::Error;
 use stateseal::rotation::Timing;
+use std::time::Duration;
 
 use crate::kms_model::KmsProfile;
 use crate::store_model::StoreProfile;
@@ -91,7 +92,12 @@ impl Scenario {
     /// 10-minute outage stays within the 2P staleness bound.
     pub fn fleet_week(instances: usize) -> Self {
         let day = 86_400.0;
-        let timing = Timing::new(30.0, 60.0, 600.0).with_propagation(330.0);
+        let timing = Timing::new(
+            Duration::from_secs(30),
+            Duration::from_secs(60),
+            Duration::from_secs(600),
+        )
+        .with_propagation(Duration::from_secs(330));
         Self {
             instances,
             days: 7.0,
@@ -100,7 +106,7 @@ impl Scenario {
             rotation_period: day,
             rotator_every: 3600.0,
             rotator_first: 17.0 * 60.0,
-            clock_skew: timing.max_skew,
+            clock_skew: timing.max_skew.as_secs_f64(),
             ready_timeout: 10.0,
             crash_backoff: (10.0, 300.0),
             restart_every: Some(6.0 * 3600.0),
@@ -140,7 +146,7 @@ impl Scenario {
             rotation_period: 12.0 * 3600.0,
             rotator_every: 3600.0,
             rotator_first: 17.0 * 60.0,
-            clock_skew: timing.max_skew,
+            clock_skew: timing.max_skew.as_secs_f64(),
             ready_timeout: 10.0,
             crash_backoff: (10.0, 300.0),
             restart_every: Some(18.0 * 3600.0),
@@ -184,7 +190,8 @@ impl Scenario {
             return bad("days must be between 0 and 366");
         }
         if !(self.rotation_period.is_finite()
-            && self.rotation_period > self.timing.propagation + self.timing.retire_delay())
+            && self.rotation_period
+                > (self.timing.propagation + self.timing.retire_delay()).as_secs_f64())
         {
             return bad("rotation_period must be longer than one full rotation (2P + T + S)");
         }

@@ -186,10 +186,18 @@ impl Keyset {
             id: raw.id,
             generation: raw.generation,
             keys,
-            timing: raw.timing.map(|t| {
-                Timing::new(t.refresh_interval, t.max_skew, t.state_ttl)
-                    .with_propagation(t.propagation)
-            }),
+            timing: raw
+                .timing
+                .map(|t| {
+                    Timing::try_from_secs_f64(
+                        t.refresh_interval,
+                        t.max_skew,
+                        t.state_ttl,
+                        Some(t.propagation),
+                    )
+                    .map_err(|e| bad("timing", e.to_string()))
+                })
+                .transpose()?,
             rotation_claim: raw.rotation_claim.map(RawClaim::into_claim).transpose()?,
             revocations: raw
                 .revocations
@@ -222,10 +230,10 @@ impl Keyset {
             generation: self.generation,
             expires_at: expires_at.map(format_rfc3339),
             timing: self.timing.map(|t| RawTiming {
-                refresh_interval: t.refresh_interval,
-                max_skew: t.max_skew,
-                state_ttl: t.ttl,
-                propagation: t.propagation,
+                refresh_interval: t.refresh_interval.as_secs_f64(),
+                max_skew: t.max_skew.as_secs_f64(),
+                state_ttl: t.ttl.as_secs_f64(),
+                propagation: t.propagation.as_secs_f64(),
             }),
             // The unauthenticated form never carries one.
             rotation_claim: self

@@ -1,5 +1,6 @@
 use super::*;
 use crate::keyset::MAX_TIME;
+use std::time::Duration;
 
 #[test]
 fn wrapped_keys_are_canonical_padded_base64() {
@@ -24,7 +25,11 @@ fn doc() -> Keyset {
     Keyset {
         id: "ks_abc".into(),
         generation: 3,
-        timing: Some(Timing::new(30.0, 60.0, 600.0)),
+        timing: Some(Timing::new(
+            Duration::from_secs(30),
+            Duration::from_secs(60),
+            Duration::from_secs(600),
+        )),
         rotation_claim: None,
         revocations: Vec::new(),
         keys: vec![KeyEntry {
@@ -113,6 +118,15 @@ fn errors_name_the_field() {
             "timing",
         ),
         (Box::new(|v| v["timing"]["unknown"] = 1.into()), "document"),
+        // Seconds that are no duration: refused as before durations held them.
+        (
+            Box::new(|v| v["timing"]["max_skew"] = (-1).into()),
+            "timing",
+        ),
+        (
+            Box::new(|v| v["timing"]["state_ttl"] = 1e12.into()),
+            "timing",
+        ),
     ];
     for (mutate, field) in cases {
         let mut bad = v.clone();

@@ -136,23 +136,27 @@ pub(crate) fn admit(
     now: f64,
     pruned: &BTreeSet<String>,
 ) -> Result<(), (Refusal, String)> {
-    let ttl = configured.ttl;
+    let ttl = configured.ttl.as_secs_f64();
     if let Some(t) = candidate.timing
-        && ttl > t.ttl
+        && configured.ttl > t.ttl
     {
         return Err((
             Refusal::Timing,
             format!(
                 "this instance seals states for {ttl}s but keyset {} rotates for states of at most {}s (its T); lower the configured ttl, or re-create the keyset with a longer --state-ttl",
-                candidate.id, t.ttl
+                candidate.id,
+                t.ttl.as_secs_f64()
             ),
         ));
     }
     // A scheduled rotation activates its key P after writing it, on a clock up to S ahead
     // (documents without a profile rotate on the writer's configured timing).
     let profile = candidate.timing.unwrap_or_default();
-    let delay =
-        profile.propagation.max(configured.propagation) + profile.max_skew.max(configured.max_skew);
+    let delay = profile
+        .propagation
+        .max(configured.propagation)
+        .saturating_add(profile.max_skew.max(configured.max_skew))
+        .as_secs_f64();
     let latest = now + delay;
     if let Some(adopted) = adopted {
         if candidate.id != adopted.id {

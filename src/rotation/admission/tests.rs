@@ -1,5 +1,6 @@
 use super::*;
 use crate::keyset::KeyEntry;
+use std::time::Duration;
 
 fn doc(id: &str, generation: u64, activate_at: f64) -> Keyset {
     Keyset {
@@ -16,14 +17,22 @@ fn doc(id: &str, generation: u64, activate_at: f64) -> Keyset {
             kid: None,
             alg: crate::key::TokenFormat::V1,
         }],
-        timing: Some(crate::keyset::Timing::new(30.0, 60.0, 600.0)),
+        timing: Some(crate::keyset::Timing::new(
+            Duration::from_secs(30),
+            Duration::from_secs(60),
+            Duration::from_secs(600),
+        )),
         rotation_claim: None,
         revocations: Vec::new(),
     }
 }
 
 fn cfg(ttl: f64) -> Timing {
-    Timing::new(30.0, 60.0, ttl)
+    Timing::new(
+        Duration::from_secs(30),
+        Duration::from_secs(60),
+        Duration::from_secs_f64(ttl),
+    )
 }
 
 fn none() -> BTreeSet<String> {

@@ -59,7 +59,8 @@ impl RotationScheduler {
             .map_or(now, UnixTime::as_secs_f64);
         let limit = inner
             .config
-            .store_staleness_limit(&adopted.timing.unwrap_or(inner.config.timing));
+            .store_staleness_limit(&adopted.timing.unwrap_or(inner.config.timing))
+            .as_secs_f64();
         let sealing = now - since <= limit;
         // KeysUnavailable here is already in effect (ring cleared); the store problem is the news.
         let _ = self.install(&adopted, now, sealing).await;

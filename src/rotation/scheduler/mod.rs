@@ -165,11 +165,11 @@ impl RotationScheduler {
     ) -> Result<Self, Error> {
         config.validate()?;
         config.trust.check_for_store(store.uri())?;
-        let bound = 2.0 * config.timing.propagation;
-        if config.max_store_staleness.is_some_and(|s| s > bound) {
+        let bound = config.timing.propagation.saturating_mul(2);
+        if let Some(limit) = config.max_store_staleness.filter(|&s| s > bound) {
             tracing::warn!(
-                max_store_staleness = config.max_store_staleness,
-                bound,
+                max_store_staleness = limit.as_secs_f64(),
+                bound = bound.as_secs_f64(),
                 "max_store_staleness is above 2P: an instance cut off from the store may seal with a key the fleet has retired, and those states are rejected elsewhere"
             );
         }
@@ -179,7 +179,10 @@ impl RotationScheduler {
         };
         let inner = Arc::new(Inner {
             instance_id,
-            cache: KeyCache::new(config.max_key_age, config.outage_grace),
+            cache: KeyCache::new(
+                config.max_key_age.as_secs_f64(),
+                config.outage_grace.as_secs_f64(),
+            ),
             trust: KeysetTrust::new(config.trust.clone()),
             store,
             registry,

@@ -41,7 +41,7 @@ impl RefreshPacing {
     /// Pacing for the refresh interval of `timing` with `jitter` (a fraction of R).
     pub fn new(timing: &Timing, jitter: f64) -> Self {
         Self {
-            interval: timing.refresh_interval,
+            interval: timing.refresh_interval.as_secs_f64(),
             jitter: jitter.clamp(0.0, 1.0),
         }
     }
@@ -112,7 +112,14 @@ mod tests {
 
     #[test]
     fn waits_stay_within_their_bounds() {
-        let p = RefreshPacing::new(&Timing::new(30.0, 60.0, 600.0), 0.1);
+        let p = RefreshPacing::new(
+            &Timing::new(
+                Duration::from_secs(30),
+                Duration::from_secs(60),
+                Duration::from_secs(600),
+            ),
+            0.1,
+        );
         for i in 0..=100 {
             let u = f64::from(i) / 100.0;
             let first = p.first(u);

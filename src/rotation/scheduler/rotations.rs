@@ -36,7 +36,7 @@ pub const CLAIM_TTL: f64 = 60.0;
 
 /// The rendezvous window: turns are spread over 4R after a write falls due.
 fn rendezvous_window(timing: &Timing) -> f64 {
-    4.0 * timing.refresh_interval
+    4.0 * timing.refresh_interval.as_secs_f64()
 }
 
 /// How far into the window `instance`'s turn for the write named `what`
@@ -152,7 +152,7 @@ impl RotationScheduler {
     pub(super) fn rotation_turn(&self, doc: &Keyset, primary: &str) -> Option<f64> {
         let inner = &self.inner;
         let activated = doc.entry(primary)?.activate_at;
-        let due = activated + inner.config.rotation_period?;
+        let due = activated + inner.config.rotation_period?.as_secs_f64();
         let me = inner.instance_id.as_str();
         let timing = doc.timing.unwrap_or(inner.config.timing);
         let start = match doc.rotation_claim.as_ref().filter(|c| c.primary == primary) {
@@ -208,7 +208,7 @@ impl RotationScheduler {
             until: crate::keyset::document_time(now + CLAIM_TTL),
             tried,
         });
-        let stored = verified.seal_next(&next, now + inner.config.keyset_validity)?;
+        let stored = verified.seal_next(&next, now + inner.config.keyset_validity.as_secs_f64())?;
         write_keyset(&*inner.store, Some(doc.generation), &stored).await?;
         metrics::counter!("stateseal_rotation_claims_total").increment(1);
         tracing::info!(generation = next.generation, "claimed the due rotation");

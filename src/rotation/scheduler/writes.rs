@@ -43,7 +43,7 @@ impl RotationScheduler {
             return None;
         }
         let expires_at = verified.expires_at?;
-        let due = expires_at - inner.config.keyset_validity / 2.0;
+        let due = expires_at - inner.config.keyset_validity.as_secs_f64() / 2.0;
         let timing = verified.doc.timing.unwrap_or(inner.config.timing);
         let what = format!("renewal/{expires_at}");
         Some(due + super::rotations::turn_offset(&timing, &inner.instance_id, &what))
@@ -73,7 +73,8 @@ impl RotationScheduler {
         }
         let written = async {
             next.generation = doc.next_generation()?;
-            let stored = verified.seal_next(&next, now + inner.config.keyset_validity)?;
+            let stored =
+                verified.seal_next(&next, now + inner.config.keyset_validity.as_secs_f64())?;
             write_keyset(&*inner.store, Some(doc.generation), &stored).await
         }
         .await;
@@ -155,7 +156,7 @@ impl RotationScheduler {
             .filter(|(e, ..)| e == entry)
             .map_or(0, |(.., n)| *n)
             .saturating_add(1);
-        let r = inner.config.timing.refresh_interval;
+        let r = inner.config.timing.refresh_interval.as_secs_f64();
         let wait = (r * 2f64.powi(failures.min(16) as i32 - 1)).min(RESERVATION_BACKOFF_CAP_R * r);
         *backoff = Some((entry.to_owned(), now + wait, failures));
         tracing::warn!(

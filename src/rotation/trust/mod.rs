@@ -11,16 +11,18 @@ mod checks;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use super::admission::Refusal;
 use super::mac_keys::MacKeys;
+use crate::clock::UnixTime;
 use crate::error::Error;
 use crate::keyset::{Keyset, KeysetPins, MAC_PURPOSE, MacKey, MacKeyRef, StoredKeyset};
 use crate::provider::{ProviderRegistry, WrapContext};
 
 /// How long a write keeps a document fresh, unless configured: 7 days.
 /// Writers renew it when less than half is left.
-pub const DEFAULT_KEYSET_VALIDITY: f64 = 7.0 * 86_400.0;
+pub const DEFAULT_KEYSET_VALIDITY: std::time::Duration = std::time::Duration::from_secs(7 * 86_400);
 
 /// What an instance (or the CLI) trusts.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -69,8 +71,11 @@ impl VerifiedKeyset {
 
     /// Whether a writer should renew it at `now`: less than half of `validity`
     /// left (never for an unauthenticated document, which nothing writes).
-    pub fn renewal_due(&self, now: f64, validity: f64) -> bool {
-        self.is_authenticated() && self.expires_at.is_some_and(|at| at - now < validity / 2.0)
+    pub fn renewal_due(&self, now: UnixTime, validity: Duration) -> bool {
+        self.is_authenticated()
+            && self
+                .expires_at
+                .is_some_and(|at| at - now.as_secs_f64() < validity.as_secs_f64() / 2.0)
     }
 
     /// The KEK the MAC key is wrapped under (authenticated documents).

@@ -70,7 +70,7 @@ impl Fixture {
                 next.keys.insert(0, e);
             }
             next.generation = 2;
-            let sealed = v.seal_next(&next, T0 + 86_400.0).expect("seal");
+            let sealed = v.seal_next(&next, instant(T0 + 86_400.0)).expect("seal");
             store
                 .compare_and_swap(Some(1), &sealed)
                 .await
@@ -86,7 +86,7 @@ fn verify_and_write(c: &mut Criterion) {
         let (_, v2) = f.stored(entries, &format!("v2-{entries}.json"));
         let trust = KeysetTrust::new(TrustPolicy::default());
         let verified =
-            f.rt.block_on(trust.open(&f.registry, "bench", &v2, T0))
+            f.rt.block_on(trust.open(&f.registry, "bench", &v2, instant(T0)))
                 .expect("open");
         let v1 = StoredKeyset::unauthenticated(&verified.doc).expect("v1");
         let lenient = KeysetTrust::new(TrustPolicy {
@@ -98,14 +98,14 @@ fn verify_and_write(c: &mut Criterion) {
         g.bench_function("read_v2_authenticated", |b| {
             b.iter(|| {
                 let stored = StoredKeyset::from_bytes(black_box(v2.bytes())).expect("parse");
-                f.rt.block_on(trust.open(&f.registry, "bench", &stored, T0))
+                f.rt.block_on(trust.open(&f.registry, "bench", &stored, instant(T0)))
                     .expect("open")
             })
         });
         g.bench_function("read_v1_unauthenticated", |b| {
             b.iter(|| {
                 let stored = StoredKeyset::from_bytes(black_box(v1.bytes())).expect("parse");
-                f.rt.block_on(lenient.open(&f.registry, "bench", &stored, T0))
+                f.rt.block_on(lenient.open(&f.registry, "bench", &stored, instant(T0)))
                     .expect("open")
             })
         });
@@ -113,7 +113,7 @@ fn verify_and_write(c: &mut Criterion) {
         g.bench_function("write_v2_tagged", |b| {
             b.iter(|| {
                 verified
-                    .seal_next(black_box(&verified.doc), T0 + 86_400.0)
+                    .seal_next(black_box(&verified.doc), instant(T0 + 86_400.0))
                     .expect("seal")
             })
         });

@@ -31,7 +31,7 @@ use stateseal::rotation::{KeysetTrust, TrustPolicy, VerifiedKeyset};
 use stateseal::{Keyset, KeysetStore, ProviderRegistry, StoredKeyset};
 
 /// An `expires_at` no test reaches (9999-12-31).
-pub const FAR_FUTURE: f64 = 253_402_214_400.0;
+pub const FAR_FUTURE: stateseal::UnixTime = stateseal::UnixTime::from_secs(253_402_214_400);
 
 /// The stored document.
 ///

@@ -64,7 +64,13 @@ pub fn document(generation: u64, entry: &str) -> StoredKeyset {
         kek: "local:///contract/kek".into(),
         wrapped: vec![9; 60],
     };
-    StoredKeyset::seal(&content(generation, entry), 1_782_950_400.0, &r, &mac).expect("seal")
+    StoredKeyset::seal(
+        &content(generation, entry),
+        stateseal::UnixTime::from_secs(1_782_950_400),
+        &r,
+        &mac,
+    )
+    .expect("seal")
 }
 
 /// The content of [`document`].

@@ -50,6 +50,14 @@ impl UnixTime {
         secs.is_finite().then_some(Self(secs + 0.0))
     }
 
+    /// The key plane's seconds (document times and sums of finite times,
+    /// always finite) as an instant. A non-finite value, which no caller
+    /// builds, becomes the epoch: an expiry in the past, which fails closed.
+    pub(crate) fn from_finite_secs(secs: f64) -> Self {
+        debug_assert!(secs.is_finite(), "{secs}");
+        Self::from_secs_f64(secs).unwrap_or(Self::EPOCH)
+    }
+
     /// Seconds since the epoch, as tokens and documents write them.
     #[must_use]
     pub const fn as_secs_f64(self) -> f64 {

@@ -129,17 +129,15 @@ pub async fn rotate_if_due(
     period: Duration,
     now: UnixTime,
 ) -> Result<IfDue, Error> {
-    let at = now;
-    let now = at.as_secs_f64();
     let stored = load_existing(store).await?;
     let fresh = trust.open(registry, store.uri(), &stored, now).await?;
-    if let Some(reason) = rotation_due(&fresh, at, period) {
+    if let Some(reason) = rotation_due(&fresh, now, period) {
         let plan = rotate_keyset(
             store,
             registry,
             trust,
             None,
-            at,
+            now,
             RotateMode::Scheduled,
             DEFAULT_MAX_LIVE_KEYS,
         )
@@ -150,7 +148,7 @@ pub async fn rotate_if_due(
         });
     }
     Ok(
-        match renew_if_due(store, registry, trust, &fresh, at).await? {
+        match renew_if_due(store, registry, trust, &fresh, now).await? {
             Some(renewed) => IfDue::Renewed(renewed),
             None => IfDue::Nothing(fresh),
         },

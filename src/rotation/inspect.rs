@@ -266,7 +266,7 @@ pub async fn check_keyset(
             return report;
         }
     };
-    let verified = match trust.open(registry, store.uri(), &stored, now).await {
+    let verified = match trust.open(registry, store.uri(), &stored, at).await {
         Ok(verified) => verified,
         Err(e) => {
             report

@@ -80,7 +80,7 @@ pub async fn init_keyset(
         registry,
         &doc,
         kek,
-        now + DEFAULT_KEYSET_VALIDITY.as_secs_f64(),
+        UnixTime::from_finite_secs(now) + DEFAULT_KEYSET_VALIDITY,
     )
     .await?;
     write_keyset(store, None, &stored).await?;
@@ -120,7 +120,7 @@ pub struct RotationPlan {
     /// Entries the rotation drops from the document (retired on every instance's clock).
     pub pruned: Vec<String>,
     /// When the written document goes stale (default: `now` + 7 days).
-    pub expires_at: f64,
+    pub expires_at: UnixTime,
 }
 
 impl RotationPlan {
@@ -222,7 +222,7 @@ pub async fn plan_rotation(
         kid,
         timing,
         pruned,
-        expires_at: now + DEFAULT_KEYSET_VALIDITY.as_secs_f64(),
+        expires_at: UnixTime::from_finite_secs(now) + DEFAULT_KEYSET_VALIDITY,
     })
 }
 
@@ -265,7 +265,6 @@ pub async fn load_verified(
     trust: &KeysetTrust,
     now: UnixTime,
 ) -> Result<VerifiedKeyset, Error> {
-    let now = now.as_secs_f64();
     let stored = load_existing(store).await?;
     trust.open(registry, store.uri(), &stored, now).await
 }

@@ -108,7 +108,7 @@ pub async fn revoke(
         next.generation = operator_generation(base.doc.generation, at);
         let newest = newest_written(store, registry, trust, &next.id).await;
         judge_against_newest(store, &base.doc, &mut next, newest.as_ref(), now)?;
-        let sealed = base.seal_next(&next, now + DEFAULT_KEYSET_VALIDITY.as_secs_f64())?;
+        let sealed = base.seal_next(&next, at + DEFAULT_KEYSET_VALIDITY)?;
         match write_keyset(store, Some(base.doc.generation), &sealed).await {
             Ok(()) => {}
             Err(Error::Conflict { .. }) if retries > 0 => {
@@ -120,7 +120,7 @@ pub async fn revoke(
         // The kind and times only: a principal (or its digest) is not the log's business.
         tracing::info!(store = %store.uri(), kind = entry.kind(), before = entry.before.as_secs_f64(), generation = next.generation, "revocation written");
         let keyset = trust
-            .open(registry, store.uri(), &load_existing(store).await?, now)
+            .open(registry, store.uri(), &load_existing(store).await?, at)
             .await?;
         return Ok(Revoked {
             keyset,

@@ -53,7 +53,7 @@ pub async fn upgrade_keyset(
         accept_unauthenticated: true,
         ..trust.clone()
     });
-    let mut doc = reading.open(registry, store.uri(), &stored, now).await?.doc;
+    let mut doc = reading.open(registry, store.uri(), &stored, at).await?.doc;
     for i in 0..doc.keys.len() {
         let (_, kid) = unwrap_entry(&doc, &doc.keys[i], registry)
             .await
@@ -80,11 +80,10 @@ pub async fn upgrade_keyset(
     doc.generation = operator_generation(base.generation, at);
     let newest = newest_written(store, registry, &strict, &base.id).await;
     judge_against_newest(store, &base, &mut doc, newest.as_ref(), now)?;
-    let (sealed, _) =
-        seal_with_new_mac_key(registry, &doc, &kek, now + validity.as_secs_f64()).await?;
+    let (sealed, _) = seal_with_new_mac_key(registry, &doc, &kek, at + validity).await?;
     write_keyset(store, Some(base.generation), &sealed).await?;
     let written = load_existing(store).await?;
-    strict.open(registry, store.uri(), &written, now).await
+    strict.open(registry, store.uri(), &written, at).await
 }
 
 /// Writes the store's document again with a new `expires_at` (`now` +
@@ -123,9 +122,9 @@ pub async fn renew_keyset(
     next.generation = operator_generation(generation, at);
     let newest = newest_written(store, registry, trust, &next.id).await;
     judge_against_newest(store, &verified.doc, &mut next, newest.as_ref(), now)?;
-    let sealed = verified.seal_next(&next, now + validity.as_secs_f64())?;
+    let sealed = verified.seal_next(&next, at + validity)?;
     write_keyset(store, Some(generation), &sealed).await?;
     trust
-        .open(registry, store.uri(), &load_existing(store).await?, now)
+        .open(registry, store.uri(), &load_existing(store).await?, at)
         .await
 }

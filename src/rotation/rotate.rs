@@ -132,7 +132,7 @@ pub(crate) async fn rotate_vetted(
             rotation.max_live_keys,
         )
         .await?;
-        plan.expires_at = now + rotation.validity.as_secs_f64();
+        plan.expires_at = at + rotation.validity;
         if rotation.generation_floor {
             plan.next.generation = operator_generation(doc.generation, at);
             judge_against_newest(store, doc, &mut plan.next, newest.as_ref(), now)?;

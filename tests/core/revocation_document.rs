@@ -44,7 +44,7 @@ async fn entries_round_trip_under_the_tag_and_a_store_writer_cannot_remove_them(
     .into();
     let forged = stateseal::StoredKeyset::from_bytes(&serde_json::to_vec(&v).unwrap()).unwrap();
     let err = trust()
-        .open(&registry, store.uri(), &forged, T0)
+        .open(&registry, store.uri(), &forged, instant(T0))
         .await
         .unwrap_err();
     assert!(

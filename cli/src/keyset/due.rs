@@ -6,6 +6,7 @@
 //! (`stateseal::rotation::rotation_due`, `renew_if_due`): the fleet
 //! simulation's rotator job runs the same one.
 
+use stateseal::UnixTime;
 use std::io::Write;
 
 use stateseal::rotation::VerifiedKeyset;
@@ -34,11 +35,13 @@ pub(crate) fn report(
                     ("keyset", doc.doc.id.clone().into()),
                     ("generation", doc.doc.generation.into()),
                 ],
-                &[("expires_at", doc.expires_at)],
+                &[("expires_at", doc.expires_at.map(UnixTime::as_secs_f64))],
             ),
         );
     }
-    let fresh = doc.expires_at.map_or_else(|| "?".into(), |t| when(t, now));
+    let fresh = doc
+        .expires_at
+        .map_or_else(|| "?".into(), |t| when(t.as_secs_f64(), now));
     line(
         out,
         match renewed {

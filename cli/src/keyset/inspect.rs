@@ -1,5 +1,6 @@
 //! `stateseal status`, `stateseal check` and `stateseal keyset show`: read-only views.
 
+use stateseal::UnixTime;
 use std::io::{IsTerminal, Write};
 
 use clap::Args;
@@ -102,7 +103,10 @@ async fn verified(
 /// How the document was authenticated, for both outputs: (authenticated, expires_at).
 fn integrity(v: Option<&VerifiedKeyset>) -> (Value, Option<f64>) {
     match v {
-        Some(v) => (v.is_authenticated().into(), v.expires_at),
+        Some(v) => (
+            v.is_authenticated().into(),
+            v.expires_at.map(UnixTime::as_secs_f64),
+        ),
         None => (Value::Null, None),
     }
 }
@@ -177,7 +181,7 @@ fn status_text(
         Some(at) if v.is_authenticated() => format!(
             "authenticated (MAC key under {}); fresh until {}",
             v.mac_kek().unwrap_or("?"),
-            when(at, now)
+            when(at.as_secs_f64(), now)
         ),
         _ => paint(
             "31",

@@ -18,7 +18,7 @@ use stateseal::rotation::{KeysetTrust, Timing, TrustPolicy, VerifiedKeyset};
 use stateseal::{Clock, KeysetStore, ProviderRegistry, StoredKeyset, SystemClock};
 
 use crate::error::CliError;
-use crate::flag_values::parse_seconds;
+use crate::flag_values::{instant, parse_seconds};
 
 pub(crate) use init::{InitArgs, init};
 pub(crate) use inspect::{CheckArgs, ShowArgs, StatusArgs, check, show, status};
@@ -183,7 +183,11 @@ pub(crate) async fn open_stored(
 ) -> Result<Result<VerifiedKeyset, stateseal::Error>, CliError> {
     let stored = load(store).await?;
     Ok(match now {
-        Some(now) => trust.open(registry, store.uri(), &stored, now).await,
+        Some(now) => {
+            trust
+                .open(registry, store.uri(), &stored, instant(now)?)
+                .await
+        }
         None => {
             trust
                 .open_ignoring_expiry(registry, store.uri(), &stored)

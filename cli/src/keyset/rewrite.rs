@@ -1,6 +1,7 @@
 //! `stateseal keyset upgrade` and `stateseal keyset renew`: writes that change
 //! no key, each verified before and after.
 
+use stateseal::UnixTime;
 use std::io::Write;
 use std::time::Duration;
 
@@ -133,7 +134,7 @@ fn written(
                     ("store", uri.into()),
                     ("mac_kek", v.mac_kek().unwrap_or_default().into()),
                 ],
-                &[("expires_at", v.expires_at)],
+                &[("expires_at", v.expires_at.map(UnixTime::as_secs_f64))],
             ),
         );
     }
@@ -144,7 +145,8 @@ fn written(
             v.doc.id,
             v.doc.generation,
             v.mac_kek().unwrap_or("?"),
-            v.expires_at.map_or_else(|| "?".into(), |t| when(t, now)),
+            v.expires_at
+                .map_or_else(|| "?".into(), |t| when(t.as_secs_f64(), now)),
         ),
     )
 }

@@ -67,6 +67,7 @@ pub(super) async fn rollback<S: StoreUnderTest>(b: &mut Bench<'_, S>) {
         .await
         .expires_at
         .expect("expires_at")
+        .as_secs_f64()
         + 1.0;
     let err = restarted(0, stale_at)
         .refresh_at(instant(stale_at))

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::document::{KEYSET_FORMAT, Keyset, b64_decode};
 use super::mac::{MacKey, TAG_LEN};
+use crate::clock::UnixTime;
 use crate::error::Error;
 
 /// The authenticated document's format tag.
@@ -193,7 +194,7 @@ impl StoredKeyset {
     /// [`Error::Keyset`] when `doc` is invalid or an entry has no key id.
     pub fn seal(
         doc: &Keyset,
-        expires_at: f64,
+        expires_at: UnixTime,
         mac: &MacKeyRef,
         key: &MacKey,
     ) -> Result<Self, Error> {
@@ -204,7 +205,7 @@ impl StoredKeyset {
                 "an authenticated keyset records every key id (unwrap the entry once to learn it)",
             ));
         }
-        let payload = doc.payload_json(expires_at);
+        let payload = doc.payload_json(expires_at.as_secs_f64());
         let tag = key.tag(KEYSET_FORMAT_V2, &payload);
         let raw = RawEnvelope {
             format: KEYSET_FORMAT_V2.to_owned(),
@@ -285,7 +286,10 @@ impl StoredKeyset {
     /// # Errors
     /// `Ok(None)` when the tag does not verify; [`Error::Keyset`] for a payload
     /// that is invalid or disagrees with the clear fields.
-    pub(crate) fn verified_content(&self, key: &MacKey) -> Result<Option<(Keyset, f64)>, Error> {
+    pub(crate) fn verified_content(
+        &self,
+        key: &MacKey,
+    ) -> Result<Option<(Keyset, UnixTime)>, Error> {
         let Form::Authenticated { payload, tag, .. } = &self.form else {
             return Ok(None);
         };
@@ -299,6 +303,9 @@ impl StoredKeyset {
                 "the id or generation in the clear differs from the payload's",
             ));
         }
+        // An RFC 3339 time parses to a finite number of seconds.
+        let expires_at = UnixTime::from_secs_f64(expires_at)
+            .ok_or_else(|| bad("payload.expires_at", "is not a time"))?;
         Ok(Some((doc, expires_at)))
     }
 }
@@ -310,7 +317,7 @@ impl StoredKeyset {
 /// # Errors
 /// As the trust's payload checks: [`Error::Keyset`] for an invalid payload.
 #[cfg(feature = "internals")]
-pub fn open_with(stored: &StoredKeyset, key: &MacKey) -> Result<Option<(Keyset, f64)>, Error> {
+pub fn open_with(stored: &StoredKeyset, key: &MacKey) -> Result<Option<(Keyset, UnixTime)>, Error> {
     stored.verified_content(key)
 }
 

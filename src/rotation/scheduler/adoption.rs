@@ -108,7 +108,8 @@ impl RotationScheduler {
                     Err(Error::KeysetRefused { reason, detail })
                 }
                 (None, Some(adopted)) => {
-                    KeysetTrust::check_fresh(uri, &adopted, now).map(|()| (adopted, seen))
+                    KeysetTrust::check_fresh(uri, &adopted, UnixTime::from_finite_secs(now))
+                        .map(|()| (adopted, seen))
                 }
                 (None, None) => {
                     // Only an adopted document has a version to name: a store answering
@@ -165,7 +166,12 @@ impl RotationScheduler {
         let inner = &self.inner;
         let verified = inner
             .trust
-            .open(&inner.registry, inner.store.uri(), stored, now)
+            .open(
+                &inner.registry,
+                inner.store.uri(),
+                stored,
+                UnixTime::from_finite_secs(now),
+            )
             .await?;
         let adopted = self.adopted_doc();
         if adopted.is_none() {
@@ -267,10 +273,10 @@ impl RotationScheduler {
         metrics::gauge!("stateseal_keyset_unauthenticated")
             .set(f64::from(u8::from(unauthenticated)));
         if let Some(at) = verified.expires_at {
-            metrics::gauge!("stateseal_keyset_expires_at_seconds").set(at);
+            metrics::gauge!("stateseal_keyset_expires_at_seconds").set(at.as_secs_f64());
         }
         let mut st = lock(&inner.status);
         st.unauthenticated = unauthenticated;
-        st.expires_at = verified.expires_at.and_then(UnixTime::from_secs_f64);
+        st.expires_at = verified.expires_at;
     }
 }

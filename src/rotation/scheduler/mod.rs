@@ -285,7 +285,7 @@ impl RotationScheduler {
             next_change_after(doc, now).map(|(at, _)| at),
             plan.as_ref()
                 .and_then(|p| inner.cache.next_renewal(&p.ring)),
-            verified.expires_at,
+            verified.expires_at.map(UnixTime::as_secs_f64),
             self.renewal_turn(&verified),
             rotation,
             doc.rotation_claim.as_ref().map(|c| c.until),

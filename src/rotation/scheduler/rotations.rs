@@ -208,7 +208,10 @@ impl RotationScheduler {
             until: crate::keyset::document_time(now + CLAIM_TTL),
             tried,
         });
-        let stored = verified.seal_next(&next, now + inner.config.keyset_validity.as_secs_f64())?;
+        let stored = verified.seal_next(
+            &next,
+            UnixTime::from_finite_secs(now) + inner.config.keyset_validity,
+        )?;
         write_keyset(&*inner.store, Some(doc.generation), &stored).await?;
         metrics::counter!("stateseal_rotation_claims_total").increment(1);
         tracing::info!(generation = next.generation, "claimed the due rotation");

@@ -3,6 +3,7 @@
 
 use super::adoption::REJUDGE_AFTER;
 use super::{RotationScheduler, lock};
+use crate::clock::UnixTime;
 use crate::error::Error;
 use crate::key::{RingKey, TokenFormat};
 use crate::keyset::Keyset;
@@ -42,7 +43,7 @@ impl RotationScheduler {
         if !(inner.config.renew_keyset && verified.is_authenticated()) {
             return None;
         }
-        let expires_at = verified.expires_at?;
+        let expires_at = verified.expires_at?.as_secs_f64();
         let due = expires_at - inner.config.keyset_validity.as_secs_f64() / 2.0;
         let timing = verified.doc.timing.unwrap_or(inner.config.timing);
         let what = format!("renewal/{expires_at}");
@@ -73,8 +74,10 @@ impl RotationScheduler {
         }
         let written = async {
             next.generation = doc.next_generation()?;
-            let stored =
-                verified.seal_next(&next, now + inner.config.keyset_validity.as_secs_f64())?;
+            let stored = verified.seal_next(
+                &next,
+                UnixTime::from_finite_secs(now) + inner.config.keyset_validity,
+            )?;
             write_keyset(&*inner.store, Some(doc.generation), &stored).await
         }
         .await;

@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 
 use super::super::admission::Refusal;
 use super::{KeysetTrust, VerifiedKeyset, refuse};
+use crate::clock::UnixTime;
 use crate::error::Error;
 use crate::keyset::{KeyEntry, KeysetPins, MAC_PURPOSE, MacKey, MacKeyRef, StoredKeyset};
 use crate::provider::{ErrorClass, ProviderRegistry, WrapContext};
@@ -16,7 +17,7 @@ impl KeysetTrust {
         registry: &ProviderRegistry,
         uri: &str,
         stored: &StoredKeyset,
-        now: Option<f64>,
+        now: Option<UnixTime>,
     ) -> Result<VerifiedKeyset, Error> {
         if let Some(pins) = &self.policy.pins
             && stored.id() != pins.keyset_id()
@@ -45,7 +46,7 @@ impl KeysetTrust {
         let verified = match stored.mac_key_ref() {
             None => self.open_unauthenticated(uri, stored)?,
             Some(r) => {
-                self.open_authenticated(registry, uri, stored, r, now)
+                self.open_authenticated(registry, uri, stored, r, now.map(UnixTime::as_secs_f64))
                     .await?
             }
         };

@@ -59,7 +59,7 @@ pub struct VerifiedKeyset {
     /// The content.
     pub doc: Keyset,
     /// When it goes stale (`None` for an accepted unauthenticated document).
-    pub expires_at: Option<f64>,
+    pub expires_at: Option<UnixTime>,
     mac: Option<(MacKeyRef, Arc<MacKey>)>,
 }
 
@@ -73,9 +73,9 @@ impl VerifiedKeyset {
     /// left (never for an unauthenticated document, which nothing writes).
     pub fn renewal_due(&self, now: UnixTime, validity: Duration) -> bool {
         self.is_authenticated()
-            && self
-                .expires_at
-                .is_some_and(|at| at - now.as_secs_f64() < validity.as_secs_f64() / 2.0)
+            && self.expires_at.is_some_and(|at| {
+                at.as_secs_f64() - now.as_secs_f64() < validity.as_secs_f64() / 2.0
+            })
     }
 
     /// The KEK the MAC key is wrapped under (authenticated documents).
@@ -88,7 +88,7 @@ impl VerifiedKeyset {
     /// # Errors
     /// [`Error::Config`] when this document was unauthenticated (upgrade it
     /// first); [`Error::Keyset`] for an invalid `next`.
-    pub fn seal_next(&self, next: &Keyset, expires_at: f64) -> Result<StoredKeyset, Error> {
+    pub fn seal_next(&self, next: &Keyset, expires_at: UnixTime) -> Result<StoredKeyset, Error> {
         let (r, key) = self.mac.as_ref().ok_or_else(|| {
             Error::Config(
                 "the keyset is unauthenticated (stateseal.keyset/v1); nothing writes it until \
@@ -109,7 +109,7 @@ pub async fn seal_with_new_mac_key(
     registry: &ProviderRegistry,
     doc: &Keyset,
     kek: &str,
-    expires_at: f64,
+    expires_at: UnixTime,
 ) -> Result<(StoredKeyset, VerifiedKeyset), Error> {
     let provider = registry.provider_for(kek)?;
     let ctx = WrapContext {
@@ -183,7 +183,7 @@ impl KeysetTrust {
         registry: &ProviderRegistry,
         uri: &str,
         stored: &StoredKeyset,
-        now: f64,
+        now: UnixTime,
     ) -> Result<VerifiedKeyset, Error> {
         self.open_inner(registry, uri, stored, Some(now)).await
     }
@@ -207,7 +207,7 @@ impl KeysetTrust {
     ///
     /// # Errors
     /// [`Error::KeysetRefused`] (`expired`) past its `expires_at`.
-    pub fn check_fresh(uri: &str, verified: &VerifiedKeyset, now: f64) -> Result<(), Error> {
+    pub fn check_fresh(uri: &str, verified: &VerifiedKeyset, now: UnixTime) -> Result<(), Error> {
         match verified.expires_at {
             Some(expires_at) if now >= expires_at => Err(refuse(
                 uri,
@@ -215,7 +215,7 @@ impl KeysetTrust {
                 format!(
                     "generation {} went stale {:.0}s ago; a writer with the KEK renews it (`stateseal rotate`, `stateseal keyset renew`, or a server that may write)",
                     verified.doc.generation,
-                    now - expires_at
+                    now.as_secs_f64() - expires_at.as_secs_f64()
                 ),
             )),
             _ => Ok(()),

@@ -64,7 +64,7 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(a.retire_at.is_some(), d.retire_at.is_some());
         assert_eq!(a.seals_reserved, d.seals_reserved);
     }
-    assert!(close(at, expires_at));
+    assert!(close(at.as_secs_f64(), expires_at.as_secs_f64()));
     let twice = StoredKeyset::seal(&again, at, &r, &key).expect("a sealed document seals again");
     assert_eq!(twice.bytes(), resealed.bytes(), "sealed twice, the same bytes");
 });

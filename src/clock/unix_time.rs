@@ -53,6 +53,7 @@ impl UnixTime {
     /// The key plane's seconds (document times and sums of finite times,
     /// always finite) as an instant. A non-finite value, which no caller
     /// builds, becomes the epoch: an expiry in the past, which fails closed.
+    #[cfg(feature = "keys")]
     pub(crate) fn from_finite_secs(secs: f64) -> Self {
         debug_assert!(secs.is_finite(), "{secs}");
         Self::from_secs_f64(secs).unwrap_or(Self::EPOCH)

@@ -1,6 +1,8 @@
 //! [`ConfigBuilder`]: the server configuration built in code, validated as the
 //! TOML and environment forms are.
 
+use std::time::Duration;
+
 use super::config::{AeadName, Config, FailureModeName};
 use crate::error::Error;
 
@@ -32,30 +34,30 @@ impl ConfigBuilder {
         kek: Option<String>,
         /// Create the keyset under `kek` when the store is empty (development).
         create_if_missing: bool,
-        /// State lifetime T, seconds.
-        ttl: f64,
+        /// State lifetime T.
+        ttl: Duration,
         /// What a bad echo does.
         failure_mode: FailureModeName,
-        /// Keyset refresh interval R, seconds.
-        refresh_interval: f64,
-        /// Largest clock difference between instances S, seconds.
-        max_skew: f64,
-        /// Propagation window P, seconds (`None`: 2R + S).
-        propagation: Option<f64>,
-        /// Re-unwrap cached keys after this long, seconds.
-        max_key_age: f64,
-        /// Serve cached keys this long past `max_key_age` while the KMS is down, seconds.
-        outage_grace: f64,
-        /// Not ready once the store has been unreadable this long (`None`: `outage_grace`).
-        max_store_staleness: Option<f64>,
-        /// Rotate the primary key at this age, seconds (0 disables).
-        rotation_period: f64,
+        /// Keyset refresh interval R.
+        refresh_interval: Duration,
+        /// Largest clock difference between instances S.
+        max_skew: Duration,
+        /// Propagation window P (`None`: 2R + S).
+        propagation: Option<Duration>,
+        /// Re-unwrap cached keys after this long.
+        max_key_age: Duration,
+        /// Serve cached keys this long past `max_key_age` while the KMS is down.
+        outage_grace: Duration,
+        /// Not ready once the store has been unreadable this long (`None`: 2P).
+        max_store_staleness: Option<Duration>,
+        /// Rotate the primary key at this age (`None`: never by age).
+        rotation_period: Option<Duration>,
         /// Rotate once the fleet has reserved this many seals under one key.
         max_seals_per_key: u64,
         /// Seals an instance reserves at a time, at least (0: off).
         seal_reservation_block: u64,
-        /// How long start-up waits for the first key ring, seconds.
-        ready_timeout: f64,
+        /// How long start-up waits for the first key ring.
+        ready_timeout: Duration,
         /// The keyset id this server accepts.
         keyset_id: Option<String>,
         /// The KEKs the keyset may use (full URIs or `/`-terminated prefixes).

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use super::seconds;
 use crate::boundary::FailureMode;
 use crate::cipher::aead::AeadBackend;
 use crate::error::Error;
@@ -12,7 +13,9 @@ use crate::rotation::{SchedulerConfig, Timing, TrustPolicy};
 
 /// Everything a server needs to protect `requestState` with a shared keyset.
 ///
-/// Every field but `store` and `audience` has a default. Durations are seconds.
+/// Every field but `store` and `audience` has a default. Durations are
+/// written in seconds (`ttl = 300`, `STATESEAL_TTL=0.5`) and held as
+/// [`Duration`]s.
 ///
 /// ```
 /// use stateseal::setup::Config;
@@ -23,7 +26,7 @@ use crate::rotation::{SchedulerConfig, Timing, TrustPolicy};
 ///     keyset_id = "ks_4f3c2a1b0e9d8c7b"
 ///     keyset_keks = ["aws-kms://arn:aws:kms:eu-west-1:111122223333:key/"]
 /// "#)?;
-/// assert_eq!(config.ttl, 300.0);
+/// assert_eq!(config.ttl, std::time::Duration::from_secs(300));
 /// // A shared store without pins is refused: writing the bucket must not choose the keys.
 /// assert!(Config::from_toml_str("store = 's3://b/k'\naudience = 'a'").is_err());
 /// assert!(Config::from_toml_str("store = 'file:///k.json'\naudience = 'a'\nttl = -1").is_err());
@@ -44,34 +47,47 @@ pub struct Config {
     #[serde(default)]
     pub create_if_missing: bool,
     /// State lifetime T (default 600).
-    #[serde(default = "defaults::ttl")]
-    pub ttl: f64,
+    #[serde(default = "defaults::ttl", deserialize_with = "seconds::ttl")]
+    pub ttl: Duration,
     /// `"reject"` (default) or `"treat-as-absent"`.
     #[serde(default)]
     pub failure_mode: FailureModeName,
     /// Keyset refresh interval R (default 30).
-    #[serde(default = "defaults::refresh_interval")]
-    pub refresh_interval: f64,
+    #[serde(
+        default = "defaults::refresh_interval",
+        deserialize_with = "seconds::refresh_interval"
+    )]
+    pub refresh_interval: Duration,
     /// Largest clock difference between instances S (default 60).
-    #[serde(default = "defaults::max_skew")]
-    pub max_skew: f64,
+    #[serde(default = "defaults::max_skew", deserialize_with = "seconds::max_skew")]
+    pub max_skew: Duration,
     /// Propagation window P (default 2R + S).
-    #[serde(default)]
-    pub propagation: Option<f64>,
+    #[serde(default, deserialize_with = "seconds::propagation")]
+    pub propagation: Option<Duration>,
     /// Re-unwrap cached keys after this long (default 3600).
-    #[serde(default = "defaults::max_key_age")]
-    pub max_key_age: f64,
+    #[serde(
+        default = "defaults::max_key_age",
+        deserialize_with = "seconds::max_key_age"
+    )]
+    pub max_key_age: Duration,
     /// Keep serving cached keys this long past `max_key_age` while the KMS is down (default 86400).
-    #[serde(default = "defaults::outage_grace")]
-    pub outage_grace: f64,
+    #[serde(
+        default = "defaults::outage_grace",
+        deserialize_with = "seconds::outage_grace"
+    )]
+    pub outage_grace: Duration,
     /// Stop sealing (not ready; sealed states still verify) once the keyset
     /// store has been unusable this long (default: 2P, see
     /// `SchedulerConfig::store_staleness_limit`).
-    #[serde(default)]
-    pub max_store_staleness: Option<f64>,
-    /// Rotate the primary key at this age; 0 disables (default 30 days).
-    #[serde(default = "defaults::rotation_period")]
-    pub rotation_period: f64,
+    #[serde(default, deserialize_with = "seconds::max_store_staleness")]
+    pub max_store_staleness: Option<Duration>,
+    /// Rotate the primary key at this age; `None` (0 in the file) never
+    /// rotates by age (default 30 days).
+    #[serde(
+        default = "defaults::rotation_period",
+        deserialize_with = "seconds::rotation_period"
+    )]
+    pub rotation_period: Option<Duration>,
     /// Rotate once the fleet has reserved this many seals under one key (default 2^31).
     #[serde(default = "defaults::max_seals_per_key")]
     pub max_seals_per_key: u64,
@@ -79,8 +95,11 @@ pub struct Config {
     #[serde(default = "defaults::seal_reservation_block")]
     pub seal_reservation_block: u64,
     /// How long start-up waits for the first key ring (default 10).
-    #[serde(default = "defaults::ready_timeout")]
-    pub ready_timeout: f64,
+    #[serde(
+        default = "defaults::ready_timeout",
+        deserialize_with = "seconds::ready_timeout"
+    )]
+    pub ready_timeout: Duration,
     /// The keyset id this server accepts (`stateseal init` prints it); required,
     /// with `keyset_keks`, for every store but `file://`.
     #[serde(default)]
@@ -172,27 +191,27 @@ impl From<FailureModeName> for FailureMode {
 
 /// Every default here is the scheduler's or the timeline's own: one home each.
 mod defaults {
+    use std::time::Duration;
+
     use crate::rotation::{SchedulerConfig, Timing};
 
-    pub(super) fn ttl() -> f64 {
-        Timing::default().ttl.as_secs_f64()
+    pub(super) fn ttl() -> Duration {
+        Timing::default().ttl
     }
-    pub(super) fn refresh_interval() -> f64 {
-        Timing::default().refresh_interval.as_secs_f64()
+    pub(super) fn refresh_interval() -> Duration {
+        Timing::default().refresh_interval
     }
-    pub(super) fn max_skew() -> f64 {
-        Timing::default().max_skew.as_secs_f64()
+    pub(super) fn max_skew() -> Duration {
+        Timing::default().max_skew
     }
-    pub(super) fn max_key_age() -> f64 {
-        SchedulerConfig::default().max_key_age.as_secs_f64()
+    pub(super) fn max_key_age() -> Duration {
+        SchedulerConfig::default().max_key_age
     }
-    pub(super) fn outage_grace() -> f64 {
-        SchedulerConfig::default().outage_grace.as_secs_f64()
+    pub(super) fn outage_grace() -> Duration {
+        SchedulerConfig::default().outage_grace
     }
-    pub(super) fn rotation_period() -> f64 {
-        SchedulerConfig::default()
-            .rotation_period
-            .map_or(0.0, |p| p.as_secs_f64())
+    pub(super) fn rotation_period() -> Option<Duration> {
+        SchedulerConfig::default().rotation_period
     }
     pub(super) fn max_seals_per_key() -> u64 {
         SchedulerConfig::default().max_seals_per_key
@@ -202,39 +221,35 @@ mod defaults {
             .seal_reservation_block
             .unwrap_or(0)
     }
-    pub(super) fn ready_timeout() -> f64 {
-        10.0
+    pub(super) fn ready_timeout() -> Duration {
+        Duration::from_secs(10)
     }
     pub(super) fn renew_keyset() -> bool {
         true
     }
 }
 
-/// `secs` as a duration: a finite count of seconds, positive (or zero where
-/// `zero_ok`); `what` says what the field must be otherwise. One too long
-/// for a duration is the longest (it never falls due).
-fn duration(field: &str, secs: f64, zero_ok: bool, what: &str) -> Result<Duration, Error> {
-    if !(secs.is_finite() && (secs > 0.0 || zero_ok && secs == 0.0)) {
-        return Err(Error::Config(format!("{field} {what}")));
-    }
-    Ok(Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX))
-}
-
 pub(super) fn field_error(e: &toml::de::Error) -> Error {
-    Error::Config(format!("configuration: {}", e.message().trim()))
+    let message = e.message().trim();
+    // A duration's reader names its field already (`seconds`), in its check's words.
+    if message.starts_with("field ") {
+        return Error::Config(message.to_owned());
+    }
+    Error::Config(format!("configuration: {message}"))
 }
 
 impl Config {
     /// A builder for `store` and `audience`, every other field at its default.
     ///
     /// ```
+    /// use std::time::Duration;
     /// use stateseal::setup::Config;
     /// let config = Config::builder("file:///var/lib/stateseal/keyset.json", "my-server")
-    ///     .ttl(300.0)
-    ///     .refresh_interval(10.0)
+    ///     .ttl(Duration::from_secs(300))
+    ///     .refresh_interval(Duration::from_secs(10))
     ///     .build()?;
-    /// assert_eq!(config.ttl, 300.0);
-    /// assert!(Config::builder("file:///k.json", "a").ttl(-1.0).build().is_err());
+    /// assert_eq!(config.ttl, Duration::from_secs(300));
+    /// assert!(Config::builder("file:///k.json", "a").ttl(Duration::ZERO).build().is_err());
     /// # Ok::<(), stateseal::Error>(())
     /// ```
     pub fn builder(store: impl Into<String>, audience: impl Into<String>) -> super::ConfigBuilder {
@@ -278,36 +293,19 @@ impl Config {
         Ok(config)
     }
 
-    /// The scheduler configuration these settings describe (seconds become
-    /// durations; a value that is none is refused naming its field, as
-    /// [`Config::validate`] refuses it).
-    ///
-    /// # Errors
-    /// [`Error::Config`] naming the field to fix.
-    pub fn scheduler_config(&self) -> Result<SchedulerConfig, Error> {
-        let timing = Timing::try_from_secs_f64(
-            self.refresh_interval,
-            self.max_skew,
-            self.ttl,
-            self.propagation,
-        )?;
-        let positive = "must be a positive number of seconds";
-        let config = SchedulerConfig {
+    /// The scheduler configuration these settings describe.
+    pub fn scheduler_config(&self) -> SchedulerConfig {
+        let mut timing = Timing::new(self.refresh_interval, self.max_skew, self.ttl);
+        if let Some(p) = self.propagation {
+            timing = timing.with_propagation(p);
+        }
+        // Validated with the rest of the configuration (`Config::validate`).
+        SchedulerConfig {
             timing,
-            max_key_age: duration("max_key_age", self.max_key_age, false, positive)?,
-            outage_grace: duration(
-                "outage_grace",
-                self.outage_grace,
-                true,
-                "must be zero or a positive number of seconds",
-            )?,
-            max_store_staleness: self
-                .max_store_staleness
-                .map(|s| duration("max_store_staleness", s, false, positive))
-                .transpose()?,
-            rotation_period: (self.rotation_period > 0.0)
-                .then(|| duration("rotation_period", self.rotation_period, false, positive))
-                .transpose()?,
+            max_key_age: self.max_key_age,
+            outage_grace: self.outage_grace,
+            max_store_staleness: self.max_store_staleness,
+            rotation_period: self.rotation_period,
             max_seals_per_key: self.max_seals_per_key,
             seal_reservation_block: (self.seal_reservation_block > 0)
                 .then_some(self.seal_reservation_block),
@@ -315,8 +313,7 @@ impl Config {
             trust: self.trust_policy().unwrap_or_default(),
             renew_keyset: self.renew_keyset,
             ..SchedulerConfig::default()
-        };
-        Ok(config)
+        }
     }
 
     /// What keyset documents these settings believe.
@@ -359,17 +356,11 @@ impl Config {
         if self.create_if_missing && self.kek.is_none() {
             return bad("kek", "is required when create_if_missing is set");
         }
-        if !(self.ttl.is_finite() && self.ttl > 0.0) {
+        if self.ttl.is_zero() {
             return bad("ttl", "must be a positive number of seconds");
         }
-        if !(self.ready_timeout.is_finite() && self.ready_timeout > 0.0) {
+        if self.ready_timeout.is_zero() {
             return bad("ready_timeout", "must be a positive number of seconds");
-        }
-        if !(self.rotation_period.is_finite() && self.rotation_period >= 0.0) {
-            return bad(
-                "rotation_period",
-                "must be zero (never) or a positive number of seconds",
-            );
         }
         let single_use = !(self.single_use_tools.is_empty()
             && self.single_use_prompts.is_empty()
@@ -395,11 +386,9 @@ impl Config {
         }
         self.trust_policy()?;
         // The scheduler's own checks name their fields too.
-        self.scheduler_config()
-            .and_then(|c| c.validate())
-            .map_err(|e| match e {
-                Error::Config(m) => Error::Config(format!("field {m}")),
-                other => other,
-            })
+        self.scheduler_config().validate().map_err(|e| match e {
+            Error::Config(m) => Error::Config(format!("field {m}")),
+            other => other,
+        })
     }
 }

@@ -14,6 +14,7 @@
 
 mod builder;
 mod config;
+mod seconds;
 mod vars;
 
 use std::sync::Arc;
@@ -131,7 +132,7 @@ pub async fn start_with_clock(
         }
         None => None,
     };
-    let scheduler_config = config.scheduler_config()?;
+    let scheduler_config = config.scheduler_config();
     let store = registry
         .open_store(&config.store)
         .map_err(|e| Error::Config(format!("field `store`: {e}")))?;
@@ -167,9 +168,7 @@ pub async fn start_with_clock(
         Arc::clone(&clock),
     )?;
     // `None`: a timeout past what the monotonic clock holds, i.e. no deadline.
-    let deadline = Duration::try_from_secs_f64(config.ready_timeout)
-        .ok()
-        .and_then(|t| Instant::now().checked_add(t));
+    let deadline = Instant::now().checked_add(config.ready_timeout);
     // A fleet started at once (or a KMS quota it shares) is retried spread out.
     let pacing = scheduler.pacing();
     let mut failures = 0u32;
@@ -179,7 +178,8 @@ pub async fn start_with_clock(
             Err(e) if deadline.is_some_and(|d| Instant::now() >= d) => {
                 return Err(Error::Config(format!(
                     "the keyset at {} gave no usable key within ready_timeout ({}s): {e}",
-                    config.store, config.ready_timeout
+                    config.store,
+                    config.ready_timeout.as_secs_f64()
                 )));
             }
             Err(_) => {

@@ -38,7 +38,109 @@ fn invalid_configuration_names_the_field() {
         "{base}failure_mode = 'treat-as-absent'\nrotation_period = 0"
     ))
     .expect("valid");
-    assert_eq!(ok.scheduler_config().expect("valid").rotation_period, None);
+    assert_eq!(ok.scheduler_config().rotation_period, None);
+}
+
+/// Every duration is written in seconds and read into a `Duration`; a value
+/// that is none is refused, from the file and from `STATESEAL_*` alike, in
+/// the words each field's check used when the fields held f64 seconds.
+#[test]
+fn durations_are_read_from_seconds_and_refused_in_their_checks_words() {
+    let base = "store = 'file:///tmp/k.json'\naudience = 'svc'\n";
+    for (field, value, message) in [
+        (
+            "ttl",
+            "-1",
+            "field `ttl`: must be a positive number of seconds",
+        ),
+        (
+            "ttl",
+            "0",
+            "field `ttl`: must be a positive number of seconds",
+        ),
+        (
+            "ready_timeout",
+            "-0.5",
+            "field `ready_timeout`: must be a positive number of seconds",
+        ),
+        (
+            "rotation_period",
+            "-1",
+            "field `rotation_period`: must be zero (never) or a positive number of seconds",
+        ),
+        (
+            "refresh_interval",
+            "-30",
+            "field refresh_interval must be a positive number of seconds (at most 10 years)",
+        ),
+        (
+            "refresh_interval",
+            "0",
+            "field refresh_interval must be a positive number of seconds (at most 10 years)",
+        ),
+        (
+            "max_skew",
+            "-1",
+            "field max_skew must be zero or a positive number of seconds (at most 10 years)",
+        ),
+        (
+            "max_key_age",
+            "0",
+            "field max_key_age must be a positive number of seconds",
+        ),
+        (
+            "outage_grace",
+            "-1",
+            "field outage_grace must be zero or a positive number of seconds",
+        ),
+        (
+            "max_store_staleness",
+            "0",
+            "field max_store_staleness must be a positive number of seconds",
+        ),
+        (
+            "ttl",
+            "1e12",
+            "field ttl must be a positive number of seconds (at most 10 years)",
+        ),
+    ] {
+        assert_eq!(
+            err(&format!("{base}{field} = {value}")),
+            message,
+            "{field} = {value}"
+        );
+        let vars: HashMap<String, String> = [
+            (
+                "STATESEAL_STORE".to_owned(),
+                "file:///tmp/k.json".to_owned(),
+            ),
+            ("STATESEAL_AUDIENCE".to_owned(), "svc".to_owned()),
+            (
+                format!("STATESEAL_{}", field.to_ascii_uppercase()),
+                value.to_owned(),
+            ),
+        ]
+        .into_iter()
+        .collect();
+        match Config::from_vars(|k| vars.get(k).cloned()) {
+            Err(Error::Config(m)) => assert_eq!(m, message, "STATESEAL_{field}={value}"),
+            other => panic!("STATESEAL_{field}={value}: {other:?}"),
+        }
+    }
+    let c = Config::from_toml_str(&format!(
+        "{base}ttl = 0.25\nrefresh_interval = 1\nmax_skew = 0\npropagation = 1.5\nrotation_period = 0\nready_timeout = 1e300\n"
+    ))
+    .expect("valid");
+    assert_eq!(c.ttl, Duration::from_millis(250));
+    assert_eq!(c.propagation, Some(Duration::from_millis(1500)));
+    assert_eq!(c.max_skew, Duration::ZERO);
+    assert_eq!(c.rotation_period, None, "0 never rotates by age");
+    assert_eq!(
+        c.ready_timeout,
+        Duration::MAX,
+        "past any duration: the longest"
+    );
+    assert_eq!(c.scheduler_config().rotation_period, None);
 }
 
 #[test]
@@ -94,7 +196,11 @@ fn environment_overrides_the_file() {
     let config = Config::from_vars(|k| vars.get(k).cloned()).expect("config");
     assert_eq!(
         (config.store.as_str(), config.audience.as_str(), config.ttl),
-        ("file:///from/file.json", "env-audience", 90.5)
+        (
+            "file:///from/file.json",
+            "env-audience",
+            Duration::from_millis(90_500)
+        )
     );
     let bad: HashMap<&str, String> = [
         ("STATESEAL_STORE", "file:///k".to_owned()),

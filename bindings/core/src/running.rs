@@ -55,17 +55,17 @@ impl Recipe {
         if let Some(t) = verified.doc.timing {
             let e = self.explicit_timing;
             if !e.refresh_interval {
-                config.refresh_interval = t.refresh_interval.as_secs_f64();
+                config.refresh_interval = t.refresh_interval;
             }
             if !e.max_skew {
-                config.max_skew = t.max_skew.as_secs_f64();
+                config.max_skew = t.max_skew;
             }
             if !e.ttl {
-                config.ttl = t.ttl.as_secs_f64();
+                config.ttl = t.ttl;
             }
             // P belongs to the profile's R and S: with either overridden, P follows them (2R + S).
             if !e.propagation && !e.refresh_interval && !e.max_skew {
-                config.propagation = Some(t.propagation.as_secs_f64());
+                config.propagation = Some(t.propagation);
             }
         }
         config
@@ -113,11 +113,12 @@ impl Running {
             let single_use = !(config.single_use_tools.is_empty()
                 && config.single_use_prompts.is_empty()
                 && config.single_use_resources.is_empty());
-            // S as `setup::start` takes it for the envelope, before anything starts.
-            let skew = Duration::try_from_secs_f64(config.max_skew).map_err(|_| {
-                Error::Config("max_skew must be zero or a positive number of seconds".into())
-            })?;
-            let timing = (config.ttl, config.max_skew, skew, single_use);
+            let timing = (
+                config.ttl.as_secs_f64(),
+                config.max_skew.as_secs_f64(),
+                config.max_skew,
+                single_use,
+            );
             stateseal::setup::start(&config, registry)
                 .await
                 .map(|p| (p, timing))

@@ -2,6 +2,8 @@
 //! object) into a validated `setup::Config`: one list of names and types for
 //! every language.
 
+use std::time::Duration;
+
 use stateseal::setup::Config;
 
 use crate::running::{ExplicitTiming, Recipe};
@@ -19,9 +21,14 @@ pub enum Setting {
     List(Vec<String>),
 }
 
-fn seconds(name: &str, v: &Setting) -> Result<f64, String> {
+/// Seconds as a duration (one too long for a `Duration` is the longest; the
+/// configuration's checks then name the field's limit).
+fn seconds(name: &str, v: &Setting) -> Result<Duration, String> {
     match v {
-        Setting::Number(n) => Ok(*n),
+        Setting::Number(n) if *n >= 0.0 && n.is_finite() => {
+            Ok(Duration::try_from_secs_f64(*n).unwrap_or(Duration::MAX))
+        }
+        Setting::Number(_) => Err(format!("{name}: expected seconds (a number, not negative)")),
         _ => Err(format!("{name}: expected seconds (a number)")),
     }
 }
@@ -98,7 +105,10 @@ pub fn recipe<'a>(
             "max_key_age" => b.max_key_age(seconds(name, v)?),
             "outage_grace" => b.outage_grace(seconds(name, v)?),
             "max_store_staleness" => b.max_store_staleness(Some(seconds(name, v)?)),
-            "rotation_period" => b.rotation_period(seconds(name, v)?),
+            // 0 never rotates by age, as in the file.
+            "rotation_period" => {
+                b.rotation_period(Some(seconds(name, v)?).filter(|p| !p.is_zero()))
+            }
             "ready_timeout" => b.ready_timeout(seconds(name, v)?),
             "max_seals_per_key" => b.max_seals_per_key(count(name, v)?),
             "seal_reservation_block" => b.seal_reservation_block(count(name, v)?),

@@ -121,11 +121,11 @@ pub(crate) async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<(), CliEr
     let config = Config::builder(&store, "stateseal-demo")
         .kek(Some(kek.clone()))
         .create_if_missing(true)
-        .ttl(12.0)
-        .refresh_interval(1.0)
-        .max_skew(1.0)
-        .rotation_period(0.0)
-        .ready_timeout(10.0)
+        .ttl(Duration::from_secs(12))
+        .refresh_interval(Duration::from_secs(1))
+        .max_skew(Duration::from_secs(1))
+        .rotation_period(None)
+        .ready_timeout(Duration::from_secs(10))
         .replay_store(Some(REPLAY_STORE.to_owned()))
         .single_use_tools(vec!["transfer".to_owned()])
         .build()
@@ -181,7 +181,7 @@ pub(crate) async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<(), CliEr
                 store_handle.as_ref(),
                 &registry,
                 &trust,
-                Some(config.scheduler_config()?.timing),
+                Some(config.scheduler_config().timing),
                 now,
                 RotateMode::Scheduled,
                 DEFAULT_MAX_LIVE_KEYS,

@@ -43,6 +43,13 @@ struct Kit {
 const NOW: f64 = 1_782_345_600.0;
 
 impl Kit {
+    /// `doc` under a fresh MAC key wrapped with `kek`, fresh until NOW + 100 s.
+    async fn sealed(&self, doc: &Keyset, kek: &str) -> (StoredKeyset, VerifiedKeyset) {
+        seal_with_new_mac_key(&self.registry, doc, kek, at(NOW + 100.0))
+            .await
+            .unwrap()
+    }
+
     fn new(name: &str) -> Self {
         let dir =
             std::env::temp_dir().join(format!("stateseal-trust-{name}-{}", std::process::id()));
@@ -117,12 +124,7 @@ impl Kit {
     ) -> (Option<&'static str>, u64) {
         let before = self.unwraps();
         let got = KeysetTrust::new(policy)
-            .open(
-                &self.registry,
-                "file:///test",
-                stored,
-                crate::clock::UnixTime::from_finite_secs(now),
-            )
+            .open(&self.registry, "file:///test", stored, at(now))
             .await;
         let reason = match got {
             Ok(_) => None,
@@ -160,46 +162,24 @@ fn set_payload(v: &mut serde_json::Value, bytes: &[u8]) {
 async fn an_authentic_document_opens_and_writes_keep_its_mac_key() {
     let kit = Kit::new("ok");
     let doc = kit.doc("ks_fleet", &kit.kek).await;
-    let (stored, _) = seal_with_new_mac_key(
-        &kit.registry,
-        &doc,
-        &kit.kek,
-        crate::clock::UnixTime::from_finite_secs(NOW + 100.0),
-    )
-    .await
-    .unwrap();
+    let (stored, _) = kit.sealed(&doc, &kit.kek).await;
     assert!(stored.is_authenticated());
     let trust = KeysetTrust::new(kit.pins("ks_fleet"));
     let v = trust
-        .open(
-            &kit.registry,
-            "file:///t",
-            &stored,
-            crate::clock::UnixTime::from_finite_secs(NOW),
-        )
+        .open(&kit.registry, "file:///t", &stored, at(NOW))
         .await
         .unwrap();
     assert_eq!(
         (v.doc.clone(), v.expires_at),
-        (
-            doc.clone(),
-            Some(crate::clock::UnixTime::from_finite_secs(NOW + 100.0))
-        )
+        (doc.clone(), Some(at(NOW + 100.0)))
     );
     // The next write is tagged under the same MAC key: no new KMS call to read it.
     let mut next = doc.clone();
     next.generation = 4;
-    let written = v
-        .seal_next(&next, crate::clock::UnixTime::from_finite_secs(NOW + 200.0))
-        .unwrap();
+    let written = v.seal_next(&next, at(NOW + 200.0)).unwrap();
     let calls = trust.kms_calls();
     let again = trust
-        .open(
-            &kit.registry,
-            "file:///t",
-            &written,
-            crate::clock::UnixTime::from_finite_secs(NOW),
-        )
+        .open(&kit.registry, "file:///t", &written, at(NOW))
         .await
         .unwrap();
     assert_eq!((again.doc, trust.kms_calls()), (next, calls));
@@ -212,27 +192,13 @@ async fn an_authentic_document_opens_and_writes_keep_its_mac_key() {
 async fn a_store_writer_without_the_kek_changes_nothing() {
     let kit = Kit::new("writer");
     let doc = kit.doc("ks_fleet", &kit.kek).await;
-    let (stored, _) = seal_with_new_mac_key(
-        &kit.registry,
-        &doc,
-        &kit.kek,
-        crate::clock::UnixTime::from_finite_secs(NOW + 100.0),
-    )
-    .await
-    .unwrap();
+    let (stored, _) = kit.sealed(&doc, &kit.kek).await;
     let pinned = || kit.pins("ks_fleet");
 
     // (a) A whole document of the writer's own, MAC key and data key under their KEK
     // (`…/p10/`, which a `…/p1/` prefix pin must not match): one refusal, no KMS call.
     let own = kit.doc("ks_fleet", &kit.attacker_kek).await;
-    let (forged, _) = seal_with_new_mac_key(
-        &kit.registry,
-        &own,
-        &kit.attacker_kek,
-        crate::clock::UnixTime::from_finite_secs(NOW + 100.0),
-    )
-    .await
-    .unwrap();
+    let (forged, _) = kit.sealed(&own, &kit.attacker_kek).await;
     assert_eq!(
         kit.reason(pinned(), &forged, NOW).await,
         (Some("unpinned_kek"), 0)
@@ -263,14 +229,7 @@ async fn a_store_writer_without_the_kek_changes_nothing() {
     // A tag from another keyset under the same KEK: that keyset's MAC key does not
     // unwrap for this keyset id (the wrap is bound to it).
     let other = kit.doc("ks_other", &kit.kek).await;
-    let (theirs, _) = seal_with_new_mac_key(
-        &kit.registry,
-        &other,
-        &kit.kek,
-        crate::clock::UnixTime::from_finite_secs(NOW + 100.0),
-    )
-    .await
-    .unwrap();
+    let (theirs, _) = kit.sealed(&other, &kit.kek).await;
     let transplanted = edited(&stored, |v| {
         let t: serde_json::Value = serde_json::from_slice(theirs.bytes()).unwrap();
         v["mac"] = t["mac"].clone();
@@ -321,27 +280,13 @@ async fn authentic_but_old_foreign_keked_or_stale_documents_are_refused() {
         entry: "k_2".into(),
         ..foreign.keys[0].clone()
     });
-    let (stored, _) = seal_with_new_mac_key(
-        &kit.registry,
-        &doc,
-        &kit.kek,
-        crate::clock::UnixTime::from_finite_secs(NOW + 100.0),
-    )
-    .await
-    .unwrap();
+    let (stored, _) = kit.sealed(&doc, &kit.kek).await;
     assert_eq!(
         kit.reason(kit.pins("ks_fleet"), &stored, NOW).await.0,
         Some("unpinned_kek")
     );
     doc.keys.pop();
-    let (stored, _) = seal_with_new_mac_key(
-        &kit.registry,
-        &doc,
-        &kit.kek,
-        crate::clock::UnixTime::from_finite_secs(NOW + 100.0),
-    )
-    .await
-    .unwrap();
+    let (stored, _) = kit.sealed(&doc, &kit.kek).await;
     // Past expires_at: stale.
     assert_eq!(
         kit.reason(kit.pins("ks_fleet"), &stored, NOW + 100.0)
@@ -364,4 +309,9 @@ async fn authentic_but_old_foreign_keked_or_stale_documents_are_refused() {
         kit.reason(raised, &stored, NOW).await,
         (Some("below_min_generation"), 0)
     );
+}
+
+/// The test's seconds as an instant.
+fn at(t: f64) -> crate::clock::UnixTime {
+    crate::clock::UnixTime::from_finite_secs(t)
 }

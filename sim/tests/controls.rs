@@ -94,7 +94,7 @@ fn a_failing_claimant_froze_rotation_under_the_old_rule() {
     println!("new rule: {:#}", json(&new));
     assert!(new.kms_denied > 0);
     let t = Scenario::fleet_week(1).timing;
-    let bound = stateseal::rotation::CLAIM_TTL
+    let bound = stateseal::rotation::CLAIM_TTL.as_secs_f64()
         + 4.0 * t.refresh_interval.as_secs_f64()
         + 2.0 * t.refresh_interval.as_secs_f64()
         + 60.0;

@@ -22,7 +22,8 @@ fn fleet(failing: usize, seed: u64) -> Scenario {
 
 fn check(failing: usize, seeds: std::ops::Range<u64>) {
     let r = Scenario::fleet_week(1).timing.refresh_interval;
-    let bound = failing as f64 * (CLAIM_TTL + 4.0 * r.as_secs_f64()) + 2.0 * r.as_secs_f64();
+    let bound =
+        failing as f64 * (CLAIM_TTL.as_secs_f64() + 4.0 * r.as_secs_f64()) + 2.0 * r.as_secs_f64();
     let mut worst: f64 = 0.0;
     for seed in seeds {
         let report = run(&fleet(failing, seed)).expect("run");

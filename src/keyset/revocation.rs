@@ -32,14 +32,14 @@ pub const MAX_CLIENT_ID_LEN: usize = 256;
 /// Until when `entry` can still cover a valid state: `before` plus the longest
 /// TTL the keyset allows (T) plus the clock skew (S), as a verifier S behind
 /// still accepts a state issued just before `before` until then.
-pub fn live_until(entry: &Revocation, timing: &Timing) -> f64 {
-    entry.before.as_secs_f64() + timing.ttl.saturating_add(timing.max_skew).as_secs_f64()
+pub fn live_until(entry: &Revocation, timing: &Timing) -> UnixTime {
+    entry.before + timing.ttl.saturating_add(timing.max_skew)
 }
 
 /// Whether a write at `now` may drop `entry`: S past [`live_until`], so that
 /// an instance whose clock is S behind the writer's also sees it expired.
-pub fn prunable(entry: &Revocation, timing: &Timing, now: f64) -> bool {
-    now >= live_until(entry, timing) + timing.max_skew.as_secs_f64()
+pub fn prunable(entry: &Revocation, timing: &Timing, now: UnixTime) -> bool {
+    now >= live_until(entry, timing) + timing.max_skew
 }
 
 /// The first entry live in `adopted` (judged with its timing, at `now`) that
@@ -53,7 +53,7 @@ pub(crate) fn dropped_live<'a>(
 ) -> Option<&'a Revocation> {
     adopted
         .iter()
-        .filter(|r| now < live_until(r, timing))
+        .filter(|r| now < live_until(r, timing).as_secs_f64())
         .find(|r| !candidate.contains(r))
 }
 
@@ -265,8 +265,11 @@ mod tests {
             Duration::from_secs(600),
         );
         let r = Revocation::all_before(UnixTime::from_secs(1000));
-        assert_eq!(live_until(&r, &t), 1660.0);
-        assert!(!prunable(&r, &t, 1719.0) && prunable(&r, &t, 1720.0));
+        assert_eq!(live_until(&r, &t), UnixTime::from_secs(1660));
+        assert!(
+            !prunable(&r, &t, UnixTime::from_secs(1719))
+                && prunable(&r, &t, UnixTime::from_secs(1720))
+        );
         let adopted = [r.clone()];
         assert_eq!(dropped_live(&adopted, &t, &[], 1659.0), Some(&r));
         assert_eq!(dropped_live(&adopted, &t, &[], 1660.0), None);

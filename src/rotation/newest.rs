@@ -211,7 +211,9 @@ pub(crate) fn judge_against_newest(
     // of the states they cover (and the fleet does not refuse the write for it).
     let profile = newest.timing.unwrap_or_default();
     for r in &newest.revocations {
-        if now < crate::keyset::live_until(r, &profile) && !candidate.revocations.contains(r) {
+        if now < crate::keyset::live_until(r, &profile).as_secs_f64()
+            && !candidate.revocations.contains(r)
+        {
             candidate.revocations.push(r.clone());
         }
     }

@@ -30,7 +30,7 @@ pub struct Revoked {
     /// Whether this call wrote it (`false`: the document already held it).
     pub written: bool,
     /// Until when it stays in the document (see `keyset::live_until`).
-    pub live_until: f64,
+    pub live_until: UnixTime,
 }
 
 /// Adds `entry` to the store's document at `now`, verified under `trust`
@@ -81,9 +81,9 @@ pub async fn revoke(
             )));
         }
         let mut next = base.doc.clone();
-        next.revocations.retain(|r| !prunable(r, &timing, now));
+        next.revocations.retain(|r| !prunable(r, &timing, at));
         let until = live_until(&entry, &timing);
-        if now >= until {
+        if at >= until {
             return Err(Error::Config(format!(
                 "before is {:.0}s ago, more than T + S ({}s): every state it would cover has expired already; nothing was written",
                 now - before,

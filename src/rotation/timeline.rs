@@ -15,6 +15,7 @@
 // API reaches the timeline through keyset operations and inspection.
 #![cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
 
+use crate::clock::UnixTime;
 use crate::error::Error;
 pub use crate::keyset::Timing;
 use crate::keyset::{KeyEntry, Keyset, document_time};
@@ -185,7 +186,7 @@ pub fn rotated(
     // So are revocations that cover nothing valid any more, on any instance's clock.
     let profile = doc.timing.unwrap_or(*timing);
     next.revocations
-        .retain(|r| !crate::keyset::prunable(r, &profile, now));
+        .retain(|r| !crate::keyset::prunable(r, &profile, UnixTime::from_finite_secs(now)));
     for e in &mut next.keys {
         let r = e.retire_at.map_or(retire, |r| r.min(retire));
         // A key cut short before it ever activated is cancelled: it never enters a ring.

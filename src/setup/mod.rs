@@ -188,7 +188,7 @@ pub async fn start_with_clock(
                 let left = deadline.map_or(Duration::MAX, |d| {
                     d.saturating_duration_since(Instant::now())
                 });
-                tokio::time::sleep(Duration::from_secs_f64(wait).min(left)).await;
+                tokio::time::sleep(wait.min(left)).await;
             }
         }
     }

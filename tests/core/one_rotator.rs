@@ -145,7 +145,7 @@ async fn a_claim_whose_holder_died_lapses_and_another_instance_rotates() {
         .entry
         .clone();
     // An instance claimed the rotation just as it fell due, and died.
-    let until = T0 + PERIOD + CLAIM_TTL;
+    let until = T0 + PERIOD + CLAIM_TTL.as_secs_f64();
     keysets::resealed(f.store.as_ref(), &f.registry, |d| {
         d.rotation_claim = Some(RotationClaim {
             holder: "pod-dead".into(),
@@ -246,8 +246,9 @@ async fn a_claimant_whose_rotation_fails_steps_back_and_another_rotates() {
 async fn several_failing_claimants_delay_a_rotation_by_one_claim_each_at_most() {
     let r = timing().refresh_interval;
     for (failing, runs) in [(2usize, 6u32), (5, 4)] {
-        let bound =
-            failing as f64 * (CLAIM_TTL + 4.0 * r.as_secs_f64()) + 2.0 * r.as_secs_f64() + 2.0;
+        let bound = failing as f64 * (CLAIM_TTL.as_secs_f64() + 4.0 * r.as_secs_f64())
+            + 2.0 * r.as_secs_f64()
+            + 2.0;
         for run in 0..runs {
             let name = format!("run{run}k{failing}");
             let f = fleet_with(&format!("failing-{name}"), failing, &name).await;

@@ -134,7 +134,7 @@ fn a_revoked_principal_is_refused_after_one_refresh_and_nothing_else() {
         .await
         .expect("revoke");
         assert!(done.written);
-        assert_eq!(done.live_until, before + 600.0 + 60.0);
+        assert_eq!(done.live_until.as_secs_f64(), before + 600.0 + 60.0);
         // Verification is network-free: nothing changes until the instance's next refresh...
         assert_eq!(refusal(&m, &early_a, Some(&a), T0 + 31.0), None);
         // ...which is at most R later.
@@ -311,7 +311,7 @@ async fn a_revocation_during_live_traffic_reaches_every_instance_within_r() {
     for _ in 0..5 {
         let m = Member::new(&registry, store.clone(), T0);
         m.sched.refresh_at(instant(T0)).await.expect("refresh");
-        let next = T0 + pacing.first(unit());
+        let next = T0 + pacing.first(unit()).as_secs_f64();
         fleet.push((m, next, None::<f64>));
     }
     let (a, b) = (alice(), bob());
@@ -336,7 +336,7 @@ async fn a_revocation_during_live_traffic_reaches_every_instance_within_r() {
         for (m, next, refused_from) in &mut fleet {
             if t >= *next {
                 m.sched.refresh_at(instant(t)).await.expect("refresh");
-                *next = t + pacing.after_success(unit());
+                *next = t + pacing.after_success(unit()).as_secs_f64();
             }
             assert_eq!(refusal(m, &old_b, Some(&b), t), None, "another principal");
             if t > written_at + 1.0 {

@@ -89,7 +89,7 @@ async fn a_document_dropping_a_live_entry_is_refused_until_nothing_it_covers_is_
     let timing = Timing::default();
     let until = live_until(&entry, &timing);
     m.sched
-        .refresh_at(instant(until))
+        .refresh_at(until)
         .await
         .expect("adopted once the entry expired");
     let _ = std::fs::remove_dir_all(dir);
@@ -110,8 +110,8 @@ async fn writes_prune_entries_that_cover_nothing_valid() {
     .await
     .expect("revoke");
     // Still live (on a clock S behind too): kept by the next write.
-    let at = live_until(&first, &timing) + timing.max_skew.as_secs_f64() - 1.0;
-    assert!(!prunable(&first, &timing, at));
+    let at = (live_until(&first, &timing) + timing.max_skew).as_secs_f64() - 1.0;
+    assert!(!prunable(&first, &timing, instant(at)));
     revoke(
         &*store,
         &registry,

@@ -185,7 +185,7 @@ fn written(
         .refresh_interval
         .as_secs_f64();
     if json {
-        let mut v = entry_json(&r.entry, r.live_until);
+        let mut v = entry_json(&r.entry, r.live_until.as_secs_f64());
         v["written"] = r.written.into();
         v["keyset"] = doc.id.clone().into();
         v["generation"] = doc.generation.into();
@@ -208,7 +208,7 @@ fn written(
             rfc3339(r.entry.before.as_secs_f64()),
             doc.id,
             doc.generation,
-            when(r.live_until, now),
+            when(r.live_until.as_secs_f64(), now),
             doc.generation,
         ),
     )
@@ -247,7 +247,7 @@ fn live(doc: &Keyset, now: f64) -> impl Iterator<Item = (&Revocation, f64)> {
     let timing = doc.timing.unwrap_or_default();
     doc.revocations
         .iter()
-        .map(move |r| (r, live_until(r, &timing)))
+        .map(move |r| (r, live_until(r, &timing).as_secs_f64()))
         .filter(move |(_, until)| now < *until)
 }
 

@@ -166,7 +166,7 @@ fn one_run(run: usize, issuer: &Issuer) -> Run {
     // turn (4R), so a failing server has claimed it.
     std::thread::sleep(Duration::from_secs_f64((due + 5.0 * R - now()).max(0.0)));
     servers.push(start_server(&dir, FAILING, &config, &healthy));
-    let bound = FAILING as f64 * (CLAIM_TTL + 4.0 * R) + 2.0 * R + 2.0;
+    let bound = FAILING as f64 * (CLAIM_TTL.as_secs_f64() + 4.0 * R) + 2.0 * R + 2.0;
     let code = POLL
         .replace("UNTIL", &format!("{}", due + bound + 10.0))
         .replace("DUE", &format!("{due}"));
@@ -181,7 +181,7 @@ fn one_run(run: usize, issuer: &Issuer) -> Run {
         )
     });
     assert!(
-        late >= CLAIM_TTL,
+        late >= CLAIM_TTL.as_secs_f64(),
         "run {run}: rotated {late:.1} s after due, before a failing claim could lapse; claimed by {claimants:?}"
     );
     assert!(

@@ -117,7 +117,7 @@ impl Fleet {
         if idle {
             self.idle += 1;
             m.last_idle = Some(t);
-            let wait = self.pacing.after_success(unit);
+            let wait = self.pacing.after_success(unit).as_secs_f64();
             let epoch = m.epoch;
             self.push(
                 t + self.scenario.store.latency + wait,
@@ -169,9 +169,9 @@ impl Fleet {
                 m.seen_version = served;
                 m.next_event = m.sched.next_event_at();
                 if first_ready {
-                    self.pacing.first(unit)
+                    self.pacing.first(unit).as_secs_f64()
                 } else {
-                    self.pacing.after_success(unit)
+                    self.pacing.after_success(unit).as_secs_f64()
                 }
             }
             Err(_) => {
@@ -184,9 +184,12 @@ impl Fleet {
                     if done >= deadline {
                         return self.exit(i, done);
                     }
-                    self.pacing.after_failure(n, unit).min(deadline - done)
+                    self.pacing
+                        .after_failure(n, unit)
+                        .as_secs_f64()
+                        .min(deadline - done)
                 } else {
-                    self.pacing.after_failure(n, unit)
+                    self.pacing.after_failure(n, unit).as_secs_f64()
                 }
             }
         };

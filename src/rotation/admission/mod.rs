@@ -198,7 +198,7 @@ pub(crate) fn admit(
                     candidate.generation,
                     r.kind(),
                     crate::keyset::format_rfc3339(r.before.as_secs_f64()),
-                    crate::keyset::live_until(r, &timing) - now,
+                    crate::keyset::live_until(r, &timing).as_secs_f64() - now,
                 ),
             ));
         }

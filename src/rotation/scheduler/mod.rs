@@ -421,7 +421,7 @@ impl RotationScheduler {
         metrics::gauge!("stateseal_ring_generation").set(doc.generation as f64);
         let profile = doc.timing.unwrap_or_default();
         let live = doc.revocations.iter();
-        let live = live.filter(|r| now < crate::keyset::live_until(r, &profile));
+        let live = live.filter(|r| now < crate::keyset::live_until(r, &profile).as_secs_f64());
         metrics::gauge!("stateseal_revocations_live").set(live.count() as f64);
         metrics::gauge!("stateseal_rotation_phase").set(phase.map_or(0.0, |p| p as u8 as f64));
         // How long the current phase has left (0 with nothing scheduled): a phase

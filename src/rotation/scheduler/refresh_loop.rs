@@ -7,7 +7,7 @@ use super::RotationScheduler;
 use crate::keyset::Timing;
 
 /// The least wait after a failed refresh, before jitter (doubling per failure).
-const BACKOFF_BASE: f64 = 0.5;
+const BACKOFF_BASE: Duration = Duration::from_millis(500);
 
 /// When an instance reads the store next. Pure: the caller supplies a uniform
 /// random `unit` in `[0, 1)`, so the fleet simulation and the tests drive the
@@ -24,16 +24,17 @@ const BACKOFF_BASE: f64 = 0.5;
 ///   at R): a fleet that lost the store, or a KMS quota, comes back spread out.
 ///
 /// ```
+/// use std::time::Duration;
 /// use stateseal::rotation::{RefreshPacing, Timing};
 /// let pacing = RefreshPacing::new(&Timing::default(), 0.1);
-/// assert_eq!(pacing.after_success(0.0), 30.0);
-/// assert!((pacing.after_success(0.999) - 27.0).abs() < 0.01);
-/// assert_eq!(pacing.after_failure(1, 0.5), 0.25);
-/// assert_eq!(pacing.after_failure(20, 0.5), 15.0, "capped at R");
+/// assert_eq!(pacing.after_success(0.0), Duration::from_secs(30));
+/// assert!(pacing.after_success(0.999).abs_diff(Duration::from_secs(27)) < Duration::from_millis(10));
+/// assert_eq!(pacing.after_failure(1, 0.5), Duration::from_millis(250));
+/// assert_eq!(pacing.after_failure(20, 0.5), Duration::from_secs(15), "capped at R");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RefreshPacing {
-    interval: f64,
+    interval: Duration,
     jitter: f64,
 }
 
@@ -41,26 +42,34 @@ impl RefreshPacing {
     /// Pacing for the refresh interval of `timing` with `jitter` (a fraction of R).
     pub fn new(timing: &Timing, jitter: f64) -> Self {
         Self {
-            interval: timing.refresh_interval.as_secs_f64(),
+            interval: timing.refresh_interval,
             jitter: jitter.clamp(0.0, 1.0),
         }
     }
 
-    /// The wait before the first scheduled refresh after a successful start.
-    pub fn first(&self, unit: f64) -> f64 {
-        self.interval * (1.0 - unit.clamp(0.0, 1.0)).max(f64::MIN_POSITIVE)
+    /// The wait before the first scheduled refresh after a successful start
+    /// (never zero: at least a nanosecond).
+    pub fn first(&self, unit: f64) -> Duration {
+        self.interval
+            .mul_f64(1.0 - unit.clamp(0.0, 1.0))
+            .max(Duration::from_nanos(1))
     }
 
     /// The wait after a successful refresh.
-    pub fn after_success(&self, unit: f64) -> f64 {
-        self.interval * (1.0 - self.jitter * unit.clamp(0.0, 1.0))
+    pub fn after_success(&self, unit: f64) -> Duration {
+        self.interval
+            .mul_f64(1.0 - self.jitter * unit.clamp(0.0, 1.0))
     }
 
     /// The wait after the `failures`-th failed refresh in a row (from 1).
-    pub fn after_failure(&self, failures: u32, unit: f64) -> f64 {
+    pub fn after_failure(&self, failures: u32, unit: f64) -> Duration {
         let exponent = failures.clamp(1, 64) - 1;
-        let ceiling = (BACKOFF_BASE * 2f64.powi(exponent as i32)).min(self.interval);
-        ceiling * unit.clamp(0.0, 1.0)
+        // 0.5 s · 2^63 is past any Duration: saturated, then capped at R.
+        let ceiling = BACKOFF_BASE
+            .checked_mul(1u32.checked_shl(exponent).unwrap_or(u32::MAX))
+            .unwrap_or(Duration::MAX)
+            .min(self.interval);
+        ceiling.mul_f64(unit.clamp(0.0, 1.0))
     }
 }
 
@@ -90,7 +99,7 @@ impl RotationScheduler {
             let pacing = this.pacing();
             let mut failures = 0u32;
             if this.status().last_refresh.is_some() {
-                tokio::time::sleep(Duration::from_secs_f64(pacing.first(unit_draw()))).await;
+                tokio::time::sleep(pacing.first(unit_draw())).await;
             }
             loop {
                 let ok = this.refresh().await.is_ok();
@@ -100,7 +109,7 @@ impl RotationScheduler {
                 } else {
                     pacing.after_failure(failures, unit_draw())
                 };
-                tokio::time::sleep(Duration::from_secs_f64(wait)).await;
+                tokio::time::sleep(wait).await;
             }
         })
     }
@@ -112,6 +121,7 @@ mod tests {
 
     #[test]
     fn waits_stay_within_their_bounds() {
+        let secs = Duration::from_secs_f64;
         let p = RefreshPacing::new(
             &Timing::new(
                 Duration::from_secs(30),
@@ -123,20 +133,21 @@ mod tests {
         for i in 0..=100 {
             let u = f64::from(i) / 100.0;
             let first = p.first(u);
-            assert!(first > 0.0 && first <= 30.0, "{first}");
+            assert!(first > Duration::ZERO && first <= secs(30.0), "{first:?}");
             let ok = p.after_success(u);
-            assert!((27.0..=30.0).contains(&ok), "{ok}");
+            assert!((secs(27.0)..=secs(30.0)).contains(&ok), "{ok:?}");
             for n in 1..40 {
                 let backoff = p.after_failure(n, u);
-                let ceiling = (0.5 * 2f64.powi(n as i32 - 1)).min(30.0);
-                assert!((0.0..=ceiling).contains(&backoff), "{n}: {backoff}");
+                let ceiling = secs((0.5 * 2f64.powi(n as i32 - 1)).min(30.0));
+                assert!(backoff <= ceiling, "{n}: {backoff:?}");
             }
         }
         assert_eq!(
             p.after_failure(0, 1.0),
-            0.5,
+            secs(0.5),
             "0 counts as the first failure"
         );
-        assert_eq!(p.after_failure(u32::MAX, 1.0), 30.0);
+        assert_eq!(p.after_failure(u32::MAX, 1.0), secs(30.0));
+        assert_eq!(p.first(1.0), Duration::from_nanos(1), "never zero");
     }
 }

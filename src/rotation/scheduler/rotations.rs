@@ -21,6 +21,8 @@
 //! lifetime + 4R) plus R of falling due, and each failing instance rewrites
 //! the document once per round of turns, not once per refresh.
 
+use std::time::Duration;
+
 use sha2::{Digest, Sha256};
 
 use super::{RotationScheduler, lock};
@@ -32,7 +34,7 @@ use crate::rotation::rotate::{Rotation, rotate_vetted};
 use crate::rotation::timeline::{Phase, RotateMode, ring_at};
 
 /// How long a claim holds: one rotation's KMS calls and write take seconds.
-pub const CLAIM_TTL: f64 = 60.0;
+pub const CLAIM_TTL: Duration = Duration::from_secs(60);
 
 /// The rendezvous window: turns are spread over 4R after a write falls due.
 fn rendezvous_window(timing: &Timing) -> f64 {
@@ -122,7 +124,7 @@ impl RotationScheduler {
                 let timing = doc.timing.unwrap_or(inner.config.timing);
                 tracing::warn!(
                     error = %e,
-                    retry_after_s = CLAIM_TTL + 2.0 * rendezvous_window(&timing),
+                    retry_after_s = CLAIM_TTL.as_secs_f64() + 2.0 * rendezvous_window(&timing),
                     "automatic rotation failed; stepping back so that another instance rotates once this claim lapses"
                 );
             }
@@ -205,7 +207,7 @@ impl RotationScheduler {
         next.rotation_claim = Some(RotationClaim {
             holder: inner.instance_id.clone(),
             primary: primary.to_owned(),
-            until: crate::keyset::document_time(now + CLAIM_TTL),
+            until: crate::keyset::document_time(now + CLAIM_TTL.as_secs_f64()),
             tried,
         });
         let stored = verified.seal_next(

@@ -16,7 +16,7 @@ mod revocation;
 mod rfc3339;
 mod sealed;
 mod store;
-mod timing;
+pub(crate) mod timing;
 
 pub use claim::{INSTANCE_ID_RULE, RotationClaim, is_instance_id};
 pub use conditional::{ConditionalLoad, StoreVersion};

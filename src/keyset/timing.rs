@@ -142,12 +142,20 @@ fn floor(refresh_interval: Duration, max_skew: Duration) -> f64 {
     refresh_interval.as_secs_f64() * 1.1 + max_skew.as_secs_f64()
 }
 
+/// What R must be (the configuration's reader of seconds says it too).
+pub(crate) const REFRESH_INTERVAL_RULE: &str =
+    "refresh_interval must be a positive number of seconds (at most 10 years)";
+
+/// What S must be.
+pub(crate) const MAX_SKEW_RULE: &str =
+    "max_skew must be zero or a positive number of seconds (at most 10 years)";
+
 fn refresh_interval_error() -> Error {
-    Error::Config("refresh_interval must be a positive number of seconds (at most 10 years)".into())
+    Error::Config(REFRESH_INTERVAL_RULE.into())
 }
 
 fn max_skew_error() -> Error {
-    Error::Config("max_skew must be zero or a positive number of seconds (at most 10 years)".into())
+    Error::Config(MAX_SKEW_RULE.into())
 }
 
 fn ttl_error() -> Error {

@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use serde::de::{Deserialize, Deserializer, Error as _};
 
+use crate::keyset::timing::{MAX_SKEW_RULE, REFRESH_INTERVAL_RULE};
+
 /// What a field admits.
 #[derive(Clone, Copy)]
 enum Rule {
@@ -18,13 +20,13 @@ enum Rule {
 }
 
 /// `secs` as a duration under `rule`, or `message`.
-fn read(secs: f64, rule: Rule, message: &str) -> Result<Duration, String> {
+fn read(secs: f64, rule: Rule, message: impl FnOnce() -> String) -> Result<Duration, String> {
     let admitted = match rule {
         Rule::Positive => secs > 0.0,
         Rule::NonNegative => secs >= 0.0,
     };
     if !(admitted && secs.is_finite()) {
-        return Err(message.to_owned());
+        return Err(message());
     }
     Ok(Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX))
 }
@@ -35,7 +37,8 @@ macro_rules! readers {
         $(
             $(#[$doc])*
             pub(super) fn $name<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-                read(f64::deserialize(d)?, $rule, $message).map_err(D::Error::custom)
+                read(f64::deserialize(d)?, $rule, || $message.to_string())
+                    .map_err(D::Error::custom)
             }
         )*
     };
@@ -45,15 +48,9 @@ readers! {
     /// T.
     ttl(Rule::Positive, "field `ttl`: must be a positive number of seconds");
     /// R.
-    refresh_interval(
-        Rule::NonNegative,
-        "field refresh_interval must be a positive number of seconds (at most 10 years)"
-    );
+    refresh_interval(Rule::NonNegative, format!("field {REFRESH_INTERVAL_RULE}"));
     /// S.
-    max_skew(
-        Rule::NonNegative,
-        "field max_skew must be zero or a positive number of seconds (at most 10 years)"
-    );
+    max_skew(Rule::NonNegative, format!("field {MAX_SKEW_RULE}"));
     /// How long a cached unwrap serves.
     max_key_age(Rule::Positive, "field max_key_age must be a positive number of seconds");
     /// How long past `max_key_age` through a KMS outage.
@@ -71,9 +68,11 @@ pub(super) fn propagation<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Dura
     read(
         secs,
         Rule::NonNegative,
-        &format!(
-            "field propagation ({secs}) must be at least 1.1 x refresh_interval + max_skew so every instance knows a key before it seals"
-        ),
+        || {
+            format!(
+                "field propagation ({secs}) must be at least 1.1 x refresh_interval + max_skew so every instance knows a key before it seals"
+            )
+        },
     )
     .map(Some)
     .map_err(D::Error::custom)
@@ -83,11 +82,9 @@ pub(super) fn propagation<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Dura
 pub(super) fn max_store_staleness<'de, D: Deserializer<'de>>(
     d: D,
 ) -> Result<Option<Duration>, D::Error> {
-    read(
-        f64::deserialize(d)?,
-        Rule::Positive,
-        "field max_store_staleness must be a positive number of seconds",
-    )
+    read(f64::deserialize(d)?, Rule::Positive, || {
+        "field max_store_staleness must be a positive number of seconds".into()
+    })
     .map(Some)
     .map_err(D::Error::custom)
 }
@@ -96,11 +93,9 @@ pub(super) fn max_store_staleness<'de, D: Deserializer<'de>>(
 pub(super) fn rotation_period<'de, D: Deserializer<'de>>(
     d: D,
 ) -> Result<Option<Duration>, D::Error> {
-    let period = read(
-        f64::deserialize(d)?,
-        Rule::NonNegative,
-        "field `rotation_period`: must be zero (never) or a positive number of seconds",
-    )
+    let period = read(f64::deserialize(d)?, Rule::NonNegative, || {
+        "field `rotation_period`: must be zero (never) or a positive number of seconds".into()
+    })
     .map_err(D::Error::custom)?;
     Ok((!period.is_zero()).then_some(period))
 }

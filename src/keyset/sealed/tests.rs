@@ -26,13 +26,7 @@ fn sealed() -> StoredKeyset {
         kek: "local:///k".into(),
         wrapped: vec![4; 40],
     };
-    StoredKeyset::seal(
-        &doc,
-        crate::clock::UnixTime::from_finite_secs(100.0),
-        &mac,
-        &key,
-    )
-    .unwrap()
+    StoredKeyset::seal(&doc, crate::clock::UnixTime::from_secs(100), &mac, &key).unwrap()
 }
 
 #[test]
@@ -80,13 +74,8 @@ fn the_envelope_is_read_without_its_payload_and_errors_name_the_field() {
     doc.keys[0].kid = None;
     let key = MacKey::from_secret(&Secret::new(vec![3; 32]).unwrap()).unwrap();
     let mac = s.mac_key_ref().unwrap().clone();
-    let err = StoredKeyset::seal(
-        &doc,
-        crate::clock::UnixTime::from_finite_secs(100.0),
-        &mac,
-        &key,
-    )
-    .unwrap_err();
+    let err =
+        StoredKeyset::seal(&doc, crate::clock::UnixTime::from_secs(100), &mac, &key).unwrap_err();
     assert!(
         matches!(&err, Error::Keyset { field, .. } if field == "keys[0].kid"),
         "{err}"

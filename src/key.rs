@@ -12,7 +12,7 @@ use zeroize::Zeroizing;
 use crate::cipher::TAG_LEN;
 use crate::cipher::aead::{AeadBackend, GcmKey};
 use crate::cipher::xaes::{NONCE_LEN as XAES_NONCE_LEN, XaesKey};
-use crate::error::Error;
+use crate::error::{DataError, Error};
 use crate::random::RandomSource;
 use crate::secret::Secret;
 
@@ -296,7 +296,7 @@ impl RingKey {
     /// Takes one seal from the budget, before sealing.
     ///
     /// # Errors
-    /// [`Error::SealBudgetExhausted`] once the process has made its limit.
+    /// [`DataError::SealBudgetExhausted`] once the process has made its limit.
     pub(crate) fn take_seal(&self) -> Result<(), Error> {
         let limit = self.seal_limit.load(Ordering::Relaxed);
         let taken = self
@@ -304,9 +304,11 @@ impl RingKey {
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
                 (n < limit).then_some(n + 1)
             });
-        taken.map(|_| ()).map_err(|_| Error::SealBudgetExhausted {
-            kid: self.kid.to_hex(),
-            limit,
+        taken.map(|_| ()).map_err(|_| {
+            Error::Data(DataError::SealBudgetExhausted {
+                kid: self.kid.to_hex(),
+                limit,
+            })
         })
     }
 
@@ -323,13 +325,16 @@ impl RingKey {
     ) -> Result<[u8; TAG_LEN], Error> {
         match &self.cipher {
             Cipher::Gcm(k) => {
-                let n: &mut [u8; 12] = nonce.try_into().map_err(|_| Error::Seal("nonce length"))?;
+                let n: &mut [u8; 12] = nonce
+                    .try_into()
+                    .map_err(|_| Error::Data(DataError::Seal("nonce length")))?;
                 random.fill(n)?;
                 k.seal(*n, aad, in_out)
             }
             Cipher::Xaes(k) => {
-                let n: &mut [u8; XAES_NONCE_LEN] =
-                    nonce.try_into().map_err(|_| Error::Seal("nonce length"))?;
+                let n: &mut [u8; XAES_NONCE_LEN] = nonce
+                    .try_into()
+                    .map_err(|_| Error::Data(DataError::Seal("nonce length")))?;
                 k.seal_fresh(random, n, aad, in_out)
             }
         }

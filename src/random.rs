@@ -5,11 +5,11 @@
 //! which a user-space generator would risk; a 12-byte draw costs a few hundred
 //! nanoseconds, measured in `benches/codec.rs`.
 
-use crate::error::Error;
+use crate::error::{DataError, Error};
 
 /// Fills `buf` from the operating system's CSPRNG.
 pub(crate) fn fill_os(buf: &mut [u8]) -> Result<(), Error> {
-    getrandom::fill(buf).map_err(|_| Error::Random)
+    getrandom::fill(buf).map_err(|_| Error::Data(DataError::Random))
 }
 
 /// A source of random bytes for nonces and salts.
@@ -40,13 +40,13 @@ impl RandomSource {
             Self::Os => fill_os(buf),
             #[cfg(feature = "deterministic-testing")]
             Self::Scripted(draws) => {
-                let mut draws = draws.lock().map_err(|_| Error::Random)?;
+                let mut draws = draws.lock().map_err(|_| Error::Data(DataError::Random))?;
                 match draws.pop_front() {
                     Some(d) if d.len() == buf.len() => {
                         buf.copy_from_slice(&d);
                         Ok(())
                     }
-                    _ => Err(Error::Random),
+                    _ => Err(Error::Data(DataError::Random)),
                 }
             }
         }

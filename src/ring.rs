@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use arc_swap::{ArcSwapOption, Guard};
 
-use crate::error::Error;
+use crate::error::{DataError, Error};
 use crate::key::{KeyId, RingKey, TokenFormat};
 use crate::revocation::RevocationList;
 use crate::secret::{MIN_SECRET_LEN, Secret};
@@ -58,18 +58,18 @@ impl KeyRing {
     /// Builds a ring from secrets; the first one seals.
     ///
     /// # Errors
-    /// [`Error::EmptyRing`], [`Error::KeyTooShort`] (with the key's index) or
-    /// [`Error::DuplicateKey`] when two secrets derive the same key id.
+    /// [`DataError::EmptyRing`], [`DataError::KeyTooShort`] (with the key's index) or
+    /// [`DataError::DuplicateKey`] when two secrets derive the same key id.
     pub fn from_secrets(secrets: &[Secret]) -> Result<Self, Error> {
         if secrets.is_empty() {
-            return Err(Error::EmptyRing);
+            return Err(Error::Data(DataError::EmptyRing));
         }
         for (index, s) in secrets.iter().enumerate() {
             if s.len() < MIN_SECRET_LEN {
-                return Err(Error::KeyTooShort {
+                return Err(Error::Data(DataError::KeyTooShort {
                     index,
                     len: s.len(),
-                });
+                }));
             }
         }
         Self::from_keys(secrets.iter().map(|s| Arc::new(RingKey::new(s))).collect())
@@ -83,7 +83,9 @@ impl KeyRing {
         let mut secrets = Vec::with_capacity(keys.len());
         for (index, bytes) in keys.into_iter().enumerate() {
             secrets.push(Secret::new(bytes).map_err(|e| match e {
-                Error::KeyTooShort { len, .. } => Error::KeyTooShort { index, len },
+                Error::Data(DataError::KeyTooShort { len, .. }) => {
+                    Error::Data(DataError::KeyTooShort { index, len })
+                }
                 other => other,
             })?);
         }
@@ -96,15 +98,18 @@ impl KeyRing {
     /// and only the key of that format and id is tried.
     ///
     /// # Errors
-    /// [`Error::EmptyRing`] or [`Error::DuplicateKey`] (same format and id).
+    /// [`DataError::EmptyRing`] or [`DataError::DuplicateKey`] (same format and id).
     pub fn from_keys(keys: Vec<Arc<RingKey>>) -> Result<Self, Error> {
-        let primary = keys.first().cloned().ok_or(Error::EmptyRing)?;
+        let primary = keys
+            .first()
+            .cloned()
+            .ok_or(Error::Data(DataError::EmptyRing))?;
         let mut by_kid = KidMap::default();
         let mut order = Vec::with_capacity(keys.len());
         for (index, key) in keys.iter().enumerate() {
             let kid = key.kid();
             if by_kid.insert((key.format(), kid), key.clone()).is_some() {
-                return Err(Error::DuplicateKey { index });
+                return Err(Error::Data(DataError::DuplicateKey { index }));
             }
             order.push(kid);
         }
@@ -119,12 +124,12 @@ impl KeyRing {
     }
 
     /// This ring, verifying only: every key still unseals, nothing seals
-    /// ([`Error::SealingStopped`]). What an instance cut off from its keyset
+    /// ([`DataError::SealingStopped`]). What an instance cut off from its keyset
     /// holds: the fleet may have moved on to a key it does not know, so it
     /// seals nothing new, while the states it sealed live out their TTL.
     ///
     /// ```
-    /// use stateseal::{AesGcmCodec, Error, KeyRing, RingHandle, Secret, StateCodec};
+    /// use stateseal::{AesGcmCodec, DataError, Error, KeyRing, RingHandle, Secret, StateCodec};
     /// use std::sync::Arc;
     /// let ring = KeyRing::from_secrets(&[Secret::new(vec![3; 32])?])?;
     /// let handle = Arc::new(RingHandle::new(ring));
@@ -134,7 +139,7 @@ impl KeyRing {
     /// handle.store(ring);
     /// let codec = AesGcmCodec::new(handle);
     /// assert_eq!(codec.unseal(&token)?, b"s");
-    /// assert_eq!(codec.seal(b"t"), Err(Error::SealingStopped));
+    /// assert_eq!(codec.seal(b"t"), Err(Error::Data(DataError::SealingStopped)));
     /// # Ok::<(), stateseal::Error>(())
     /// ```
     #[must_use]
@@ -168,7 +173,7 @@ impl KeyRing {
     /// other instance, or before a restart, are rejected; a warning says so.
     ///
     /// # Errors
-    /// [`Error::Random`] when the OS cannot supply randomness.
+    /// [`DataError::Random`] when the OS cannot supply randomness.
     pub fn ephemeral() -> Result<Self, Error> {
         tracing::warn!(
             "stateseal: using an ephemeral process-local key; requestState minted by other \
@@ -303,10 +308,13 @@ mod tests {
 
     #[test]
     fn errors_name_the_key() {
-        assert_eq!(KeyRing::from_secrets(&[]).unwrap_err(), Error::EmptyRing);
+        assert_eq!(
+            KeyRing::from_secrets(&[]).unwrap_err(),
+            Error::Data(DataError::EmptyRing)
+        );
         assert_eq!(
             KeyRing::from_secrets(&[s(1), s(2), s(1)]).unwrap_err(),
-            Error::DuplicateKey { index: 2 }
+            Error::Data(DataError::DuplicateKey { index: 2 })
         );
     }
 

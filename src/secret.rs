@@ -4,7 +4,7 @@ use std::fmt;
 
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
-use crate::error::Error;
+use crate::error::{DataError, Error};
 
 /// The shortest secret a key ring accepts, in bytes (the Python SDK's floor too).
 pub const MIN_SECRET_LEN: usize = 32;
@@ -32,15 +32,15 @@ impl Secret {
     /// The input vector is moved in, so no unwiped copy is left behind.
     ///
     /// # Errors
-    /// [`Error::KeyTooShort`] when `bytes` is shorter than 32 bytes; the input
+    /// [`DataError::KeyTooShort`] when `bytes` is shorter than 32 bytes; the input
     /// is wiped before the error is returned.
     pub fn new(bytes: Vec<u8>) -> Result<Self, Error> {
         let secret = Self(bytes);
         if secret.0.len() < MIN_SECRET_LEN {
-            return Err(Error::KeyTooShort {
+            return Err(Error::Data(DataError::KeyTooShort {
                 index: 0,
                 len: secret.0.len(),
-            });
+            }));
         }
         Ok(secret)
     }
@@ -48,7 +48,7 @@ impl Secret {
     /// Copies `bytes` into a new secret (the caller keeps and should wipe its own copy).
     ///
     /// # Errors
-    /// [`Error::KeyTooShort`] as for [`Secret::new`].
+    /// [`DataError::KeyTooShort`] as for [`Secret::new`].
     pub fn from_slice(bytes: &[u8]) -> Result<Self, Error> {
         Self::new(bytes.to_vec())
     }
@@ -56,7 +56,7 @@ impl Secret {
     /// The UTF-8 bytes of `text`: what the Python SDK does with a `str` key.
     ///
     /// # Errors
-    /// [`Error::KeyTooShort`] when the text is shorter than 32 bytes once encoded.
+    /// [`DataError::KeyTooShort`] when the text is shorter than 32 bytes once encoded.
     pub fn from_text(text: &str) -> Result<Self, Error> {
         Self::from_slice(text.as_bytes())
     }
@@ -64,7 +64,7 @@ impl Secret {
     /// Generates a fresh 32-byte secret from the operating system's CSPRNG.
     ///
     /// # Errors
-    /// [`Error::Random`] when the operating system cannot supply randomness.
+    /// [`DataError::Random`] when the operating system cannot supply randomness.
     pub fn generate() -> Result<Self, Error> {
         let mut bytes = vec![0u8; MIN_SECRET_LEN];
         crate::random::fill_os(&mut bytes)?;

@@ -3,12 +3,12 @@
 //! The keyset's own checks (a MAC key's KEK) and the provider registry both read
 //! schemes, so the parsing lives below both.
 
-use crate::error::Error;
+use crate::error::{Error, ProviderError};
 
 /// The scheme of `uri` (`scheme://rest`), or an error that says what a URI looks like.
 ///
 /// # Errors
-/// [`Error::InvalidUri`].
+/// [`ProviderError::InvalidUri`].
 pub fn scheme_of(uri: &str) -> Result<&str, Error> {
     match uri.split_once("://") {
         Some((scheme, rest))
@@ -20,9 +20,9 @@ pub fn scheme_of(uri: &str) -> Result<&str, Error> {
         {
             Ok(scheme)
         }
-        _ => Err(Error::InvalidUri {
+        _ => Err(Error::Provider(ProviderError::InvalidUri {
             uri: uri.to_owned(),
             problem: "expected <scheme>://<location>".into(),
-        }),
+        })),
     }
 }

@@ -33,17 +33,18 @@ impl CliError {
 
 impl From<stateseal::Error> for CliError {
     fn from(e: stateseal::Error) -> Self {
-        if let stateseal::Error::Kms {
+        if let stateseal::Error::Provider(stateseal::ProviderError::Kms {
             provider,
             class,
             detail,
-        } = &e
+        }) = &e
         {
             return Self::Failed(kms_summary(provider, *class, detail));
         }
         if matches!(
             e,
-            stateseal::Error::KeysetRefused { .. } | stateseal::Error::BehindNewest(_)
+            stateseal::Error::Keyset(stateseal::KeysetError::Refused { .. })
+                | stateseal::Error::Keyset(stateseal::KeysetError::BehindNewest(_))
         ) {
             return Self::Rejected(e.to_string());
         }

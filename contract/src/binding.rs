@@ -16,7 +16,9 @@ use std::path::Path;
 use stateseal::keyset::{KeysetPins, MAC_PURPOSE, MacKey, MacKeyRef, NEWEST_COPY_SUFFIX};
 use stateseal::provider::WrapContext;
 use stateseal::rotation::{KeysetTrust, Timing, TrustPolicy, init_keyset};
-use stateseal::{Error, ErrorClass, FileStore, KeyProvider, KeysetStore, ProviderRegistry};
+use stateseal::{
+    Error, ErrorClass, FileStore, KeyProvider, KeysetError, KeysetStore, ProviderRegistry,
+};
 use stateseal::{Secret, StoredKeyset};
 
 use crate::keysets::FAR_FUTURE;
@@ -152,7 +154,7 @@ async fn forged_mac_key(
         .await;
     clean();
     match verdict {
-        Err(Error::KeysetRefused { reason: "mac", .. }) => {}
+        Err(Error::Keyset(KeysetError::Refused { reason: "mac", .. })) => {}
         Ok(_) => panic!(
             "provider contract {kek}: binding: forged MAC key: a document tagged with a leaked data key, its wrap put where the MAC key's goes, was adopted by a pinned fleet"
         ),

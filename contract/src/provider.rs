@@ -64,7 +64,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use stateseal::rotation::{Timing, init_keyset};
-use stateseal::{Error, ErrorClass, FileStore, KeysetStore, ProviderRegistry};
+use stateseal::{DataError, Error, ErrorClass, FileStore, KeysetStore, ProviderRegistry};
 
 use crate::binding::{class, ctx};
 use crate::member::Member;
@@ -191,7 +191,7 @@ pub async fn run(p: &impl ProviderUnderTest, dir: &Path) {
             let after = last_unwrap + MAX_KEY_AGE + 1.0;
             assert!(matches!(
                 sched.refresh_at(instant(after)).await,
-                Err(Error::KeysUnavailable(_))
+                Err(Error::Data(DataError::KeysUnavailable(_)))
             ));
             assert!(!sched.is_ready() && !works(after), "dropped: fail closed");
             p.revoked(false).expect("restore access");

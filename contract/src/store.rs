@@ -4,12 +4,12 @@
 //! - an empty store loads as `None`; the first write is create-if-absent;
 //! - every write is compare-and-swap on the generation: of many truly
 //!   concurrent writers based on the same generation exactly one wins, and
-//!   the others get [`Error::Conflict`] and change nothing;
+//!   the others get [`KeysetError::Conflict`] and change nothing;
 //! - a write whose generation is not above the expected one is refused;
 //! - a document loads back exactly as written (its payload bytes and tag);
 //! - a document over the size cap is refused after one bounded read, and an
 //!   unauthenticated (v1) one loads as such (refusing it is the trust's job);
-//! - bytes that are not a keyset load as [`Error::Keyset`] (never as `None`,
+//! - bytes that are not a keyset load as [`KeysetError::Invalid`] (never as `None`,
 //!   never adopted), and an older document is returned as it is (refusing it
 //!   is the scheduler's job, so the store must not hide it);
 //! - an outage is an error, never `None` (which would mean "no keyset"), and
@@ -26,7 +26,9 @@ use std::time::Duration;
 
 use stateseal::keyset::{ConditionalLoad, MAX_DOCUMENT_BYTES, MacKey, MacKeyRef, StoreVersion};
 use stateseal::rotation::Timing;
-use stateseal::{Error, KeyEntry, KeyId, Keyset, KeysetStore, Secret, StoredKeyset};
+use stateseal::{
+    Error, KeyEntry, KeyId, Keyset, KeysetError, KeysetStore, ProviderError, Secret, StoredKeyset,
+};
 
 /// A backend under test, with the service-side powers the contract needs.
 pub trait StoreUnderTest: Send + Sync {
@@ -101,7 +103,7 @@ pub fn content(generation: u64, entry: &str) -> Keyset {
 }
 
 fn is_conflict(r: &Result<(), Error>) -> bool {
-    matches!(r, Err(Error::Conflict { .. }))
+    matches!(r, Err(Error::Keyset(KeysetError::Conflict { .. })))
 }
 
 /// A full conditional read: the document and its version.
@@ -226,7 +228,7 @@ pub async fn run(s: &impl StoreUnderTest) {
         let (result, doc) = t.await.expect("writer task");
         match result {
             Ok(()) => winners.push(doc),
-            Err(Error::Conflict { .. }) => {}
+            Err(Error::Keyset(KeysetError::Conflict { .. })) => {}
             Err(e) => panic!("a losing writer must get Conflict, got {e}"),
         }
     }
@@ -247,8 +249,8 @@ pub async fn run(s: &impl StoreUnderTest) {
     // Not a keyset: an error that names the document, never "no keyset".
     s.put_raw(&serde_json::json!({"format": "not-a-keyset"}));
     match store.load().await {
-        Err(Error::Keyset { .. }) => {}
-        other => panic!("garbage must load as Error::Keyset, got {other:?}"),
+        Err(Error::Keyset(KeysetError::Invalid { .. })) => {}
+        other => panic!("garbage must load as Error::Keyset(KeysetError::Invalid), got {other:?}"),
     }
     // Too big: refused before it is parsed, never "no keyset".
     match s.holds_oversized() {
@@ -256,7 +258,8 @@ pub async fn run(s: &impl StoreUnderTest) {
             let padding = "x".repeat(MAX_DOCUMENT_BYTES);
             s.put_raw(&serde_json::json!({"format": "stateseal.keyset/v2", "padding": padding}));
             match store.load().await {
-                Err(Error::Keyset { problem, .. }) if problem.contains("more than") => {}
+                Err(Error::Keyset(KeysetError::Invalid { problem, .. }))
+                    if problem.contains("more than") => {}
                 other => panic!("an oversized document must be refused by size, got {other:?}"),
             }
         }
@@ -289,13 +292,13 @@ pub async fn run(s: &impl StoreUnderTest) {
     s.repair_service();
     if let Some(r) = during_conditional {
         assert!(
-            matches!(r, Err(Error::Store { .. })),
-            "an unreachable store must answer a conditional read with Error::Store, got {r:?}"
+            matches!(r, Err(Error::Provider(ProviderError::Store { .. }))),
+            "an unreachable store must answer a conditional read with Error::Provider(ProviderError::Store), got {r:?}"
         );
     }
     assert!(
-        matches!(during, Err(Error::Store { .. })),
-        "an unreachable store must be Error::Store, got {during:?}"
+        matches!(during, Err(Error::Provider(ProviderError::Store { .. }))),
+        "an unreachable store must be Error::Provider(ProviderError::Store), got {during:?}"
     );
     assert_eq!(
         s.open().load().await.expect("load after recovery"),

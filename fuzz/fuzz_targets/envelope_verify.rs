@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock};
 use libfuzzer_sys::fuzz_target;
 use stateseal::json::{Duplicates, Value, parse};
 use stateseal::{
-    Envelope, Error, OpenOptions, RejectReason, RequestIdentity, RingHandle, StateCodec, UnixTime,
+    Envelope, DataError, Error, OpenOptions, RejectReason, RequestIdentity, RingHandle, StateCodec, UnixTime,
 };
 
 /// A codec that "opens" every token to its own bytes, so the fuzzer drives the claims checks.
@@ -15,7 +15,7 @@ struct Plain;
 
 impl StateCodec for Plain {
     fn seal(&self, payload: &[u8]) -> Result<String, Error> {
-        String::from_utf8(payload.to_vec()).map_err(|_| Error::Seal("not utf-8"))
+        String::from_utf8(payload.to_vec()).map_err(|_| Error::Data(DataError::Seal("not utf-8")))
     }
     fn unseal(&self, token: &str) -> Result<Vec<u8>, Error> {
         Ok(token.as_bytes().to_vec())

@@ -5,7 +5,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use super::{InPlaceCodec, PREFIX_LEN, SEAL_HEADROOM, StateCodec, TAG_LEN, base64url, scratch};
-use crate::error::Error;
+use crate::error::{DataError, Error};
 use crate::key::{KID_LEN, KeyId, TokenFormat};
 use crate::random::RandomSource;
 use crate::reason::RejectReason;
@@ -94,12 +94,14 @@ impl AesGcmCodec {
     /// appended: the token's bytes are `body[start..]`, before base64url.
     fn seal_body(&self, mut body: Vec<u8>) -> Result<(TokenFormat, Vec<u8>, usize), Error> {
         if body.len() < SEAL_HEADROOM {
-            return Err(Error::Seal("buffer shorter than its headroom"));
+            return Err(Error::Data(DataError::Seal(
+                "buffer shorter than its headroom",
+            )));
         }
         let guard = self.ring.load();
-        let ring = guard.as_ref().ok_or(Error::NotReady)?;
+        let ring = guard.as_ref().ok_or(Error::Data(DataError::NotReady))?;
         if !ring.seals() {
-            return Err(Error::SealingStopped);
+            return Err(Error::Data(DataError::SealingStopped));
         }
         let key = ring.primary();
         // The budget is checked before anything is sealed.

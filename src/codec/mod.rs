@@ -22,7 +22,7 @@ mod scratch;
 
 use std::ops::Range;
 
-use crate::error::Error;
+use crate::error::{DataError, Error};
 use crate::key::KID_LEN;
 
 pub(crate) use base64url::{
@@ -122,7 +122,8 @@ pub trait InPlaceCodec: Send + Sync {
     fn seal_in_place_to_string(&self, buffer: Vec<u8>) -> Result<String, Error> {
         let mut token = Vec::new();
         self.seal_in_place(buffer, &mut token)?;
-        String::from_utf8(token).map_err(|_| Error::Seal("a codec wrote a token that is not text"))
+        String::from_utf8(token)
+            .map_err(|_| Error::Data(DataError::Seal("a codec wrote a token that is not text")))
     }
 
     /// [`StateCodec::unseal`] of a token's bytes (as a binding has them: a

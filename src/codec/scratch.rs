@@ -42,7 +42,7 @@ mod tests {
 
     use super::super::{AesGcmCodec, InPlaceCodec, SEAL_HEADROOM, StateCodec, TAG_LEN};
     use super::*;
-    use crate::error::Error;
+    use crate::error::{DataError, Error};
     use crate::ring::{KeyRing, RingHandle};
     use crate::secret::Secret;
 
@@ -80,7 +80,10 @@ mod tests {
         // No ring loaded: the seal fails before encrypting, and its buffer (plaintext) is not kept.
         let _ = payload_buffer();
         let unready = AesGcmCodec::new(Arc::new(RingHandle::empty()));
-        assert!(matches!(unready.seal(&[b's'; 3000]), Err(Error::NotReady)));
+        assert!(matches!(
+            unready.seal(&[b's'; 3000]),
+            Err(Error::Data(DataError::NotReady))
+        ));
         assert_eq!(payload_buffer().capacity(), 0);
     }
 }

@@ -55,7 +55,9 @@ fn seals_in_the_handed_over_buffer() {
     assert_eq!(c.unseal(&token).unwrap(), b"payload");
     assert_eq!(
         in_place.seal_in_place_to_string(vec![0; SEAL_HEADROOM - 1]),
-        Err(Error::Seal("buffer shorter than its headroom"))
+        Err(Error::Data(DataError::Seal(
+            "buffer shorter than its headroom"
+        )))
     );
     // Unsealing in place: the built-in codec's payload sits after its header.
     let (raw, at) = in_place
@@ -145,7 +147,7 @@ fn seals_and_opens_in_the_callers_buffers() {
     buffer.push(b'p');
     assert_eq!(
         unready.seal_in_place(buffer, &mut token),
-        Err(Error::NotReady)
+        Err(Error::Data(DataError::NotReady))
     );
     assert!(token.is_empty());
 }
@@ -237,7 +239,7 @@ fn a_v1_key_past_its_seal_limit_stops_before_sealing() {
     c.seal(b"2").unwrap();
     let err = c.seal(b"3").unwrap_err();
     assert!(
-        matches!(&err, Error::SealBudgetExhausted { limit: 2, kid } if *kid == key.kid().to_hex()),
+        matches!(&err, Error::Data(DataError::SealBudgetExhausted { limit: 2, kid }) if *kid == key.kid().to_hex()),
         "{err}"
     );
     assert!(
@@ -254,7 +256,7 @@ fn a_v1_key_past_its_seal_limit_stops_before_sealing() {
 #[test]
 fn empty_ring_fails_closed() {
     let c = AesGcmCodec::new(Arc::new(RingHandle::empty()));
-    assert_eq!(c.seal(b"x"), Err(Error::NotReady));
+    assert_eq!(c.seal(b"x"), Err(Error::Data(DataError::NotReady)));
     let foreign = codec(b"z").seal(b"x").unwrap();
     assert_eq!(reason(c.unseal(&foreign)), RejectReason::UnknownKey);
 }

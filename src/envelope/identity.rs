@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use aws_lc_rs::digest::{SHA256, digest};
 
 use crate::codec::b64u_encode_16;
-use crate::error::Error;
+use crate::error::{DataError, Error};
 use crate::json::{Duplicates, PyJson, Text, Value, parse};
 
 /// The three methods whose results may carry `requestState`.
@@ -39,7 +39,7 @@ impl RequestIdentity {
     /// The identity of a request whose params are given as parsed JSON.
     ///
     /// # Errors
-    /// [`Error::UnsupportedParams`] when params is not an object or null, or
+    /// [`DataError::UnsupportedParams`] when params is not an object or null, or
     /// names its target with an array or object.
     pub fn from_params(method: &str, params: &Value) -> Result<Self, Error> {
         Self::of(method, params)
@@ -48,7 +48,9 @@ impl RequestIdentity {
     /// Python's `_request_identity`: `p = params or {}`; the target is
     /// `str(p.get("uri" | "name", ""))`; the arguments are `p.get("arguments") or {}`.
     fn of<J: PyJson>(method: &str, params: &J) -> Result<Self, Error> {
-        let is_object = params.object_or_null().ok_or(Error::UnsupportedParams)?;
+        let is_object = params
+            .object_or_null()
+            .ok_or(Error::Data(DataError::UnsupportedParams))?;
         let member = |key| if is_object { params.member(key) } else { None };
         let target_key = if method == "resources/read" {
             "uri"
@@ -57,7 +59,9 @@ impl RequestIdentity {
         };
         let target = match member(target_key) {
             None => Text::default(),
-            Some(v) => v.py_str().ok_or(Error::UnsupportedParams)?,
+            Some(v) => v
+                .py_str()
+                .ok_or(Error::Data(DataError::UnsupportedParams))?,
         };
         let args_digest = digest_of(|canonical| {
             match member("arguments").filter(|a| method != "resources/read" && a.truthy()) {
@@ -75,7 +79,7 @@ impl RequestIdentity {
     /// Parses `params_json` with Python's `json.loads` semantics, then [`Self::from_params`].
     ///
     /// # Errors
-    /// [`Error::InvalidJson`] or [`Error::UnsupportedParams`].
+    /// [`DataError::InvalidJson`] or [`DataError::UnsupportedParams`].
     pub fn from_json(method: &str, params_json: &[u8]) -> Result<Self, Error> {
         Self::from_params(method, &parse(params_json, Duplicates::LastWins)?)
     }

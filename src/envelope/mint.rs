@@ -2,7 +2,7 @@
 
 use super::{Envelope, MintOptions, RequestIdentity, claims, principal, single_use};
 use crate::codec::{SEAL_HEADROOM, TAG_LEN};
-use crate::error::Error;
+use crate::error::{DataError, Error};
 use crate::json::is_plain_ascii;
 
 impl Envelope {
@@ -11,7 +11,7 @@ impl Envelope {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use stateseal::{Envelope, Error, KeyRing, MintOptions, OpenOptions, RejectReason, RequestIdentity, RingHandle, RingKey, Secret, TokenFormat};
+    /// use stateseal::{Envelope, DataError, Error, KeyRing, MintOptions, OpenOptions, RejectReason, RequestIdentity, RingHandle, RingKey, Secret, TokenFormat};
     ///
     /// let ring = Arc::new(RingHandle::new(KeyRing::from_keys(vec![Arc::new(RingKey::with_format(&Secret::generate()?, TokenFormat::V2))])?));
     /// let envelope = Envelope::builder(ring, Some("bank")).build()?;
@@ -27,8 +27,8 @@ impl Envelope {
     /// ```
     ///
     /// # Errors
-    /// [`Error::Random`] or a codec error, nothing may be sent then;
-    /// [`Error::Seal`] when `state` is neither UTF-8 nor WTF-8 (a pair of
+    /// [`DataError::Random`] or a codec error, nothing may be sent then;
+    /// [`DataError::Seal`] when `state` is neither UTF-8 nor WTF-8 (a pair of
     /// surrogates must be written as the one code point it stands for, or
     /// open could not give it back), when its token would exceed
     /// `max_token_len`, or for a single-use state under a `v1.` primary key
@@ -100,7 +100,9 @@ impl Envelope {
         // plain, which the claims need anyway, spares the WTF-8 check.
         let plain = is_plain_ascii(state);
         if !plain && !is_wtf8(state) {
-            return Err(Error::Seal("state is neither UTF-8 nor WTF-8"));
+            return Err(Error::Data(DataError::Seal(
+                "state is neither UTF-8 nor WTF-8",
+            )));
         }
         let now = options.at.unwrap_or_else(|| self.clock.now()).as_secs_f64();
         let p_claim = options
@@ -134,15 +136,15 @@ impl Envelope {
     /// Checks a sealed token before it may be sent, and counts it.
     fn sealed(&self, token: &[u8], single_use: bool) -> Result<(), Error> {
         if single_use && !token.starts_with(crate::key::TokenFormat::V2.prefix().as_bytes()) {
-            return Err(Error::Seal(
+            return Err(Error::Data(DataError::Seal(
                 "single-use states need a v2 key (a keyset key; `stateseal rotate` gives one): the Python SDK's codec opens v1 tokens and would not enforce single use",
-            ));
+            )));
         }
         if token.len() > self.max_token_len {
             // Every verifier would reject it: better an error now than a dead state.
-            return Err(Error::Seal(
+            return Err(Error::Data(DataError::Seal(
                 "state too large: its token exceeds max_token_len",
-            ));
+            )));
         }
         metrics::counter!("stateseal_seals_total").increment(1);
         Ok(())

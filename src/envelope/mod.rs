@@ -35,7 +35,7 @@ pub use single_use::SingleUse;
 
 use crate::clock::{Clock, SystemClock};
 use crate::codec::{AesGcmCodec, StateCodec};
-use crate::error::Error;
+use crate::error::{DataError, Error};
 use crate::random::RandomSource;
 use crate::ring::RingHandle;
 
@@ -188,11 +188,11 @@ impl EnvelopeBuilder {
     /// Validates and builds.
     ///
     /// # Errors
-    /// [`Error::InvalidTtl`] for a zero TTL; [`Error::Config`] for a
+    /// [`DataError::InvalidTtl`] for a zero TTL; [`Error::Config`] for a
     /// `max_token_len` too short for any token.
     pub fn build(self) -> Result<Envelope, Error> {
         if self.ttl.is_zero() {
-            return Err(Error::InvalidTtl);
+            return Err(Error::Data(DataError::InvalidTtl));
         }
         if self.max_token_len < MIN_MAX_TOKEN_LEN {
             return Err(Error::Config(format!(

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
+use crate::Error;
 use crate::clock::UnixTime;
 use crate::codec::{b64u_decode, b64u_encode};
-use crate::error::Error;
 use crate::random::RandomSource;
 
 /// Label hashed in front of every replay key.
@@ -117,7 +117,7 @@ impl SingleUse {
     /// A fresh value for the `u` claim (22 base64url characters).
     ///
     /// # Errors
-    /// [`Error::Random`] when the operating system's random source fails.
+    /// [`DataError::Random`](crate::DataError::Random) when the operating system's random source fails.
     pub fn new_claim() -> Result<String, Error> {
         Ok(SingleUseId::generate(&RandomSource::default())?.encode())
     }

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::rfc3339::{format_rfc3339, is_representable, parse_rfc3339};
-use crate::error::Error;
+use crate::error::{Error, KeysetError};
 
 /// Longest `holder` a claim may name.
 const MAX_HOLDER_LEN: usize = 64;
@@ -85,10 +85,10 @@ pub(super) struct RawClaim {
 }
 
 fn bad(field: &str, problem: impl Into<String>) -> Error {
-    Error::Keyset {
+    Error::Keyset(KeysetError::Invalid {
         field: format!("rotation_claim.{field}"),
         problem: problem.into(),
-    }
+    })
 }
 
 impl RawClaim {

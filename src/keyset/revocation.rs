@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::rfc3339::{format_rfc3339, is_representable, parse_rfc3339};
 use super::timing::Timing;
-use crate::error::Error;
+use crate::error::{Error, KeysetError};
 use crate::revocation::{PRINCIPAL_DIGEST_LEN, Revocation, RevocationSelector};
 
 /// Most revocation entries a document may hold, and so the most live ones a
@@ -70,10 +70,10 @@ pub(super) struct RawRevocation {
 }
 
 fn bad(field: String, problem: impl Into<String>) -> Error {
-    Error::Keyset {
+    Error::Keyset(KeysetError::Invalid {
         field,
         problem: problem.into(),
-    }
+    })
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -231,7 +231,7 @@ mod tests {
         ] {
             let err = parse(json).unwrap_err();
             assert!(
-                matches!(&err, Error::Keyset { field: f, .. } if f == field),
+                matches!(&err, Error::Keyset(KeysetError::Invalid { field: f, .. }) if f == field),
                 "{json}: {err}"
             );
         }

@@ -5,14 +5,14 @@ use std::fmt;
 
 use super::conditional::{ConditionalLoad, StoreVersion};
 use super::sealed::StoredKeyset;
-use crate::error::Error;
+use crate::error::{Error, ProviderError};
 use crate::future::BoxFuture;
 
 /// A place that holds one keyset document, with compare-and-swap writes.
 ///
 /// Every write names the generation it was based on; exactly one of several
 /// concurrent writers based on the same generation wins, the others get
-/// [`Error::Conflict`] and must reload. This is what makes concurrent
+/// [`KeysetError::Conflict`](crate::KeysetError::Conflict) and must reload. This is what makes concurrent
 /// rotations by many instances and operators safe without a coordinator.
 pub trait KeysetStore: Send + Sync + fmt::Debug {
     /// The store's URI (for messages and `status`).
@@ -70,7 +70,7 @@ pub const NEWEST_COPY_SUFFIX: &str = ".newest";
 /// operators may jump to a clock-derived floor, see `rotation::rotate_keyset`).
 ///
 /// # Errors
-/// [`Error::Store`] when `doc`'s generation is not above `expected` (or is 0).
+/// [`ProviderError::Store`] when `doc`'s generation is not above `expected` (or is 0).
 pub fn check_next_generation(
     uri: &str,
     expected: Option<u64>,
@@ -79,16 +79,16 @@ pub fn check_next_generation(
     let least = expected.map_or(Some(1), |g| g.checked_add(1));
     match least {
         Some(least) if doc.generation() >= least => Ok(()),
-        Some(least) => Err(Error::Store {
+        Some(least) => Err(Error::Provider(ProviderError::Store {
             uri: uri.to_owned(),
             problem: format!(
                 "a write based on generation {expected:?} must carry generation {least} or above, not {}",
                 doc.generation()
             ),
-        }),
-        None => Err(Error::Store {
+        })),
+        None => Err(Error::Provider(ProviderError::Store {
             uri: uri.to_owned(),
             problem: "the generation is at its maximum; start a new keyset".to_owned(),
-        }),
+        })),
     }
 }

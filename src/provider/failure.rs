@@ -5,7 +5,7 @@
 //! and word the same failure the same way.
 
 use super::{ErrorClass, kms_error};
-use crate::error::Error;
+use crate::Error;
 
 /// The most characters of upstream text (a service's message, a transport
 /// error's causes) a provider error carries.
@@ -64,7 +64,7 @@ pub fn cause_chain(e: &(dyn std::error::Error + 'static)) -> String {
     bounded_text(&text)
 }
 
-/// An [`Error::Kms`] of `class` for `provider` whose detail is
+/// A [`ProviderError::Kms`](crate::ProviderError::Kms) of `class` for `provider` whose detail is
 /// `"{op}: {text}"`, the upstream text bounded.
 pub fn provider_failure(provider: &str, class: ErrorClass, op: &str, text: &str) -> Error {
     kms_error(provider, class, format!("{op}: {}", bounded_text(text)))
@@ -73,6 +73,7 @@ pub fn provider_failure(provider: &str, class: ErrorClass, op: &str, text: &str)
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ProviderError;
 
     #[derive(Debug)]
     struct Layer(&'static str, Option<Box<Layer>>);
@@ -121,11 +122,11 @@ mod tests {
         );
         assert_eq!(cause_chain(&long).chars().count(), MAX_PROVIDER_TEXT);
         match provider_failure("aws-kms", ErrorClass::Denied, "Decrypt", &"z".repeat(500)) {
-            Error::Kms {
+            Error::Provider(ProviderError::Kms {
                 provider,
                 class,
                 detail,
-            } => {
+            }) => {
                 assert_eq!((provider.as_str(), class), ("aws-kms", ErrorClass::Denied));
                 assert_eq!(
                     detail,

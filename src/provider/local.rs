@@ -14,7 +14,7 @@ use std::path::Path;
 use aws_lc_rs::aead::{AES_256_GCM, Aad, LessSafeKey, Nonce, UnboundKey};
 
 use super::{BoxFuture, DataKey, ErrorClass, KeyProvider, WrapContext, kms_error};
-use crate::error::Error;
+use crate::error::{Error, ProviderError};
 use crate::secret::Secret;
 
 const NONCE_LEN: usize = 12;
@@ -46,7 +46,7 @@ impl LocalProvider {
     /// Creates a new random KEK file with mode 0600. Refuses to overwrite one.
     ///
     /// # Errors
-    /// [`Error::Kms`] (class `Config`) when the file exists or cannot be written.
+    /// [`ProviderError::Kms`] (class `Config`) when the file exists or cannot be written.
     pub fn create_kek(path: impl AsRef<Path>) -> Result<(), Error> {
         let path = path.as_ref();
         let kek = Secret::generate()?;
@@ -74,14 +74,14 @@ impl LocalProvider {
     /// The KEK file path of a `local://<path>` URI.
     ///
     /// # Errors
-    /// [`Error::InvalidUri`].
+    /// [`ProviderError::InvalidUri`].
     pub fn kek_path(kek_uri: &str) -> Result<&Path, Error> {
         match kek_uri.strip_prefix("local://") {
             Some(p) if !p.is_empty() => Ok(Path::new(p)),
-            _ => Err(Error::InvalidUri {
+            _ => Err(Error::Provider(ProviderError::InvalidUri {
                 uri: kek_uri.to_owned(),
                 problem: "expected local://<path of a 32-byte key file>".into(),
-            }),
+            })),
         }
     }
 

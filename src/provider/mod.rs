@@ -21,8 +21,8 @@ pub use failure::{MAX_PROVIDER_TEXT, bounded_text, cause_chain, provider_failure
 pub use local::LocalProvider;
 pub use registry::{MEMORY_REPLAY_STORE, ProviderRegistry, scheme_of};
 
-use crate::error::Error;
 pub use crate::error::ErrorClass;
+use crate::error::{Error, ProviderError};
 pub use crate::future::BoxFuture;
 use crate::secret::Secret;
 
@@ -67,7 +67,7 @@ impl fmt::Debug for DataKey {
 /// A KMS client: generates and unwraps data keys under a KEK named by a URI.
 ///
 /// Implementations classify every failure ([`ErrorClass`]) in an
-/// [`Error::Kms`], never put key material in a message, and move plaintext
+/// [`ProviderError::Kms`], never put key material in a message, and move plaintext
 /// keys into a [`Secret`] at once.
 pub trait KeyProvider: Send + Sync + fmt::Debug {
     /// The URI scheme this provider serves (`local`, `aws-kms`, `gcp-kms`, `hcvault`).
@@ -95,18 +95,18 @@ pub trait KeyProvider: Send + Sync + fmt::Debug {
     /// rather than at the first wrap. The default accepts everything.
     ///
     /// # Errors
-    /// [`Error::InvalidUri`] or [`Error::Config`] saying why and what to use instead.
+    /// [`ProviderError::InvalidUri`] or [`Error::Config`] saying why and what to use instead.
     fn check_kek(&self, kek: &str) -> Result<(), Error> {
         let _ = kek;
         Ok(())
     }
 }
 
-/// Builds an [`Error::Kms`].
+/// Builds a [`ProviderError::Kms`].
 pub fn kms_error(provider: &str, class: ErrorClass, detail: impl Into<String>) -> Error {
-    Error::Kms {
+    Error::Provider(ProviderError::Kms {
         provider: provider.to_owned(),
         class,
         detail: detail.into(),
-    }
+    })
 }

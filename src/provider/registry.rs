@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::{KeyProvider, LocalProvider};
-use crate::error::Error;
+use crate::error::{Error, ProviderError};
 use crate::keyset::{FileStore, KeysetStore};
 use crate::replay::{MemoryReplayStore, ReplayStore};
 pub use crate::uri::scheme_of;
@@ -113,7 +113,7 @@ impl ProviderRegistry {
     /// ([`MEMORY_REPLAY_STORE`]: this process's memory).
     ///
     /// # Errors
-    /// [`Error::InvalidUri`], [`Error::UnknownScheme`] (listing the replay
+    /// [`ProviderError::InvalidUri`], [`ProviderError::UnknownScheme`] (listing the replay
     /// stores registered) or the store's own error.
     pub fn open_replay_store(
         &self,
@@ -128,10 +128,10 @@ impl ProviderRegistry {
             let mut registered: Vec<&str> = self.replay_stores.keys().map(String::as_str).collect();
             registered.push("memory");
             registered.sort_unstable();
-            Error::UnknownScheme {
+            Error::Provider(ProviderError::UnknownScheme {
                 scheme: scheme.to_owned(),
                 registered: registered.join(", "),
-            }
+            })
         })?;
         open(uri, key_prefix)
     }
@@ -151,7 +151,7 @@ impl ProviderRegistry {
     /// The provider for a KEK URI.
     ///
     /// # Errors
-    /// [`Error::InvalidUri`] or [`Error::UnknownScheme`] (listing what is registered).
+    /// [`ProviderError::InvalidUri`] or [`ProviderError::UnknownScheme`] (listing what is registered).
     pub fn provider_for(&self, kek_uri: &str) -> Result<Arc<dyn KeyProvider>, Error> {
         let scheme = scheme_of(kek_uri)?;
         if let Some(p) = self.providers.get(scheme) {
@@ -163,10 +163,10 @@ impl ProviderRegistry {
                 self.registered()
             )));
         }
-        Err(Error::UnknownScheme {
+        Err(Error::Provider(ProviderError::UnknownScheme {
             scheme: scheme.to_owned(),
             registered: self.registered(),
-        })
+        }))
     }
 
     /// Checks configured KEKs and pins (full URIs or prefixes ending in `/`)
@@ -193,16 +193,15 @@ impl ProviderRegistry {
     /// Opens the keyset store a URI names.
     ///
     /// # Errors
-    /// [`Error::InvalidUri`], [`Error::UnknownScheme`] or the store's own error.
+    /// [`ProviderError::InvalidUri`], [`ProviderError::UnknownScheme`] or the store's own error.
     pub fn open_store(&self, store_uri: &str) -> Result<Arc<dyn KeysetStore>, Error> {
         let scheme = scheme_of(store_uri)?;
-        let open = self
-            .stores
-            .get(scheme)
-            .ok_or_else(|| Error::UnknownScheme {
+        let open = self.stores.get(scheme).ok_or_else(|| {
+            Error::Provider(ProviderError::UnknownScheme {
                 scheme: scheme.to_owned(),
                 registered: self.registered(),
-            })?;
+            })
+        })?;
         open(store_uri)
     }
 }
@@ -227,13 +226,16 @@ mod tests {
         );
         for bad in ["", "local", "://x", "local://", "LOCAL://x", "lo cal://x"] {
             assert!(
-                matches!(r.provider_for(bad), Err(Error::InvalidUri { .. })),
+                matches!(
+                    r.provider_for(bad),
+                    Err(Error::Provider(ProviderError::InvalidUri { .. }))
+                ),
                 "{bad:?}"
             );
         }
         assert!(matches!(
             r.open_store("s3://b/k"),
-            Err(Error::UnknownScheme { .. })
+            Err(Error::Provider(ProviderError::UnknownScheme { .. }))
         ));
     }
 }

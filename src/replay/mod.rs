@@ -19,8 +19,8 @@ use std::fmt;
 
 pub use memory::MemoryReplayStore;
 
+use crate::Error;
 use crate::envelope::SingleUse;
-use crate::error::Error;
 pub use crate::future::BoxFuture;
 
 /// What a store answers for one presentation of a single-use state.
@@ -51,7 +51,7 @@ pub trait ReplayStore: Send + Sync + fmt::Debug {
     /// [`Recorded`]).
     ///
     /// # Errors
-    /// [`Error::ReplayStore`] when the store cannot answer (unreachable,
+    /// [`ProviderError::ReplayStore`](crate::ProviderError::ReplayStore) when the store cannot answer (unreachable,
     /// refused, past its deadline, or configured so that it may lose records
     /// silently): the state is refused.
     fn record<'a>(&'a self, single_use: &'a SingleUse) -> BoxFuture<'a, Result<Recorded, Error>>;

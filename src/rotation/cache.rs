@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use moka::future::Cache;
 
-use crate::error::Error;
+use crate::error::{Error, KeysetError};
 use crate::key::RingKey;
 use crate::keyset::{KeyEntry, Keyset};
 use crate::provider::{ErrorClass, ProviderRegistry, WrapContext};
@@ -119,13 +119,13 @@ impl KeyCache {
         if let Some(recorded) = e.kid
             && recorded != key.kid()
         {
-            return Err(Error::Keyset {
+            return Err(Error::Keyset(KeysetError::Invalid {
                 field: format!("entry {}", e.entry),
                 problem: format!(
                     "unwraps to key id {}, but the document records {recorded}; not using it",
                     key.kid()
                 ),
-            });
+            }));
         }
         Ok(Arc::new(key))
     }

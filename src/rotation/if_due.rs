@@ -12,8 +12,8 @@ use super::{
     DEFAULT_KEYSET_VALIDITY, KeysetTrust, Phase, RotateMode, SchedulerConfig, VerifiedKeyset,
     describe_keyset, renew_keyset,
 };
+use crate::Error;
 use crate::clock::UnixTime;
-use crate::error::Error;
 use crate::keyset::KeysetStore;
 use crate::provider::ProviderRegistry;
 
@@ -121,7 +121,7 @@ pub async fn renew_if_due(
 ///
 /// # Errors
 /// Store and provider errors; a refused or stale document; as
-/// [`rotate_keyset`] ([`Error::Conflict`] when another writer landed first).
+/// [`rotate_keyset`] ([`KeysetError::Conflict`](crate::KeysetError::Conflict) when another writer landed first).
 pub async fn rotate_if_due(
     store: &dyn KeysetStore,
     registry: &ProviderRegistry,

@@ -9,7 +9,7 @@ use super::timeline::{Phase, next_change_after, ring_at};
 use super::trust::KeysetTrust;
 use crate::clock::UnixTime;
 use crate::codec::{AesGcmCodec, StateCodec};
-use crate::error::Error;
+use crate::error::{DataError, Error};
 use crate::key::{KeyId, RingKey};
 use crate::keyset::{KeyEntry, Keyset, KeysetStore};
 use crate::provider::ProviderRegistry;
@@ -178,7 +178,7 @@ pub async fn keyset_status(
 /// first, carrying the document's revocations.
 ///
 /// # Errors
-/// [`Error::KeysUnavailable`] when every key has retired; the first unwrap
+/// [`DataError::KeysUnavailable`] when every key has retired; the first unwrap
 /// error, naming its entry.
 pub async fn keyset_ring(
     doc: &Keyset,
@@ -186,14 +186,20 @@ pub async fn keyset_ring(
     now: UnixTime,
 ) -> Result<KeyRing, Error> {
     let now = now.as_secs_f64();
-    let plan = ring_at(doc, now)
-        .ok_or_else(|| Error::KeysUnavailable("every key in the keyset has retired".into()))?;
+    let plan = ring_at(doc, now).ok_or_else(|| {
+        Error::Data(DataError::KeysUnavailable(
+            "every key in the keyset has retired".into(),
+        ))
+    })?;
     let mut keys = Vec::with_capacity(plan.ring.len());
     for id in &plan.ring {
         let Some(entry) = doc.entry(id) else { continue };
-        let (secret, _) = unwrap_entry(doc, entry, registry)
-            .await
-            .map_err(|e| Error::KeysUnavailable(format!("entry {}: {e}", entry.entry)))?;
+        let (secret, _) = unwrap_entry(doc, entry, registry).await.map_err(|e| {
+            Error::Data(DataError::KeysUnavailable(format!(
+                "entry {}: {e}",
+                entry.entry
+            )))
+        })?;
         keys.push(Arc::new(RingKey::with_format(&secret, entry.alg)));
     }
     let revocations = crate::revocation::RevocationList::new(&doc.revocations);
@@ -208,7 +214,7 @@ fn probe(key: RingKey) -> Result<(), Error> {
     if codec.unseal(&token)? == b"stateseal check" {
         Ok(())
     } else {
-        Err(Error::Seal("the probe did not round-trip"))
+        Err(Error::Data(DataError::Seal("the probe did not round-trip")))
     }
 }
 

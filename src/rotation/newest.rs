@@ -19,7 +19,7 @@ use std::collections::BTreeSet;
 
 use super::admission::admit;
 use super::trust::KeysetTrust;
-use crate::error::Error;
+use crate::error::{Error, KeysetError};
 use crate::keyset::{Keyset, KeysetStore, StoredKeyset};
 use crate::provider::ProviderRegistry;
 
@@ -32,14 +32,14 @@ const COPY_RETRIES: usize = 3;
 /// landed).
 ///
 /// # Errors
-/// The document write's: [`Error::Conflict`], store errors.
+/// The document write's: [`KeysetError::Conflict`], store errors.
 pub(crate) async fn write_keyset(
     store: &dyn KeysetStore,
     expected: Option<u64>,
     doc: &StoredKeyset,
 ) -> Result<(), Error> {
     if let Err(e) = store.compare_and_swap(expected, doc).await {
-        if matches!(e, Error::Conflict { .. }) {
+        if matches!(e, Error::Keyset(KeysetError::Conflict { .. })) {
             // A lost compare-and-swap: expected in a fleet of writers, rare.
             metrics::counter!("stateseal_keyset_write_conflicts_total").increment(1);
             tracing::debug!(store = %store.uri(), generation = doc.generation(), "another writer's keyset write landed first");
@@ -65,7 +65,7 @@ async fn record(copy: &dyn KeysetStore, doc: &StoredKeyset) -> Result<(), Error>
             return Ok(());
         }
         match copy.compare_and_swap(held, doc).await {
-            Err(Error::Conflict { .. }) if retries > 0 => retries -= 1,
+            Err(Error::Keyset(KeysetError::Conflict { .. })) if retries > 0 => retries -= 1,
             other => return other,
         }
     }
@@ -120,11 +120,11 @@ pub(crate) struct Behind {
 /// Whether `base` is behind the store's newest copy (`None`: it is not, or
 /// there is no usable copy). The copy is read after the document: another
 /// writer's compare-and-swap and copy update may have landed in between.
-/// Then the document moved on too: [`Error::Conflict`], a lost race, not a
+/// Then the document moved on too: [`KeysetError::Conflict`], a lost race, not a
 /// backup.
 ///
 /// # Errors
-/// [`Error::Conflict`] when the document moved on while the copy was read;
+/// [`KeysetError::Conflict`] when the document moved on while the copy was read;
 /// the store's errors re-reading it.
 pub(crate) async fn behind_newest(
     store: &dyn KeysetStore,
@@ -140,10 +140,10 @@ pub(crate) async fn behind_newest(
     }
     let current = store.load().await?.map(|d| d.generation());
     if current != Some(base.generation) {
-        return Err(Error::Conflict {
+        return Err(Error::Keyset(KeysetError::Conflict {
             expected: Some(base.generation),
             found: current,
-        });
+        }));
     }
     Ok(Some(Behind {
         newest: newest.generation,
@@ -165,8 +165,8 @@ fn copy_uri(store: &dyn KeysetStore) -> String {
 /// back for good; the copy says the store went backwards.
 ///
 /// # Errors
-/// [`Error::BehindNewest`] naming the generations and the two ways out;
-/// [`Error::Conflict`] when the document moved on while the copy was read.
+/// [`KeysetError::BehindNewest`] naming the generations and the two ways out;
+/// [`KeysetError::Conflict`] when the document moved on while the copy was read.
 pub(crate) async fn server_floor(
     store: &dyn KeysetStore,
     registry: &ProviderRegistry,
@@ -178,11 +178,11 @@ pub(crate) async fn server_floor(
     };
     metrics::counter!("stateseal_keyset_writes_refused_total", "reason" => "behind_newest")
         .increment(1);
-    Err(Error::BehindNewest(format!(
+    Err(Error::Keyset(KeysetError::BehindNewest(format!(
         "the store holds generation {}, but generation {newest} was written before it (its copy is {copy}): this is a restored backup, and a server neither renews, claims on nor rotates it. Put the newest document back (copy {copy} over {}), or retire every key in the backup with `stateseal rotate --now-compromise`",
         base.generation,
         store.uri(),
-    )))
+    ))))
 }
 
 /// Refuses an operator's write of `candidate`, built on `base`, when a
@@ -191,7 +191,7 @@ pub(crate) async fn server_floor(
 /// so the fleet does not take it for a rollback either.
 ///
 /// # Errors
-/// [`Error::BehindNewest`] naming the generations, the fleet's reason and
+/// [`KeysetError::BehindNewest`] naming the generations, the fleet's reason and
 /// the two ways out.
 pub(crate) fn judge_against_newest(
     store: &dyn KeysetStore,
@@ -227,13 +227,13 @@ pub(crate) fn judge_against_newest(
     let timing = candidate.timing.unwrap_or_default();
     admit(Some(newest), candidate, &timing, now, &pruned).map_err(|(reason, detail)| {
         let copy = copy_uri(store);
-        Error::BehindNewest(format!(
+        Error::Keyset(KeysetError::BehindNewest(format!(
             "the store holds generation {}, but generation {} was written before it (its copy is {copy}): this is a restored backup, and instances serving generation {} would refuse this write ({}: {detail}). Put the newest document back (copy {copy} over {}), or retire every key in the backup with `stateseal rotate --now-compromise`",
             base.generation,
             newest.generation,
             newest.generation,
             reason.label(),
             store.uri(),
-        ))
+        )))
     })
 }

@@ -8,7 +8,7 @@ use super::proof::{prove_live_keys, prove_new_key};
 use super::timeline::{RingPlan, RotateMode, ring_at, rotated};
 use super::trust::{DEFAULT_KEYSET_VALIDITY, KeysetTrust, VerifiedKeyset, seal_with_new_mac_key};
 use crate::clock::UnixTime;
-use crate::error::Error;
+use crate::error::{DataError, Error, KeysetError, ProviderError};
 use crate::key::{KeyId, TokenFormat};
 use crate::keyset::{
     KeyEntry, Keyset, KeysetStore, StoredKeyset, Timing, document_time, is_representable, random_id,
@@ -47,7 +47,7 @@ pub const DEFAULT_MAX_LIVE_KEYS: usize = 4;
 /// ```
 ///
 /// # Errors
-/// [`Error::Conflict`] when the store already holds a keyset; [`Error::Config`]
+/// [`KeysetError::Conflict`] when the store already holds a keyset; [`Error::Config`]
 /// for an invalid timing or time; provider and store errors.
 pub async fn init_keyset(
     store: &dyn KeysetStore,
@@ -61,10 +61,10 @@ pub async fn init_keyset(
     check_time(now)?;
     let now = document_time(now);
     if let Some(existing) = store.load().await? {
-        return Err(Error::Conflict {
+        return Err(Error::Keyset(KeysetError::Conflict {
             expected: None,
             found: Some(existing.generation()),
-        });
+        }));
     }
     let id = random_id("ks_")?;
     let (new, _) = new_entry(registry, kek, &id, now).await?;
@@ -98,7 +98,7 @@ async fn first_generation(store: &dyn KeysetStore) -> Result<u64, Error> {
     };
     Ok(match copy.load().await {
         Ok(Some(held)) if held.generation() < HONOURED => held.generation() + 1,
-        Ok(_) | Err(Error::Keyset { .. }) => 1,
+        Ok(_) | Err(Error::Keyset(KeysetError::Invalid { .. })) => 1,
         Err(e) => return Err(e),
     })
 }
@@ -150,7 +150,7 @@ impl RotationPlan {
     /// Writes the plan with one compare-and-swap on the base generation.
     ///
     /// # Errors
-    /// [`Error::Conflict`] when the store moved on since the plan; store errors;
+    /// [`KeysetError::Conflict`] when the store moved on since the plan; store errors;
     /// [`Error::Config`] for an unauthenticated base.
     pub async fn apply(&self, store: &dyn KeysetStore) -> Result<(), Error> {
         write_keyset(store, Some(self.base.doc.generation), &self.sealed()?).await
@@ -168,7 +168,7 @@ impl RotationPlan {
 /// would unseal at once.
 ///
 /// # Errors
-/// [`Error::RotationInFlight`] (scheduled mode); [`Error::RotationRefused`];
+/// [`KeysetError::RotationInFlight`] (scheduled mode); [`KeysetError::RotationRefused`];
 /// [`Error::Config`] for an invalid timing or time; provider errors.
 pub async fn plan_rotation(
     base: &VerifiedKeyset,
@@ -192,19 +192,19 @@ pub async fn plan_rotation(
     if mode == RotateMode::Scheduled
         && let Some(why) = super::timeline::in_flight(doc, now)
     {
-        return Err(Error::RotationInFlight(why));
+        return Err(Error::Keyset(KeysetError::RotationInFlight(why)));
     }
     let plan = ring_at(doc, now);
     let live = plan.as_ref().map(|p| p.ring.clone()).unwrap_or_default();
     if mode == RotateMode::Forced && live.len() >= max_live_keys {
-        return Err(Error::RotationRefused(format!(
+        return Err(Error::Keyset(KeysetError::RotationRefused(format!(
             "{} keys already unseal and the limit is {max_live_keys}; wait until older keys retire, or allow more live keys",
             live.len()
-        )));
+        ))));
     }
     prove_live_keys(doc, registry, &live).await?;
     // Under the primary's KEK; with every key retired, under the newest entry's.
-    let kek = primary_kek(doc, plan.as_ref()).ok_or(Error::NotReady)?;
+    let kek = primary_kek(doc, plan.as_ref()).ok_or(Error::Data(DataError::NotReady))?;
     let (new, kid) = new_entry(registry, &kek, &doc.id, now).await?;
     let entry = new.entry.clone();
     let next = rotated(doc, new, now, &timing, mode)?;
@@ -245,11 +245,13 @@ pub fn operator_generation(previous: u64, now: UnixTime) -> u64 {
 /// how to create one.
 ///
 /// # Errors
-/// [`Error::Store`] when the store holds no document; store errors.
+/// [`ProviderError::Store`] when the store holds no document; store errors.
 pub async fn load_existing(store: &dyn KeysetStore) -> Result<StoredKeyset, Error> {
-    store.load().await?.ok_or_else(|| Error::Store {
-        uri: store.uri().to_owned(),
-        problem: "no keyset document; create one with `stateseal init`".into(),
+    store.load().await?.ok_or_else(|| {
+        Error::Provider(ProviderError::Store {
+            uri: store.uri().to_owned(),
+            problem: "no keyset document; create one with `stateseal init`".into(),
+        })
     })
 }
 
@@ -257,7 +259,7 @@ pub async fn load_existing(store: &dyn KeysetStore) -> Result<StoredKeyset, Erro
 /// and writer starts from.
 ///
 /// # Errors
-/// As [`load_existing`]; [`Error::KeysetRefused`] naming the reason; provider
+/// As [`load_existing`]; [`KeysetError::Refused`] naming the reason; provider
 /// errors from the MAC key's unwrap.
 pub async fn load_verified(
     store: &dyn KeysetStore,

@@ -5,7 +5,7 @@
 
 use subtle::ConstantTimeEq;
 
-use crate::error::Error;
+use crate::error::{Error, KeysetError};
 use crate::key::{KeyId, TokenFormat};
 use crate::keyset::{KeyEntry, Keyset};
 use crate::provider::{DataKey, KeyProvider, ProviderRegistry, WrapContext};
@@ -15,7 +15,7 @@ use crate::secret::Secret;
 /// recorded (when it recorded one).
 ///
 /// # Errors
-/// The provider's error; [`Error::Keyset`] when the key id differs.
+/// The provider's error; [`KeysetError::Invalid`] when the key id differs.
 pub async fn unwrap_entry(
     doc: &Keyset,
     entry: &KeyEntry,
@@ -36,12 +36,12 @@ pub async fn unwrap_entry(
     if let Some(recorded) = entry.kid
         && recorded != kid
     {
-        return Err(Error::Keyset {
+        return Err(Error::Keyset(KeysetError::Invalid {
             field: format!("entry {}", entry.entry),
             problem: format!(
                 "unwraps to key id {kid}, but the document records {recorded}; the entry was altered"
             ),
-        });
+        }));
     }
     Ok((secret, kid))
 }
@@ -56,18 +56,18 @@ pub(crate) async fn prove_live_keys(
     for id in live {
         let Some(entry) = doc.entry(id) else { continue };
         let (_, kid) = unwrap_entry(doc, entry, registry).await.map_err(|e| {
-            Error::RotationRefused(format!(
+            Error::Keyset(KeysetError::RotationRefused(format!(
                 "live key {} (entry {}) does not unwrap with {}: {e}",
                 entry.kid.map_or_else(|| "?".into(), KeyId::to_hex),
                 entry.entry,
                 entry.kek
-            ))
+            )))
         })?;
         if let Some((_, other)) = seen.iter().find(|(k, _)| *k == kid) {
-            return Err(Error::RotationRefused(format!(
+            return Err(Error::Keyset(KeysetError::RotationRefused(format!(
                 "entries {other} and {} hold the same key {kid}",
                 entry.entry
-            )));
+            ))));
         }
         seen.push((kid, &entry.entry));
     }
@@ -84,14 +84,14 @@ pub(crate) async fn prove_new_key(
     format: TokenFormat,
 ) -> Result<KeyId, Error> {
     let back = provider.unwrap(kek, &dk.wrapped, ctx).await.map_err(|e| {
-        Error::RotationRefused(format!(
+        Error::Keyset(KeysetError::RotationRefused(format!(
             "the new key's wrap under {kek} does not unwrap: {e}"
-        ))
+        )))
     })?;
     if !bool::from(back.expose().ct_eq(dk.plaintext.expose())) {
-        return Err(Error::RotationRefused(format!(
+        return Err(Error::Keyset(KeysetError::RotationRefused(format!(
             "the new key's wrap under {kek} unwraps to another key"
-        )));
+        ))));
     }
     Ok(KeyId::of_format(&dk.plaintext, format))
 }

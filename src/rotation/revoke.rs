@@ -8,7 +8,7 @@ use super::newest::{judge_against_newest, newest_written, write_keyset};
 use super::operations::{load_existing, load_verified, operator_generation};
 use super::trust::{DEFAULT_KEYSET_VALIDITY, KeysetTrust, VerifiedKeyset};
 use crate::clock::UnixTime;
-use crate::error::Error;
+use crate::error::{Error, KeysetError};
 use crate::keyset::{
     KeysetStore, MAX_REVOCATIONS, document_time, is_representable, live_until, prunable,
 };
@@ -42,9 +42,9 @@ pub struct Revoked {
 /// refuse states not issued yet) or more than T + S behind it (it would
 /// cover nothing), an unrepresentable time, an unauthenticated
 /// document, or a write that would leave more than [`MAX_REVOCATIONS`] live
-/// entries (nothing is written); [`Error::KeysetRefused`] for a document
-/// `trust` refuses; [`Error::BehindNewest`] on a restored backup;
-/// [`Error::Conflict`] when other writers kept landing first; store errors.
+/// entries (nothing is written); [`KeysetError::Refused`] for a document
+/// `trust` refuses; [`KeysetError::BehindNewest`] on a restored backup;
+/// [`KeysetError::Conflict`] when other writers kept landing first; store errors.
 pub async fn revoke(
     store: &dyn KeysetStore,
     registry: &ProviderRegistry,
@@ -111,7 +111,7 @@ pub async fn revoke(
         let sealed = base.seal_next(&next, at + DEFAULT_KEYSET_VALIDITY)?;
         match write_keyset(store, Some(base.doc.generation), &sealed).await {
             Ok(()) => {}
-            Err(Error::Conflict { .. }) if retries > 0 => {
+            Err(Error::Keyset(KeysetError::Conflict { .. })) if retries > 0 => {
                 retries -= 1;
                 continue;
             }

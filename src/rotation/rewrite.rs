@@ -10,7 +10,7 @@ use super::operations::{load_existing, operator_generation, primary_kek};
 use super::proof::unwrap_entry;
 use super::trust::{KeysetTrust, TrustPolicy, VerifiedKeyset, seal_with_new_mac_key};
 use crate::clock::UnixTime;
-use crate::error::Error;
+use crate::error::{Error, KeysetError};
 use crate::keyset::KeysetStore;
 use crate::provider::ProviderRegistry;
 
@@ -27,10 +27,10 @@ use crate::provider::ProviderRegistry;
 ///
 /// # Errors
 /// [`Error::Config`] when the document is already authenticated, or
-/// `mac_kek` is not pinned; [`Error::KeysetRefused`] when the v1 document
+/// `mac_kek` is not pinned; [`KeysetError::Refused`] when the v1 document
 /// names another keyset or an unpinned KEK; provider errors naming the entry
-/// that did not unwrap; [`Error::Conflict`] when the store moved on;
-/// [`Error::BehindNewest`] when the document is a restored backup the fleet
+/// that did not unwrap; [`KeysetError::Conflict`] when the store moved on;
+/// [`KeysetError::BehindNewest`] when the document is a restored backup the fleet
 /// has moved past.
 pub async fn upgrade_keyset(
     store: &dyn KeysetStore,
@@ -94,9 +94,9 @@ pub async fn upgrade_keyset(
 /// fresh by accident.
 ///
 /// # Errors
-/// [`Error::KeysetRefused`]; [`Error::Conflict`] when the stored generation is
+/// [`KeysetError::Refused`]; [`KeysetError::Conflict`] when the stored generation is
 /// not `generation`, or the store moved on; [`Error::Config`] for an
-/// unauthenticated document (upgrade it instead); [`Error::BehindNewest`]
+/// unauthenticated document (upgrade it instead); [`KeysetError::BehindNewest`]
 /// when the document is a restored backup the fleet has moved past.
 pub async fn renew_keyset(
     store: &dyn KeysetStore,
@@ -110,10 +110,10 @@ pub async fn renew_keyset(
     let now = at.as_secs_f64();
     let stored = load_existing(store).await?;
     if stored.generation() != generation {
-        return Err(Error::Conflict {
+        return Err(Error::Keyset(KeysetError::Conflict {
             expected: Some(generation),
             found: Some(stored.generation()),
-        });
+        }));
     }
     let verified = trust
         .open_ignoring_expiry(registry, store.uri(), &stored)

@@ -10,7 +10,7 @@ use super::operations::{RotationPlan, load_verified, operator_generation, plan_r
 use super::timeline::RotateMode;
 use super::trust::{DEFAULT_KEYSET_VALIDITY, KeysetTrust};
 use crate::clock::UnixTime;
-use crate::error::Error;
+use crate::error::{Error, KeysetError};
 use crate::keyset::{Keyset, KeysetStore, Timing};
 use crate::provider::ProviderRegistry;
 
@@ -54,9 +54,9 @@ pub async fn rotate_store_at(
 /// the backup now, is adopted).
 ///
 /// # Errors
-/// As [`plan_rotation`]; [`Error::KeysetRefused`] for a document `trust`
-/// refuses; [`Error::BehindNewest`] for a rotation on a restored backup the
-/// fleet would refuse; [`Error::Conflict`] when another rotation landed
+/// As [`plan_rotation`]; [`KeysetError::Refused`] for a document `trust`
+/// refuses; [`KeysetError::BehindNewest`] for a rotation on a restored backup the
+/// fleet would refuse; [`KeysetError::Conflict`] when another rotation landed
 /// first; store errors.
 pub async fn rotate_keyset(
     store: &dyn KeysetStore,
@@ -139,14 +139,14 @@ pub(crate) async fn rotate_vetted(
         }
         match plan.apply(store).await {
             Ok(()) => return Ok(plan),
-            Err(Error::Conflict { .. }) if retries > 0 => {
+            Err(Error::Keyset(KeysetError::Conflict { .. })) if retries > 0 => {
                 retries -= 1;
                 let stored = load_verified(store, registry, trust, at).await?;
                 if !same_entries(&stored.doc, doc) {
-                    return Err(Error::Conflict {
+                    return Err(Error::Keyset(KeysetError::Conflict {
                         expected: Some(doc.generation),
                         found: Some(stored.doc.generation),
-                    });
+                    }));
                 }
                 vet(&stored.doc)?;
                 base = stored;

@@ -16,7 +16,7 @@
 #![cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
 
 use crate::clock::UnixTime;
-use crate::error::Error;
+use crate::error::{Error, KeysetError};
 pub use crate::keyset::Timing;
 use crate::keyset::{KeyEntry, Keyset, document_time};
 
@@ -139,7 +139,7 @@ pub fn in_flight(doc: &Keyset, now: f64) -> Option<String> {
 /// The document after a rotation that adds `new` (its `activate_at`/`retire_at` are set here).
 ///
 /// # Errors
-/// [`Error::RotationInFlight`] in `Scheduled` mode while a rotation is in flight.
+/// [`KeysetError::RotationInFlight`] in `Scheduled` mode while a rotation is in flight.
 pub fn rotated(
     doc: &Keyset,
     mut new: KeyEntry,
@@ -150,7 +150,7 @@ pub fn rotated(
     if mode == RotateMode::Scheduled
         && let Some(why) = in_flight(doc, now)
     {
-        return Err(Error::RotationInFlight(why));
+        return Err(Error::Keyset(KeysetError::RotationInFlight(why)));
     }
     new.created_at = now;
     // Keys become primary in the order they were written, whatever the clocks of

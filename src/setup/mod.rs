@@ -27,7 +27,7 @@ use crate::boundary::Boundary;
 use crate::cipher::aead::AeadBackend;
 use crate::clock::SystemClock;
 use crate::envelope::Envelope;
-use crate::error::Error;
+use crate::error::{Error, KeysetError};
 use crate::keyset::Keyset;
 use crate::provider::ProviderRegistry;
 use crate::ring::RingHandle;
@@ -85,7 +85,7 @@ impl Protection {
 ///
 /// # Errors
 /// [`Error::Config`] for invalid configuration, an unknown scheme or a store
-/// that cannot be opened; [`Error::NotReady`]-like timeouts are reported as
+/// that cannot be opened; [`DataError::NotReady`](crate::DataError::NotReady)-like timeouts are reported as
 /// [`Error::Config`] naming the store and the last refresh error.
 pub async fn start(config: &Config, registry: ProviderRegistry) -> Result<Protection, Error> {
     start_with_clock(config, registry, Arc::new(SystemClock)).await
@@ -150,7 +150,7 @@ pub async fn start_with_clock(
         .await
         {
             // Another instance created it first: use theirs.
-            Ok(_) | Err(Error::Conflict { .. }) => {}
+            Ok(_) | Err(Error::Keyset(KeysetError::Conflict { .. })) => {}
             Err(e) => {
                 return Err(Error::Config(format!(
                     "field `kek`: creating the keyset failed: {e}"

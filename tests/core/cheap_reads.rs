@@ -11,8 +11,8 @@ use stateseal::keyset::{ConditionalLoad, StoreVersion};
 use stateseal::provider::BoxFuture;
 use stateseal::rotation::{SchedulerConfig, Timing};
 use stateseal::{
-    AesGcmCodec, Error, KeysetStore, ManualClock, RejectReason, RingHandle, RotationScheduler,
-    StateCodec, StoredKeyset, UnixTime,
+    AesGcmCodec, Error, KeysetError, KeysetStore, ManualClock, RejectReason, RingHandle,
+    RotationScheduler, StateCodec, StoredKeyset, UnixTime,
 };
 use stateseal_testkit::instant;
 use stateseal_testkit::keysets;
@@ -80,10 +80,10 @@ impl KeysetStore for CountingStore {
         Box::pin(async move {
             let mut current = self.doc.lock().expect("lock");
             if Some(current.generation()) != expected {
-                return Err(Error::Conflict {
+                return Err(Error::Keyset(KeysetError::Conflict {
                     expected,
                     found: Some(current.generation()),
-                });
+                }));
             }
             *current = doc.clone();
             Ok(())
@@ -165,10 +165,10 @@ async fn an_unchanged_document_is_not_opened_again_but_still_goes_stale() {
     assert!(
         matches!(
             &err,
-            Error::KeysetRefused {
+            Error::Keyset(KeysetError::Refused {
                 reason: "expired",
                 ..
-            }
+            })
         ),
         "{err}"
     );

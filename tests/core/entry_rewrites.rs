@@ -5,7 +5,9 @@
 use std::sync::Arc;
 
 use stateseal::rotation::seal_with_new_mac_key;
-use stateseal::{Error, FileStore, KeyEntry, KeyRing, Keyset, KeysetStore, ProviderRegistry};
+use stateseal::{
+    Error, FileStore, KeyEntry, KeyRing, Keyset, KeysetError, KeysetStore, ProviderRegistry,
+};
 use stateseal_contract::integrity::PlaintextWrap;
 use stateseal_testkit::instant;
 use stateseal_testkit::keysets;
@@ -96,10 +98,10 @@ async fn a_rewrapped_entry_is_unwrapped_again_only_to_the_same_key() {
     assert!(
         matches!(
             &err,
-            Error::KeysetRefused {
+            Error::Keyset(KeysetError::Refused {
                 reason: "key_changed",
                 ..
-            }
+            })
         ),
         "{err}"
     );
@@ -124,10 +126,10 @@ async fn a_document_with_a_duplicate_key_is_refused() {
     assert!(
         matches!(
             &err,
-            Error::KeysetRefused {
+            Error::Keyset(KeysetError::Refused {
                 reason: "duplicate_key",
                 ..
-            }
+            })
         ),
         "{err}"
     );

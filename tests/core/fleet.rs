@@ -209,7 +209,9 @@ async fn fleet_rotates_three_times_with_zero_rejections() {
             {
                 Ok(_) => rotations += 1,
                 // That instance's clock is behind: on its clock the last rotation is still in flight.
-                Err(stateseal::Error::RotationInFlight(_)) => continue,
+                Err(stateseal::Error::Keyset(stateseal::KeysetError::RotationInFlight(_))) => {
+                    continue;
+                }
                 Err(e) => panic!("rotate: {e}"),
             }
             // A token minted under the old key, to replay after that key retires.

@@ -56,7 +56,13 @@ async fn a_junk_document_costs_one_kms_call_not_one_per_refresh() {
                     .await
                     .expect_err("junk refused");
                 assert!(
-                    matches!(&err, stateseal::Error::KeysetRefused { reason: "mac", .. }),
+                    matches!(
+                        &err,
+                        stateseal::Error::Keyset(stateseal::KeysetError::Refused {
+                            reason: "mac",
+                            ..
+                        })
+                    ),
                     "{err}"
                 );
                 assert!(a.is_ready(), "the last authentic document still serves");

@@ -90,10 +90,10 @@ async fn a_writer_renews_before_the_document_goes_stale() {
     assert!(
         matches!(
             &err,
-            stateseal::Error::KeysetRefused {
+            stateseal::Error::Keyset(stateseal::KeysetError::Refused {
                 reason: "expired",
                 ..
-            }
+            })
         ),
         "{err}"
     );
@@ -175,10 +175,10 @@ fn an_accepted_unauthenticated_document_shows_everywhere() {
         assert!(
             matches!(
                 &err,
-                stateseal::Error::KeysetRefused {
+                stateseal::Error::Keyset(stateseal::KeysetError::Refused {
                     reason: "unauthenticated",
                     ..
-                }
+                })
             ),
             "{err}"
         );

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use stateseal::{
-    DEFAULT_MAX_TOKEN_LEN, Envelope, Error, FUTURE_SKEW, KeyRing, MintOptions, OpenOptions,
-    RejectReason, RequestIdentity, RingHandle, Secret, UnixTime,
+    DEFAULT_MAX_TOKEN_LEN, DataError, Envelope, Error, FUTURE_SKEW, KeyRing, MintOptions,
+    OpenOptions, RejectReason, RequestIdentity, RingHandle, Secret, UnixTime,
 };
 
 const NOW: UnixTime = UnixTime::from_secs(1_782_345_600);
@@ -185,7 +185,7 @@ fn mint_takes_wtf8_states_only_and_gives_back_exactly_what_it_took() {
         let err = env
             .mint(&id(), state, MintOptions::new().at(NOW))
             .unwrap_err();
-        assert!(matches!(err, Error::Seal(_)), "{err:?}");
+        assert!(matches!(err, Error::Data(DataError::Seal(_))), "{err:?}");
         assert_eq!(
             err.to_string(),
             "sealing requestState failed: state is neither UTF-8 nor WTF-8"

@@ -11,7 +11,7 @@ use std::time::Duration;
 use stateseal::provider::{BoxFuture, DataKey, ErrorClass, KeyProvider, WrapContext, kms_error};
 use stateseal::rotation::{SchedulerConfig, Timing};
 use stateseal::{
-    Envelope, Error, KeysetStore, LocalProvider, ManualClock, MintOptions, OpenOptions,
+    DataError, Envelope, Error, KeysetStore, LocalProvider, ManualClock, MintOptions, OpenOptions,
     ProviderRegistry, RequestIdentity, RingHandle, RotationScheduler, Secret,
 };
 
@@ -149,13 +149,13 @@ async fn transient_outage_within_grace_causes_no_rejection() {
     let late = s.t0 + 3_600.0 + 86_400.0 + 1.0;
     assert!(matches!(
         sched.refresh_at(instant(late)).await.unwrap_err(),
-        Error::KeysUnavailable(_)
+        Error::Data(DataError::KeysUnavailable(_))
     ));
     assert!(!sched.is_ready());
     assert_eq!(
         env.mint(&round(), b"x", MintOptions::new().at(instant(late)))
             .unwrap_err(),
-        Error::NotReady
+        Error::Data(DataError::NotReady)
     );
     // The KMS comes back: the next refresh recovers.
     s.provider.mode.store(0, Ordering::SeqCst);
@@ -181,7 +181,7 @@ async fn denied_key_is_dropped_after_max_key_age() {
     // Once it expires, the KMS's "denied" drops the key.
     assert!(matches!(
         sched.refresh_at(instant(s.t0 + 3_601.0)).await.unwrap_err(),
-        Error::KeysUnavailable(_)
+        Error::Data(DataError::KeysUnavailable(_))
     ));
     assert!(!works(&env, s.t0 + 3_601.0));
     // The status names the real cause: which entry, and the KMS's answer.
@@ -203,7 +203,7 @@ async fn restart_during_outage_stays_not_ready_and_never_seals() {
     assert_eq!(
         env.mint(&round(), b"x", MintOptions::new().at(instant(s.t0)))
             .unwrap_err(),
-        Error::NotReady
+        Error::Data(DataError::NotReady)
     );
     s.provider.mode.store(0, Ordering::SeqCst);
     sched

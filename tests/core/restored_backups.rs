@@ -65,10 +65,10 @@ async fn a_write_on_a_restored_backup_is_refused_unless_it_retires_the_backup() 
     assert!(
         matches!(
             &err,
-            stateseal::Error::KeysetRefused {
+            stateseal::Error::Keyset(stateseal::KeysetError::Refused {
                 reason: "rollback",
                 ..
-            }
+            })
         ),
         "{err}"
     );
@@ -90,8 +90,10 @@ async fn a_write_on_a_restored_backup_is_refused_unless_it_retires_the_backup() 
     for err in [rotation, renewal] {
         let text = err.to_string();
         assert!(
-            matches!(&err, stateseal::Error::BehindNewest(_))
-                && text.contains("the store holds generation 1")
+            matches!(
+                &err,
+                stateseal::Error::Keyset(stateseal::KeysetError::BehindNewest(_))
+            ) && text.contains("the store holds generation 1")
                 && text.contains(&format!("generation {adopted} was written before it"))
                 && text.contains("restored backup")
                 && text.contains("pruned_returned")

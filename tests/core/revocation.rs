@@ -437,10 +437,10 @@ async fn a_restored_pre_revocation_document_is_refused_with_the_printed_min_gene
     assert!(
         matches!(
             &err,
-            stateseal::Error::KeysetRefused {
+            stateseal::Error::Keyset(stateseal::KeysetError::Refused {
                 reason: "behind_newest",
                 ..
-            }
+            })
         ) && text.contains(&format!(
             "the store holds generation 1, but generation {revoked_at} was written before it"
         )) && text.contains("--now-compromise"),

@@ -5,7 +5,7 @@
 
 use stateseal::keyset::{MAX_REVOCATIONS, live_until, prunable};
 use stateseal::rotation::{Timing, revoke};
-use stateseal::{Error, RejectReason, Revocation};
+use stateseal::{Error, KeysetError, RejectReason, Revocation};
 use stateseal_testkit::instant;
 use stateseal_testkit::keysets;
 
@@ -48,7 +48,10 @@ async fn entries_round_trip_under_the_tag_and_a_store_writer_cannot_remove_them(
         .await
         .unwrap_err();
     assert!(
-        matches!(err, Error::KeysetRefused { reason: "mac", .. }),
+        matches!(
+            err,
+            Error::Keyset(KeysetError::Refused { reason: "mac", .. })
+        ),
         "{err}"
     );
     // An unauthenticated document cannot carry them.
@@ -72,10 +75,10 @@ async fn a_document_dropping_a_live_entry_is_refused_until_nothing_it_covers_is_
     assert!(
         matches!(
             err,
-            Error::KeysetRefused {
+            Error::Keyset(KeysetError::Refused {
                 reason: "revocation_dropped",
                 ..
-            }
+            })
         ),
         "{err}"
     );

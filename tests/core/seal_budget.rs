@@ -203,10 +203,12 @@ impl KeysetStore for ReadOnly {
     ) -> stateseal::provider::BoxFuture<'a, Result<(), stateseal::Error>> {
         self.1.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         Box::pin(async {
-            Err(stateseal::Error::Store {
-                uri: "read-only".into(),
-                problem: "403 Forbidden".into(),
-            })
+            Err(stateseal::Error::Provider(
+                stateseal::ProviderError::Store {
+                    uri: "read-only".into(),
+                    problem: "403 Forbidden".into(),
+                },
+            ))
         })
     }
 }
@@ -254,7 +256,10 @@ async fn a_process_that_cannot_reserve_seals_nothing_unrecorded_with_a_v1_key() 
     sched.refresh_at(instant(T0 + 1.0)).await.expect("refresh");
     let err = codec.seal(b"x").expect_err("no recorded reservation");
     assert!(
-        matches!(err, stateseal::Error::SealBudgetExhausted { limit: 0, .. }),
+        matches!(
+            err,
+            stateseal::Error::Data(stateseal::DataError::SealBudgetExhausted { limit: 0, .. })
+        ),
         "{err}"
     );
     let text = err.to_string();

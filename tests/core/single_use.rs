@@ -12,8 +12,8 @@ use stateseal::replay::{MemoryReplayStore, Recorded, ReplayStore};
 use std::time::Duration;
 
 use stateseal::{
-    Envelope, Error, KeyRing, ManualClock, MintOptions, OpenOptions, Opened, RejectReason,
-    RequestIdentity, RingHandle, RingKey, Secret, SingleUse, TokenFormat, UnixTime,
+    Envelope, Error, KeyRing, ManualClock, MintOptions, OpenOptions, Opened, ProviderError,
+    RejectReason, RequestIdentity, RingHandle, RingKey, Secret, SingleUse, TokenFormat, UnixTime,
 };
 
 use crate::recorded::{block_on_recorded, values};
@@ -63,10 +63,12 @@ impl ReplayStore for Scripted {
     fn record<'a>(&'a self, single_use: &'a SingleUse) -> BoxFuture<'a, Result<Recorded, Error>> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         if self.fail {
-            return Box::pin(std::future::ready(Err(Error::ReplayStore {
-                uri: "scripted://".into(),
-                problem: "unreachable".into(),
-            })));
+            return Box::pin(std::future::ready(Err(Error::Provider(
+                ProviderError::ReplayStore {
+                    uri: "scripted://".into(),
+                    problem: "unreachable".into(),
+                },
+            ))));
         }
         self.inner.record(single_use)
     }

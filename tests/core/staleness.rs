@@ -10,8 +10,8 @@ use std::time::Duration;
 use stateseal::provider::BoxFuture;
 use stateseal::rotation::{RotateMode, SchedulerConfig, Timing, rotate_store_at};
 use stateseal::{
-    Envelope, Error, KeysetStore, ManualClock, MintOptions, OpenOptions, RequestIdentity,
-    RingHandle, RotationScheduler, StoredKeyset, UnixTime,
+    DataError, Envelope, Error, KeysetStore, ManualClock, MintOptions, OpenOptions, ProviderError,
+    RequestIdentity, RingHandle, RotationScheduler, StoredKeyset, UnixTime,
 };
 
 use crate::fleet::{local_keyset, local_registry};
@@ -47,10 +47,10 @@ struct Partitionable {
 impl Partitionable {
     fn check(&self) -> Result<(), Error> {
         if self.cut.load(Ordering::SeqCst) {
-            return Err(Error::Store {
+            return Err(Error::Provider(ProviderError::Store {
                 uri: self.inner.uri().to_owned(),
                 problem: "partitioned".into(),
-            });
+            }));
         }
         Ok(())
     }
@@ -168,7 +168,7 @@ async fn a_cut_off_instance_stops_sealing_before_the_fleet_retires_its_key() {
             }
             Err(e) => {
                 assert!(t - T0 > 50.0, "stopped too early, at +{}s", t - T0);
-                assert_eq!(e, Error::SealingStopped);
+                assert_eq!(e, Error::Data(DataError::SealingStopped));
                 assert!(!a.sched.is_ready());
             }
         }

@@ -11,8 +11,8 @@ use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use stateseal::provider::BoxFuture;
 use stateseal::rotation::{RotateMode, SchedulerConfig, Timing, rotate_store_at, rotated};
 use stateseal::{
-    Error, KeysetStore, ManualClock, ProviderRegistry, RingHandle, RotationScheduler, StoredKeyset,
-    UnixTime,
+    Error, KeysetError, KeysetStore, ManualClock, ProviderRegistry, RingHandle, RotationScheduler,
+    StoredKeyset, UnixTime,
 };
 use stateseal_testkit::instant;
 use stateseal_testkit::keysets;
@@ -112,10 +112,10 @@ async fn garbage_in_the_store_does_not_freeze_the_timeline() {
     assert!(
         matches!(
             &err,
-            Error::KeysetRefused {
+            Error::Keyset(KeysetError::Refused {
                 reason: "invalid",
                 ..
-            }
+            })
         ),
         "{err}"
     );
@@ -229,10 +229,10 @@ async fn an_older_generation_or_another_keyset_is_refused() {
     assert!(
         matches!(
             &err,
-            Error::KeysetRefused {
+            Error::Keyset(KeysetError::Refused {
                 reason: "rollback",
                 ..
-            }
+            })
         ),
         "{err}"
     );
@@ -243,7 +243,10 @@ async fn an_older_generation_or_another_keyset_is_refused() {
         .sched
         .rotate_at(instant(T0 + 4.0), RotateMode::Forced)
         .await;
-    assert!(matches!(err, Err(Error::KeysetRefused { .. })), "{err:?}");
+    assert!(
+        matches!(err, Err(Error::Keyset(KeysetError::Refused { .. }))),
+        "{err:?}"
+    );
     assert_eq!(
         std::fs::read(&path).expect("doc"),
         generation_one,
@@ -263,10 +266,10 @@ async fn an_older_generation_or_another_keyset_is_refused() {
     assert!(
         matches!(
             &err,
-            Error::KeysetRefused {
+            Error::Keyset(KeysetError::Refused {
                 reason: "other_keyset",
                 ..
-            }
+            })
         ),
         "{err}"
     );
@@ -399,7 +402,10 @@ fn a_rotation_retries_after_a_seal_reservation_but_not_after_a_rotation() {
             RotateMode::Forced,
         )
         .await;
-        assert!(matches!(err, Err(Error::Conflict { .. })), "{err:?}");
+        assert!(
+            matches!(err, Err(Error::Keyset(KeysetError::Conflict { .. }))),
+            "{err:?}"
+        );
         assert_eq!(lost(), 1.0, "so is the one that ends the rotation");
         assert_eq!(
             keysets::content(&*store, &registry).await,

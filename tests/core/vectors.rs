@@ -9,8 +9,8 @@ use std::time::Duration;
 use serde_json::Value as J;
 use stateseal::json::{Duplicates, Text, Value, parse};
 use stateseal::{
-    AesGcmCodec, Envelope, Error, KeyRing, MintOptions, OpenOptions, Principal, RandomSource,
-    RequestIdentity, RingHandle, Secret, StateCodec, UnixTime,
+    AesGcmCodec, DataError, Envelope, Error, KeyRing, MintOptions, OpenOptions, Principal,
+    RandomSource, RequestIdentity, RingHandle, Secret, StateCodec, UnixTime,
 };
 
 pub(crate) fn vectors() -> J {
@@ -107,7 +107,7 @@ fn request_identity_matches_stdlib_json_path() {
                     "{label}: digest"
                 );
             }
-            Err(Error::UnsupportedParams) => refused.push(label.to_owned()),
+            Err(Error::Data(DataError::UnsupportedParams)) => refused.push(label.to_owned()),
             Err(e) => panic!("{label}: {e}"),
         }
         // Independently: the canonical JSON of `arguments or {}` is Python's, byte for byte.
@@ -279,10 +279,10 @@ fn failing_codec_never_yields_plaintext() {
     struct Broken;
     impl StateCodec for Broken {
         fn seal(&self, _: &[u8]) -> Result<String, Error> {
-            Err(Error::Seal("kms unavailable"))
+            Err(Error::Data(DataError::Seal("kms unavailable")))
         }
         fn unseal(&self, _: &str) -> Result<Vec<u8>, Error> {
-            Err(Error::Seal("kms unavailable"))
+            Err(Error::Data(DataError::Seal("kms unavailable")))
         }
     }
     let envelope = Envelope::builder(Arc::new(RingHandle::empty()), Some("svc"))
@@ -292,7 +292,7 @@ fn failing_codec_never_yields_plaintext() {
     let id = RequestIdentity::from_json("tools/call", br#"{"name":"t"}"#).expect("id");
     assert_eq!(
         envelope.mint(&id, "secret-state", MintOptions::new()),
-        Err(Error::Seal("kms unavailable"))
+        Err(Error::Data(DataError::Seal("kms unavailable")))
     );
     // An unexpected unseal failure of a custom codec still rejects (fail closed).
     assert_eq!(

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use stateseal::{Envelope, Error, KeyRing, RingHandle, Secret, derived_key};
+use stateseal::{DataError, Envelope, Error, KeyRing, RingHandle, Secret, derived_key};
 
 use crate::vectors::{s, vectors};
 
@@ -90,11 +90,11 @@ fn key_errors_match_python() {
                 // before the builder, as the builder refuses a zero one.
                 let built = match Duration::try_from_secs_f64(ttl) {
                     Ok(ttl) => Envelope::builder(ring, None).ttl(ttl).build(),
-                    Err(_) => Err(Error::InvalidTtl),
+                    Err(_) => Err(Error::Data(DataError::InvalidTtl)),
                 };
                 assert_eq!(built.is_ok(), t["ok"] == true, "ttl {ttl}");
                 if let Err(e) = built {
-                    assert_eq!(e, Error::InvalidTtl);
+                    assert_eq!(e, Error::Data(DataError::InvalidTtl));
                 }
                 checked += 1;
             }
@@ -111,8 +111,11 @@ fn key_errors_match_python() {
         let err = result.expect_err(label);
         let msg = s(case, "message");
         match err {
-            Error::EmptyRing => assert!(msg.contains("requires at least one key"), "{label}"),
-            Error::KeyTooShort { .. } | Error::DuplicateKey { .. } => {
+            Error::Data(DataError::EmptyRing) => {
+                assert!(msg.contains("requires at least one key"), "{label}")
+            }
+            Error::Data(DataError::KeyTooShort { .. })
+            | Error::Data(DataError::DuplicateKey { .. }) => {
                 assert!(
                     msg.starts_with(&err.to_string()),
                     "{label}: python {msg:?} vs rust {err}"

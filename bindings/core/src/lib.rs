@@ -31,20 +31,20 @@ mod single_use;
 pub use running::{ExplicitTiming, Recipe, Running};
 pub use settings::{Setting, recipe, recipe_from_env};
 
-use stateseal::Error;
+use stateseal::{DataError, Error};
 
 /// The reason a seal or unseal failed, as a log-only code: never a key, a
 /// token or a plaintext.
 pub fn reason(e: &Error) -> String {
     match e {
         Error::Rejected(r) => r.as_str().to_owned(),
-        Error::NotReady => "not ready: no key ring loaded".to_owned(),
-        Error::SealingStopped => {
+        Error::Data(DataError::NotReady) => "not ready: no key ring loaded".to_owned(),
+        Error::Data(DataError::SealingStopped) => {
             "not sealing: the keyset store has been unusable for longer than max_store_staleness"
                 .to_owned()
         }
-        Error::Seal(why) => format!("seal failed: {why}"),
-        Error::Random => "the operating system's random source failed".to_owned(),
+        Error::Data(DataError::Seal(why)) => format!("seal failed: {why}"),
+        Error::Data(DataError::Random) => "the operating system's random source failed".to_owned(),
         _ => "rejected".to_owned(),
     }
 }

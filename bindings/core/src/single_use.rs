@@ -4,7 +4,9 @@
 //! metrics: a state with the `u` claim is accepted only once its record has
 //! landed, and refused `replayed` or `replay store unavailable` otherwise.
 
-use stateseal::{Error, RejectReason, RequestIdentity, SdkPayload, SingleUse, TokenFormat};
+use stateseal::{
+    DataError, Error, RejectReason, RequestIdentity, SdkPayload, SingleUse, TokenFormat,
+};
 
 use crate::Running;
 
@@ -39,7 +41,7 @@ impl Running {
     /// round it names is single-use here.
     ///
     /// # Errors
-    /// As [`Running::seal`]; [`Error::Seal`] when the round is single-use and
+    /// As [`Running::seal`]; [`DataError::Seal`] when the round is single-use and
     /// the primary key is v1.
     pub fn seal_claims(&self, payload: &[u8]) -> Result<String, Error> {
         let Some(with_claim) = self.single_use_payload(payload)? else {
@@ -47,7 +49,7 @@ impl Running {
         };
         let token = self.seal(&with_claim)?;
         if !token.starts_with(TokenFormat::V2.prefix()) {
-            return Err(Error::Seal(NEEDS_V2));
+            return Err(Error::Data(DataError::Seal(NEEDS_V2)));
         }
         Ok(token)
     }
@@ -62,9 +64,9 @@ impl Running {
             return Ok(None);
         }
         let unreadable = || {
-            Error::Seal(
+            Error::Data(DataError::Seal(
                 "the SDK's claims could not be read, and single-use rounds are configured: refusing to seal a state that might be one of theirs as multi-use",
-            )
+            ))
         };
         let claims = SdkPayload::parse(payload).map_err(|_| unreadable())?;
         // No round at all is not a payload the SDK writes.
@@ -77,7 +79,9 @@ impl Running {
         // A claim already there (the caller's own) would be shadowed by ours in
         // Python's reading but not in every reader's: refuse rather than guess.
         if claims.has("u") {
-            return Err(Error::Seal("the payload already has a u claim"));
+            return Err(Error::Data(DataError::Seal(
+                "the payload already has a u claim",
+            )));
         }
         let Some(body) = payload.strip_suffix(b"}") else {
             return Err(unreadable());

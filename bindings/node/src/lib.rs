@@ -79,7 +79,7 @@ pub(crate) fn thrown(e: &stateseal::Error) -> Error<Code> {
         stateseal::Error::Config(m) if m == CLOSED => fail(Code::Closed, CLOSED),
         stateseal::Error::Config(m) => fail(Code::Config, m.clone()),
         // A state the envelope cannot carry (too large, not UTF-8): the caller's to fix.
-        stateseal::Error::Seal(_) => fail(Code::Config, reason(e)),
+        stateseal::Error::Data(stateseal::DataError::Seal(_)) => fail(Code::Config, reason(e)),
         _ => fail(Code::Unavailable, reason(e)),
     }
 }
@@ -320,7 +320,10 @@ mod tests {
         // As `NativeCodec::close`: the envelope still holds the codec, but not its keys.
         drop(shared.swap(None));
         assert!(codec.ring().current().is_none());
-        assert!(matches!(codec.seal(b"s"), Err(stateseal::Error::NotReady)));
+        assert!(matches!(
+            codec.seal(b"s"),
+            Err(stateseal::Error::Data(stateseal::DataError::NotReady))
+        ));
         drop(core);
     }
 }

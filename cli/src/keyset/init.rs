@@ -110,10 +110,12 @@ pub(crate) async fn init(a: InitArgs, out: &mut dyn Write) -> Result<(), CliErro
                 let _ = std::fs::remove_file(path);
             }
             return Err(match e {
-                stateseal::Error::Conflict { .. } => CliError::Rejected(format!(
-                    "{} already holds a keyset; nothing was changed",
-                    store.uri()
-                )),
+                stateseal::Error::Keyset(stateseal::KeysetError::Conflict { .. }) => {
+                    CliError::Rejected(format!(
+                        "{} already holds a keyset; nothing was changed",
+                        store.uri()
+                    ))
+                }
                 other => CliError::from(other),
             });
         }

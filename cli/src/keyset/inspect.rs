@@ -92,7 +92,7 @@ async fn verified(
 ) -> Result<VerifiedKeyset, CliError> {
     let result = super::open_stored(store, &registry(store.uri()), trust, now).await?;
     result.map_err(|e| match e {
-        stateseal::Error::Kms { .. } => CliError::Rejected(format!(
+        stateseal::Error::Provider(stateseal::ProviderError::Kms { .. }) => CliError::Rejected(format!(
             "the keyset cannot be verified, so nothing in it is shown: its MAC key does not unwrap ({})",
             CliError::from(e)
         )),

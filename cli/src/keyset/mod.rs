@@ -123,8 +123,10 @@ impl TrustArgs {
             accept_unauthenticated: self.accept_unauthenticated,
             min_generation: self.min_generation,
         };
-        if let Err(stateseal::Error::Config(m) | stateseal::Error::InvalidUri { problem: m, .. }) =
-            policy.check_for_store(store_uri)
+        if let Err(
+            stateseal::Error::Config(m)
+            | stateseal::Error::Provider(stateseal::ProviderError::InvalidUri { problem: m, .. }),
+        ) = policy.check_for_store(store_uri)
         {
             return Err(CliError::Usage(format!(
                 "{m}; pass --keyset-id and --kek-pin (or STATESEAL_KEYSET_ID and STATESEAL_KEYSET_KEKS)"

@@ -8,7 +8,9 @@ use clap::{ArgGroup, Args};
 use serde_json::Value;
 use stateseal::keyset::live_until;
 use stateseal::rotation::{Revoked, revoke as write_revocation};
-use stateseal::{Error, Keyset, Principal, Revocation, RevocationSelector, UnixTime, hex_prefix};
+use stateseal::{
+    Error, Keyset, KeysetError, Principal, Revocation, RevocationSelector, UnixTime, hex_prefix,
+};
 
 use super::{StoreArg, WriteClockArgs, registry};
 use crate::error::CliError;
@@ -143,7 +145,7 @@ fn is_components_form(text: &str) -> bool {
 fn refused(e: Error) -> CliError {
     match e {
         Error::Config(m) => CliError::Usage(m),
-        Error::Conflict { found, .. } => CliError::Rejected(format!(
+        Error::Keyset(KeysetError::Conflict { found, .. }) => CliError::Rejected(format!(
             "revocation not written: other writers kept landing first (generation {}); run it again",
             found.map_or_else(|| "?".into(), |g| g.to_string())
         )),

@@ -6,8 +6,8 @@ use std::io::Write;
 use std::time::Duration;
 
 use clap::Args;
-use stateseal::Error;
 use stateseal::rotation::{DEFAULT_KEYSET_VALIDITY, KeysetTrust, renew_keyset, upgrade_keyset};
+use stateseal::{Error, KeysetError};
 
 use super::{StoreArg, WriteClockArgs, registry};
 use crate::error::CliError;
@@ -58,7 +58,7 @@ pub(crate) struct RenewArgs {
 fn refused(e: Error) -> CliError {
     match e {
         Error::Config(m) => CliError::Rejected(format!("{m}; nothing was written")),
-        Error::Conflict { expected, found } => CliError::Rejected(format!(
+        Error::Keyset(KeysetError::Conflict { expected, found }) => CliError::Rejected(format!(
             "the store holds generation {}, not {}; nothing was written (run `stateseal status`)",
             found.map_or_else(|| "none".into(), |g| g.to_string()),
             expected.map_or_else(|| "none".into(), |g| g.to_string()),

@@ -10,7 +10,7 @@ use stateseal::rotation::{
     DEFAULT_MAX_LIVE_KEYS, RotateMode, RotationPlan, operator_generation, plan_rotation,
     rotate_keyset,
 };
-use stateseal::{Error, SchedulerConfig};
+use stateseal::{Error, KeysetError, SchedulerConfig};
 
 use super::init::{timing_json, timing_text};
 use super::{StoreArg, TimingArgs, WriteClockArgs, load_verified, registry};
@@ -59,15 +59,15 @@ pub(crate) struct RotateArgs {
 
 fn refused(e: Error) -> CliError {
     match e {
-        Error::RotationInFlight(why) => CliError::Rejected(format!(
+        Error::Keyset(KeysetError::RotationInFlight(why)) => CliError::Rejected(format!(
             "rotation refused, nothing was written: {why}; `stateseal status` says when it completes, or pass --force"
         )),
-        Error::Conflict { found, .. } => CliError::Rejected(format!(
+        Error::Keyset(KeysetError::Conflict { found, .. }) => CliError::Rejected(format!(
             "rotation refused, nothing was written: another rotation landed first (generation {}); run `stateseal status`",
             found.map_or_else(|| "?".into(), |g| g.to_string())
         )),
-        Error::RotationRefused(_) => CliError::Rejected(e.to_string()),
-        Error::KeysetRefused { .. } => {
+        Error::Keyset(KeysetError::RotationRefused(_)) => CliError::Rejected(e.to_string()),
+        Error::Keyset(KeysetError::Refused { .. }) => {
             CliError::Rejected(format!("rotation refused, nothing was written: {e}"))
         }
         Error::Config(m) => CliError::Usage(m),

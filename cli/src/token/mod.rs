@@ -10,7 +10,7 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 use stateseal::rotation::{KeysetTrust, VerifiedKeyset, keyset_ring};
 use stateseal::{
-    AesGcmCodec, Clock, Envelope, Error, KeyRing, MintOptions, OpenOptions, Principal,
+    AesGcmCodec, Clock, DataError, Envelope, Error, KeyRing, MintOptions, OpenOptions, Principal,
     RequestIdentity, RingHandle, StateCodec, SystemClock, token_key_id,
 };
 
@@ -197,7 +197,7 @@ impl RoundArgs {
         let now = self.now.unwrap_or_else(|| SystemClock.now().as_secs_f64());
         let ring = ring(&self.keys, now).await?;
         // The builder's own refusal for a TTL no `Duration` holds (negative ones never parse).
-        let bad_ttl = || CliError::Usage(format!("--ttl: {}", Error::InvalidTtl));
+        let bad_ttl = || CliError::Usage(format!("--ttl: {}", Error::Data(DataError::InvalidTtl)));
         let ttl = Duration::try_from_secs_f64(ttl).map_err(|_| bad_ttl())?;
         let envelope = Envelope::builder(ring, self.audience.as_deref())
             .ttl(ttl)

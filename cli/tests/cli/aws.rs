@@ -4,7 +4,7 @@
 
 use stateseal::provider::ErrorClass;
 use stateseal::rotation::{Timing, init_keyset};
-use stateseal::{Error, KeyProvider, ProviderRegistry};
+use stateseal::{Error, KeyProvider, KeysetError, ProviderRegistry};
 use stateseal_aws_kms::{AwsConfig, AwsKmsProvider};
 
 use stateseal_testkit::instant;
@@ -179,7 +179,7 @@ async fn concurrent_rotations_on_s3_exactly_one_wins() {
     // A second init finds the document (If-None-Match) and refuses.
     assert!(matches!(
         init_keyset(&*store, &reg, &kek, Timing::default(), instant(T0)).await,
-        Err(Error::Conflict { .. })
+        Err(Error::Keyset(KeysetError::Conflict { .. }))
     ));
     let v = keysets::verified(&*store, &reg).await;
     let mut next = doc.clone();
@@ -195,10 +195,10 @@ async fn concurrent_rotations_on_s3_exactly_one_wins() {
     assert!(
         matches!(
             lost,
-            Error::Conflict {
+            Error::Keyset(KeysetError::Conflict {
                 expected: Some(1),
                 ..
-            }
+            })
         ),
         "{lost}"
     );

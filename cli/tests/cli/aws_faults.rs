@@ -4,7 +4,7 @@
 
 use stateseal::provider::ErrorClass;
 use stateseal::rotation::{Timing, init_keyset};
-use stateseal::{Error, KeyProvider, MintOptions, OpenOptions};
+use stateseal::{DataError, Error, KeyProvider, MintOptions, OpenOptions};
 use stateseal_aws_kms::{AwsConfig, AwsKmsProvider};
 use stateseal_testkit::instant;
 use stateseal_testkit::keysets;
@@ -54,7 +54,7 @@ async fn disabled_or_deleted_key_is_dropped_after_max_key_age() {
     );
     assert!(matches!(
         i.sched.refresh_at(instant(T0 + 3601.0)).await.unwrap_err(),
-        Error::KeysUnavailable(_)
+        Error::Data(DataError::KeysUnavailable(_))
     ));
     assert!(!works(&i, T0 + 3601.0));
 
@@ -77,7 +77,7 @@ async fn disabled_or_deleted_key_is_dropped_after_max_key_age() {
     assert!(e.to_string().contains("KMSInvalidStateException"), "{e}");
     assert!(matches!(
         i.sched.refresh_at(instant(T0 + 7400.0)).await.unwrap_err(),
-        Error::KeysUnavailable(_)
+        Error::Data(DataError::KeysUnavailable(_))
     ));
 }
 
@@ -124,7 +124,7 @@ async fn kms_unavailable_keeps_serving_cached_keys() {
             .refresh_at(instant(T0 + 3600.0 + 86_401.0))
             .await
             .unwrap_err(),
-        Error::KeysUnavailable(_)
+        Error::Data(DataError::KeysUnavailable(_))
     ));
 }
 

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 
 use stateseal::provider::ErrorClass;
 use stateseal::rotation::{Timing, init_keyset};
-use stateseal::{Error, KeyProvider, ProviderRegistry};
+use stateseal::{DataError, Error, KeyProvider, ProviderRegistry};
 use stateseal_gcp_kms::{GcpKmsConfig, GcpKmsProvider};
 use stateseal_testkit::instant;
 
@@ -282,7 +282,7 @@ async fn disabled_version_is_denied_and_a_down_server_keeps_cached_keys() {
     assert!(e.to_string().contains("FAILED_PRECONDITION"), "{e}");
     assert!(matches!(
         sched.refresh_at(instant(T0 + 3601.0)).await.unwrap_err(),
-        Error::KeysUnavailable(_)
+        Error::Data(DataError::KeysUnavailable(_))
     ));
     kms.set_state(&name, 1, "ENABLED");
     sched

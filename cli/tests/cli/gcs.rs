@@ -7,7 +7,7 @@
 use stateseal::rotation::{
     DEFAULT_MAX_LIVE_KEYS, KeysetTrust, RotateMode, Timing, init_keyset, rotate_keyset,
 };
-use stateseal::{Error, ProviderRegistry};
+use stateseal::{Error, KeysetError, ProviderError, ProviderRegistry};
 use stateseal_gcp_kms::GcpKmsConfig;
 use stateseal_object_store::GcsConfig;
 use stateseal_testkit::fake_gcs::FakeGcs;
@@ -162,10 +162,10 @@ async fn concurrent_writers_on_gcs_land_exactly_once() {
         assert!(
             matches!(
                 lost,
-                Error::Conflict {
+                Error::Keyset(KeysetError::Conflict {
                     expected: Some(1),
                     ..
-                }
+                })
             ),
             "{lost}"
         );
@@ -204,7 +204,10 @@ async fn a_gcs_outage_keeps_the_fleet_serving_and_it_recovers() {
                 .refresh_at(instant(T0 + dt))
                 .await
                 .expect_err("store down");
-            assert!(matches!(e, Error::Store { .. }), "{e}");
+            assert!(
+                matches!(e, Error::Provider(ProviderError::Store { .. })),
+                "{e}"
+            );
             assert!(m.works(T0 + dt), "serving at +{dt}");
         }
     }
@@ -277,7 +280,7 @@ async fn live_gcs_when_configured() {
     store.compare_and_swap(None, &doc).await.expect("create");
     assert!(matches!(
         store.compare_and_swap(None, &doc).await,
-        Err(Error::Conflict { .. })
+        Err(Error::Keyset(KeysetError::Conflict { .. }))
     ));
     let next = stateseal_contract::store::document(2, "live-2");
     let other = reg.open_store(&uri).expect("store");

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use stateseal::provider::{ErrorClass, WrapContext};
-use stateseal::{Error, KeysetStore, ProviderRegistry};
+use stateseal::{Error, KeysetStore, ProviderError, ProviderRegistry};
 
 pub(crate) const PARAMS: &str = r#"{"name":"deploy","arguments":{"env":"prod"}}"#;
 pub(crate) const T0: f64 = 1_782_345_600.0;
@@ -18,7 +18,7 @@ pub(crate) fn ctx<'a>(keyset_id: &'a str, entry_id: &'a str) -> WrapContext<'a> 
 
 pub(crate) fn class(e: &Error) -> Option<ErrorClass> {
     match e {
-        Error::Kms { class, .. } => Some(*class),
+        Error::Provider(ProviderError::Kms { class, .. }) => Some(*class),
         _ => None,
     }
 }

@@ -3,7 +3,9 @@
 
 use stateseal::provider::ErrorClass;
 use stateseal::rotation::{RotateMode, Timing, init_keyset};
-use stateseal::{Error, KeyProvider, MintOptions, OpenOptions, ProviderRegistry};
+use stateseal::{
+    DataError, Error, KeyProvider, KeysetError, MintOptions, OpenOptions, ProviderRegistry,
+};
 use stateseal_testkit::instant;
 use stateseal_testkit::keysets;
 use stateseal_vault::{SecretString, VaultAuth, VaultConfig, VaultTransitProvider};
@@ -225,10 +227,10 @@ async fn concurrent_rotations_exactly_one_wins() {
     assert!(
         matches!(
             lost,
-            Error::Conflict {
+            Error::Keyset(KeysetError::Conflict {
                 expected: Some(1),
                 ..
-            }
+            })
         ),
         "{lost}"
     );
@@ -236,7 +238,7 @@ async fn concurrent_rotations_exactly_one_wins() {
     let stale = a.clone();
     assert!(matches!(
         store.compare_and_swap(Some(1), &stale).await,
-        Err(Error::Conflict { found: Some(2), .. })
+        Err(Error::Keyset(KeysetError::Conflict { found: Some(2), .. }))
     ));
 
     // CLI level: four operators rotate at once; one rotation lands.
@@ -289,7 +291,7 @@ async fn revoked_decrypt_is_denied_and_the_key_dropped_after_max_key_age() {
     assert!(works(&i, T0 + 3599.0));
     assert!(matches!(
         i.sched.refresh_at(instant(T0 + 3601.0)).await.unwrap_err(),
-        Error::KeysUnavailable(_)
+        Error::Data(DataError::KeysUnavailable(_))
     ));
     assert!(!i.sched.is_ready());
     assert!(!works(&i, T0 + 3601.0));

@@ -14,8 +14,8 @@ use stateseal::rotation::{
     init_keyset, rotate_keyset,
 };
 use stateseal::{
-    Error, FileStore, KeysetStore, LocalProvider, ManualClock, MintOptions, OpenOptions,
-    ProviderRegistry, RingHandle, RotationScheduler, StoredKeyset,
+    Error, FileStore, KeysetError, KeysetStore, LocalProvider, ManualClock, MintOptions,
+    OpenOptions, ProviderRegistry, RingHandle, RotationScheduler, StoredKeyset,
 };
 
 use super::{CountingLocal, PlaintextWrap, T0};
@@ -155,7 +155,7 @@ impl<S: StoreUnderTest> Bench<'_, S> {
             .await
             .expect_err(&format!("{what}: adopted"));
         assert!(
-            matches!(&err, Error::KeysetRefused { reason: r, .. } if *r == reason),
+            matches!(&err, Error::Keyset(KeysetError::Refused { reason: r, .. }) if *r == reason),
             "{what}: expected refusal {reason}, got {err}"
         );
         assert!(
@@ -227,7 +227,7 @@ impl<S: StoreUnderTest> Bench<'_, S> {
 /// `err` is a refusal for `reason`.
 pub(super) fn assert_refused(err: &Error, reason: &str) {
     assert!(
-        matches!(err, Error::KeysetRefused { reason: r, .. } if *r == reason),
+        matches!(err, Error::Keyset(KeysetError::Refused { reason: r, .. }) if *r == reason),
         "expected a refusal for {reason}, got {err}"
     );
 }

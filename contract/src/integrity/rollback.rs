@@ -8,7 +8,7 @@ use stateseal::rotation::{
     DEFAULT_MAX_LIVE_KEYS, KeysetTrust, RotateMode, SchedulerConfig, Timing, TrustPolicy,
     rotate_keyset,
 };
-use stateseal::{Error, LocalProvider, MintOptions};
+use stateseal::{Error, KeysetError, LocalProvider, MintOptions};
 use std::time::Duration;
 
 use super::PlaintextWrap;
@@ -99,7 +99,7 @@ pub(super) async fn rollback<S: StoreUnderTest>(b: &mut Bench<'_, S>) {
     .await
     .expect_err("a scheduled rotation on a restored backup");
     assert!(
-        matches!(&err, Error::BehindNewest(m) if m.contains("restored backup") && m.contains(newest.uri())),
+        matches!(&err, Error::Keyset(KeysetError::BehindNewest(m)) if m.contains("restored backup") && m.contains(newest.uri())),
         "{err}"
     );
     assert_eq!(b.raw().await, placed, "the refused rotation wrote");

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use stateseal::provider::{
     BoxFuture, DataKey, ErrorClass, KeyProvider, WrapContext, provider_failure,
 };
-use stateseal::{Error, Secret};
+use stateseal::{Error, ProviderError, Secret};
 
 use crate::hsm::{Hsm, HsmError};
 
@@ -48,10 +48,10 @@ impl HsmProvider {
 fn key_name(kek: &str) -> Result<&str, Error> {
     match kek.strip_prefix("toy-hsm://") {
         Some(name) if !name.is_empty() && !name.contains('/') => Ok(name),
-        _ => Err(Error::InvalidUri {
+        _ => Err(Error::Provider(ProviderError::InvalidUri {
             uri: kek.to_owned(),
             problem: "expected toy-hsm://<key name>".into(),
-        }),
+        })),
     }
 }
 
@@ -116,7 +116,10 @@ mod tests {
         assert_eq!(key_name("toy-hsm://fleet").ok(), Some("fleet"));
         for bad in ["toy-hsm://", "toy-hsm://a/b", "aws-kms://fleet"] {
             assert!(
-                matches!(key_name(bad), Err(Error::InvalidUri { .. })),
+                matches!(
+                    key_name(bad),
+                    Err(Error::Provider(ProviderError::InvalidUri { .. }))
+                ),
                 "{bad}"
             );
         }

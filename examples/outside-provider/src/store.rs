@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use stateseal::keyset::{ConditionalLoad, NEWEST_COPY_SUFFIX, StoreVersion, check_next_generation};
 use stateseal::provider::BoxFuture;
-use stateseal::{Error, KeysetStore, StoredKeyset};
+use stateseal::{Error, KeysetError, KeysetStore, ProviderError, StoredKeyset};
 
 /// The object store: objects by name, each with the version of its last
 /// write, one credential that may read and write, and an outage switch.
@@ -69,14 +69,16 @@ impl BucketStore {
     /// The store a `toy-mem://` URI names, in `bucket`.
     ///
     /// # Errors
-    /// [`Error::InvalidUri`] when the URI is not `toy-mem://<object>`.
+    /// [`ProviderError::InvalidUri`] when the URI is not `toy-mem://<object>`.
     pub fn open(uri: &str, bucket: Arc<Bucket>, credential: &str) -> Result<Self, Error> {
         let object = uri
             .strip_prefix("toy-mem://")
             .filter(|o| !o.is_empty())
-            .ok_or_else(|| Error::InvalidUri {
-                uri: uri.to_owned(),
-                problem: "expected toy-mem://<object>".into(),
+            .ok_or_else(|| {
+                Error::Provider(ProviderError::InvalidUri {
+                    uri: uri.to_owned(),
+                    problem: "expected toy-mem://<object>".into(),
+                })
             })?;
         Ok(Self {
             uri: uri.to_owned(),
@@ -87,10 +89,10 @@ impl BucketStore {
     }
 
     fn error(&self, problem: &str) -> Error {
-        Error::Store {
+        Error::Provider(ProviderError::Store {
             uri: self.uri.clone(),
             problem: problem.to_owned(),
-        }
+        })
     }
 
     /// The bucket's objects, once it is reachable and the credential may use it.
@@ -159,7 +161,7 @@ impl KeysetStore for BucketStore {
                 Some((_, bytes)) => Some(StoredKeyset::from_bytes(bytes)?.generation()),
             };
             if found != expected {
-                return Err(Error::Conflict { expected, found });
+                return Err(Error::Keyset(KeysetError::Conflict { expected, found }));
             }
             objects.writes += 1;
             let version = objects.writes;

@@ -19,7 +19,7 @@ use stateseal::provider::{
     BoxFuture, DataKey, ErrorClass, KeyProvider, WrapContext, bounded_text, kms_error,
     provider_failure,
 };
-use stateseal::{Error, Secret};
+use stateseal::{Error, ProviderError, Secret};
 use tokio::sync::{Mutex, OnceCell};
 
 use crate::config::AwsConfig;
@@ -49,13 +49,15 @@ impl KmsKeyArn {
     /// ```
     ///
     /// # Errors
-    /// [`Error::InvalidUri`] for anything else (a bare key id has no region: use the ARN).
+    /// [`ProviderError::InvalidUri`] for anything else (a bare key id has no region: use the ARN).
     pub fn parse(uri: &str) -> Result<Self, Error> {
-        let bad = |why: &str| Error::InvalidUri {
-            uri: uri.to_owned(),
-            problem: format!(
-                "expected aws-kms://arn:aws:kms:<region>:<account>:key/<id> or …:alias/<name> ({why})"
-            ),
+        let bad = |why: &str| {
+            Error::Provider(ProviderError::InvalidUri {
+                uri: uri.to_owned(),
+                problem: format!(
+                    "expected aws-kms://arn:aws:kms:<region>:<account>:key/<id> or …:alias/<name> ({why})"
+                ),
+            })
         };
         let arn = uri
             .strip_prefix("aws-kms://")
@@ -132,7 +134,7 @@ pub(crate) fn class_of_code(code: &str, status: u16) -> ErrorClass {
     }
 }
 
-/// An [`Error::Kms`] for a failed SDK call. Messages name the operation, the
+/// A [`ProviderError::Kms`] for a failed SDK call. Messages name the operation, the
 /// AWS error code and AWS's message (which names keys by ARN, never material).
 pub(crate) fn classify<E>(op: &str, e: &SdkError<E, HttpResponse>) -> Error
 where
@@ -318,7 +320,10 @@ mod tests {
             "gcp-kms://arn:aws:kms:eu-west-1:111122223333:key/x",
         ] {
             assert!(
-                matches!(KmsKeyArn::parse(bad), Err(Error::InvalidUri { .. })),
+                matches!(
+                    KmsKeyArn::parse(bad),
+                    Err(Error::Provider(ProviderError::InvalidUri { .. }))
+                ),
                 "{bad}"
             );
         }

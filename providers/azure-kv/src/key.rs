@@ -1,6 +1,6 @@
 //! `azure-kv://<host>/keys/<name>[/<version>]`, and why only a Managed HSM host.
 
-use stateseal::Error;
+use stateseal::{Error, ProviderError};
 
 /// Hosts of standard Key Vaults (public cloud and sovereign clouds). They
 /// hold RSA and EC keys only: an RSA-OAEP wrap is made with the public key, so
@@ -26,10 +26,10 @@ pub(crate) fn refuse_standard_vault(uri: &str) -> Result<(), Error> {
         .unwrap_or_default()
         .to_ascii_lowercase();
     if STANDARD_VAULT_SUFFIXES.iter().any(|s| host.ends_with(s)) {
-        return Err(Error::InvalidUri {
+        return Err(Error::Provider(ProviderError::InvalidUri {
             uri: uri.to_owned(),
             problem: format!("a standard Key Vault holds RSA and EC keys: {RSA_REFUSAL}"),
-        });
+        }));
     }
     Ok(())
 }
@@ -55,11 +55,13 @@ impl HsmKeyName {
     /// ```
     ///
     /// # Errors
-    /// [`Error::InvalidUri`] for anything else, and for a standard vault's host.
+    /// [`ProviderError::InvalidUri`] for anything else, and for a standard vault's host.
     pub fn parse(uri: &str) -> Result<Self, Error> {
-        let bad = |problem: &str| Error::InvalidUri {
-            uri: uri.to_owned(),
-            problem: problem.to_owned(),
+        let bad = |problem: &str| {
+            Error::Provider(ProviderError::InvalidUri {
+                uri: uri.to_owned(),
+                problem: problem.to_owned(),
+            })
         };
         let shape = "expected azure-kv://<hsm>.managedhsm.azure.net/keys/<name>[/<version>]";
         let rest = uri.strip_prefix("azure-kv://").ok_or_else(|| bad(shape))?;
@@ -156,7 +158,10 @@ mod tests {
         ] {
             let e = HsmKeyName::parse(&format!("azure-kv://{host}/keys/rsa")).unwrap_err();
             let text = e.to_string();
-            assert!(matches!(e, Error::InvalidUri { .. }), "{host}");
+            assert!(
+                matches!(e, Error::Provider(ProviderError::InvalidUri { .. })),
+                "{host}"
+            );
             assert!(
                 text.contains("RSA-OAEP wrap is made with the public key"),
                 "{text}"

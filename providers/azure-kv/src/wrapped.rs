@@ -86,6 +86,7 @@ impl<'a> Wrapped<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use stateseal::ProviderError;
 
     #[test]
     fn round_trip_and_exact_parsing() {
@@ -115,10 +116,10 @@ mod tests {
             assert!(
                 matches!(
                     e,
-                    Error::Kms {
+                    Error::Provider(ProviderError::Kms {
                         class: ErrorClass::Invalid,
                         ..
-                    }
+                    })
                 ),
                 "{e}"
             );

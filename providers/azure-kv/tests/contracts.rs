@@ -5,7 +5,7 @@
 use std::sync::atomic::Ordering;
 
 use stateseal::provider::{ErrorClass, WrapContext};
-use stateseal::{Error, ProviderRegistry};
+use stateseal::{Error, ProviderError, ProviderRegistry};
 use stateseal_azure_kv::{AzureCredentialKind, AzureKvConfig};
 use stateseal_contract::provider::{self as provider_contract, ProviderUnderTest};
 use stateseal_testkit::azure_hsm_contract::AzureHsmContract;
@@ -97,10 +97,10 @@ async fn an_rsa_key_is_refused_with_the_reason_before_any_wrap() {
     assert!(
         matches!(
             e,
-            Error::Kms {
+            Error::Provider(ProviderError::Kms {
                 class: ErrorClass::Config,
                 ..
-            }
+            })
         ),
         "{e:?}"
     );
@@ -167,10 +167,10 @@ async fn an_answer_naming_another_key_is_discarded() {
     assert!(
         matches!(
             e,
-            Error::Kms {
+            Error::Provider(ProviderError::Kms {
                 class: ErrorClass::Transient,
                 ..
-            }
+            })
         ),
         "{e:?}"
     );
@@ -206,10 +206,10 @@ async fn an_untrusted_certificate_is_refused() {
     assert!(
         matches!(
             e,
-            Error::Kms {
+            Error::Provider(ProviderError::Kms {
                 class: ErrorClass::Transient,
                 ..
-            }
+            })
         ),
         "{e:?}"
     );

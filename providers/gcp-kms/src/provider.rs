@@ -16,7 +16,7 @@ use google_cloud_kms_v1::client::KeyManagementService;
 use stateseal::provider::{
     BoxFuture, DataKey, ErrorClass, KeyProvider, WrapContext, kms_error, provider_failure,
 };
-use stateseal::{Error, Secret};
+use stateseal::{Error, ProviderError, Secret};
 use tokio::sync::OnceCell;
 use zeroize::Zeroize;
 
@@ -37,12 +37,15 @@ impl CryptoKeyName {
     /// ```
     ///
     /// # Errors
-    /// [`Error::InvalidUri`] for anything but a crypto key name (not a key version).
+    /// [`ProviderError::InvalidUri`] for anything but a crypto key name (not a key version).
     pub fn parse(uri: &str) -> Result<Self, Error> {
-        let bad = || Error::InvalidUri {
-            uri: uri.to_owned(),
-            problem: "expected gcp-kms://projects/<p>/locations/<l>/keyRings/<r>/cryptoKeys/<k>"
-                .into(),
+        let bad = || {
+            Error::Provider(ProviderError::InvalidUri {
+                uri: uri.to_owned(),
+                problem:
+                    "expected gcp-kms://projects/<p>/locations/<l>/keyRings/<r>/cryptoKeys/<k>"
+                        .into(),
+            })
         };
         let name = uri.strip_prefix("gcp-kms://").ok_or_else(bad)?;
         let parts: Vec<&str> = name.split('/').collect();
@@ -321,7 +324,10 @@ mod tests {
             "aws-kms://projects/p/locations/l/keyRings/r/cryptoKeys/k",
         ] {
             assert!(
-                matches!(CryptoKeyName::parse(bad), Err(Error::InvalidUri { .. })),
+                matches!(
+                    CryptoKeyName::parse(bad),
+                    Err(Error::Provider(ProviderError::InvalidUri { .. }))
+                ),
                 "{bad}"
             );
         }

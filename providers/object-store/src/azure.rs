@@ -11,7 +11,7 @@ use std::sync::Arc;
 use object_store::ObjectStore;
 use object_store::azure::MicrosoftAzureBuilder;
 use stateseal::provider::{BoxFuture, check_endpoint, is_loopback_http};
-use stateseal::{Error, StoredKeyset};
+use stateseal::{Error, ProviderError, StoredKeyset};
 
 use crate::document::{
     Connect, Limits, ObjectDocument, keyset_store_over_document, limit_setters, short,
@@ -147,9 +147,11 @@ impl AzureConnect {
         let azure = b
             .with_client_options(c.limits.client_options(allow_http))
             .build()
-            .map_err(|e| Error::Store {
-                uri: self.uri.clone(),
-                problem: format!("Blob Storage client: {}", short(&e)),
+            .map_err(|e| {
+                Error::Provider(ProviderError::Store {
+                    uri: self.uri.clone(),
+                    problem: format!("Blob Storage client: {}", short(&e)),
+                })
             })?;
         Ok(Arc::new(azure))
     }
@@ -190,7 +192,7 @@ impl AzureBlobStore {
     /// A store for `az-blob://<account>/<container>/<blob>` (the client is built on first use).
     ///
     /// # Errors
-    /// [`Error::InvalidUri`].
+    /// [`ProviderError::InvalidUri`].
     pub fn open(config: AzureBlobConfig, uri: &str) -> Result<Self, Error> {
         ObjectDocument::open_nested(
             crate::AZURE_SCHEME,

@@ -12,7 +12,7 @@ use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvid
 use object_store::ObjectStore;
 use object_store::aws::{AmazonS3Builder, AwsCredential};
 use stateseal::provider::{BoxFuture, check_endpoint, is_loopback_http};
-use stateseal::{Error, StoredKeyset};
+use stateseal::{Error, ProviderError, StoredKeyset};
 
 use crate::document::{
     Connect, Limits, ObjectDocument, keyset_store_over_document, limit_setters, short,
@@ -136,9 +136,11 @@ struct S3Connect {
 impl S3Connect {
     async fn build(&self) -> Result<Arc<dyn ObjectStore>, Error> {
         let c = &self.config;
-        let fail = |p: String| Error::Store {
-            uri: self.uri.clone(),
-            problem: p,
+        let fail = |p: String| {
+            Error::Provider(ProviderError::Store {
+                uri: self.uri.clone(),
+                problem: p,
+            })
         };
         let mut loader = aws_config::defaults(BehaviorVersion::latest());
         if let Some(region) = &c.region {
@@ -200,7 +202,7 @@ impl S3Store {
     /// A store for `s3://<bucket>/<key>` (the client is built on first use).
     ///
     /// # Errors
-    /// [`Error::InvalidUri`].
+    /// [`ProviderError::InvalidUri`].
     pub fn open(config: S3Config, uri: &str) -> Result<Self, Error> {
         ObjectDocument::open(crate::S3_SCHEME, uri, s3_bucket, |uri, bucket| S3Connect {
             config,
@@ -237,7 +239,10 @@ mod tests {
             "gs://stateseal-keys/k",
         ] {
             assert!(
-                matches!(S3Store::open(c(), bad), Err(Error::InvalidUri { .. })),
+                matches!(
+                    S3Store::open(c(), bad),
+                    Err(Error::Provider(ProviderError::InvalidUri { .. }))
+                ),
                 "{bad}"
             );
         }

@@ -54,7 +54,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use stateseal::replay::{BoxFuture, Recorded, ReplayStore};
-use stateseal::{Clock, Error, SingleUse, SystemClock};
+use stateseal::{Clock, Error, ProviderError, SingleUse, SystemClock};
 
 use connection::Target;
 use link::{Link, LinkError};
@@ -249,10 +249,10 @@ impl RedisReplayStore {
     }
 
     fn error(&self, problem: String) -> Error {
-        Error::ReplayStore {
+        Error::Provider(ProviderError::ReplayStore {
             uri: self.shown.clone(),
             problem,
-        }
+        })
     }
 
     fn link_error(&self, e: LinkError) -> Error {

@@ -8,8 +8,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use stateseal::Error;
 use stateseal::replay::{Recorded, ReplayStore};
+use stateseal::{Error, ProviderError};
 use stateseal_contract::replay::{self, States};
 use stateseal_redis::RedisReplayStore;
 use stateseal_testkit::redis_cluster::RedisCluster;
@@ -121,7 +121,7 @@ async fn single_use_holds_on_a_cluster_across_shards_and_through_a_failover() {
             Ok(Recorded::Replay) => refused += 1,
             Ok(other) => panic!("a spent state after the failover: {other:?}"),
             // The client still learning the new primary: refused, which is fine.
-            Err(Error::ReplayStore { .. }) => refused += 1,
+            Err(Error::Provider(ProviderError::ReplayStore { .. })) => refused += 1,
             Err(e) => panic!("{e}"),
         }
     }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use stateseal::replay::{Recorded, ReplayStore};
-use stateseal::{Clock, Error, ManualClock, SystemClock};
+use stateseal::{Clock, Error, ManualClock, ProviderError, SystemClock};
 use stateseal_contract::replay::{self, SKEW, States};
 use stateseal_redis::RedisReplayStore;
 use stateseal_testkit::lost_reply;
@@ -143,7 +143,10 @@ async fn an_eviction_policy_that_can_drop_records_is_refused_with_its_reason() {
         .expect("store");
     let err = store.prepare().await.unwrap_err();
     let text = err.to_string();
-    assert!(matches!(err, Error::ReplayStore { .. }), "{text}");
+    assert!(
+        matches!(err, Error::Provider(ProviderError::ReplayStore { .. })),
+        "{text}"
+    );
     assert!(text.contains("volatile-lru"), "{text}");
     assert!(text.contains("set maxmemory-policy noeviction"), "{text}");
     // Filled with keys that carry a TTL, as records do: the server evicts them.
@@ -215,7 +218,10 @@ async fn an_outage_refuses_records_until_the_server_is_back() {
     redis.stop();
     let started = Instant::now();
     let err = store.record(&states.record()).await.unwrap_err();
-    assert!(matches!(err, Error::ReplayStore { .. }), "{err}");
+    assert!(
+        matches!(err, Error::Provider(ProviderError::ReplayStore { .. })),
+        "{err}"
+    );
     assert!(
         started.elapsed() < Duration::from_secs(2),
         "within the deadline"
@@ -262,7 +268,10 @@ async fn a_host_that_does_not_resolve_fails_closed() {
         .record(&States::new("bank").record())
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::ReplayStore { .. }), "{err}");
+    assert!(
+        matches!(err, Error::Provider(ProviderError::ReplayStore { .. })),
+        "{err}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -280,5 +289,8 @@ async fn rediss_keeps_the_contract_over_tls_and_refuses_an_untrusted_server() {
         .record(&States::new("bank").record())
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::ReplayStore { .. }), "{err}");
+    assert!(
+        matches!(err, Error::Provider(ProviderError::ReplayStore { .. })),
+        "{err}"
+    );
 }

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use stateseal::provider::{BoxFuture, DataKey, ErrorClass, KeyProvider, WrapContext, kms_error};
-use stateseal::{Error, Secret};
+use stateseal::{Error, ProviderError, Secret};
 use vaultrs::api::transit::requests::{
     DataKeyType, DecryptDataRequestBuilder, GenerateDataKeyRequestBuilder,
 };
@@ -49,11 +49,13 @@ impl TransitKey {
     /// ```
     ///
     /// # Errors
-    /// [`Error::InvalidUri`] when the URI is not `hcvault://<mount>/keys/<name>`.
+    /// [`ProviderError::InvalidUri`] when the URI is not `hcvault://<mount>/keys/<name>`.
     pub fn parse(uri: &str) -> Result<Self, Error> {
-        let bad = || Error::InvalidUri {
-            uri: uri.to_owned(),
-            problem: "expected hcvault://<transit mount>/keys/<key name>".into(),
+        let bad = || {
+            Error::Provider(ProviderError::InvalidUri {
+                uri: uri.to_owned(),
+                problem: "expected hcvault://<transit mount>/keys/<key name>".into(),
+            })
         };
         let rest = uri.strip_prefix("hcvault://").ok_or_else(bad)?;
         let (mount, name) = rest.rsplit_once("/keys/").ok_or_else(bad)?;
@@ -315,7 +317,10 @@ mod tests {
             "vault://transit/keys/x",
         ] {
             assert!(
-                matches!(TransitKey::parse(bad), Err(Error::InvalidUri { .. })),
+                matches!(
+                    TransitKey::parse(bad),
+                    Err(Error::Provider(ProviderError::InvalidUri { .. }))
+                ),
                 "{bad}"
             );
         }

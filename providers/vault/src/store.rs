@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use rustify::endpoint::Endpoint;
 use stateseal::keyset::{ConditionalLoad, MAX_DOCUMENT_BYTES, StoreVersion, check_next_generation};
 use stateseal::provider::BoxFuture;
-use stateseal::{Error, KeysetStore, StoredKeyset};
+use stateseal::{Error, KeysetError, KeysetStore, ProviderError, StoredKeyset};
 use vaultrs::api::kv2::requests::{
     ReadSecretMetadataRequest, ReadSecretRequest, SetSecretRequest, SetSecretRequestOptions,
 };
@@ -116,12 +116,12 @@ async fn exec_capped(
 
 /// The refusal of a document past the cap, as [`StoredKeyset::from_bytes`] words it.
 fn oversized(bytes: u64) -> Error {
-    Error::Keyset {
+    Error::Keyset(KeysetError::Invalid {
         field: "document".into(),
         problem: format!(
             "{bytes} bytes, more than the {MAX_DOCUMENT_BYTES} a keyset document may have"
         ),
-    }
+    })
 }
 
 /// What one read of the secret found.
@@ -142,9 +142,11 @@ fn kv_version(version: u64, deletion_time: &str, destroyed: bool) -> StoreVersio
 
 /// Splits `vault-kv://<mount>/<path>` into the mount (first segment) and the path.
 fn parse(uri: &str) -> Result<(String, String), Error> {
-    let bad = || Error::InvalidUri {
-        uri: uri.to_owned(),
-        problem: "expected vault-kv://<kv v2 mount>/<secret path>".into(),
+    let bad = || {
+        Error::Provider(ProviderError::InvalidUri {
+            uri: uri.to_owned(),
+            problem: "expected vault-kv://<kv v2 mount>/<secret path>".into(),
+        })
     };
     let rest = uri.strip_prefix("vault-kv://").ok_or_else(bad)?;
     let (mount, path) = rest.split_once('/').ok_or_else(bad)?;
@@ -224,15 +226,17 @@ impl VaultKvStore {
     }
 
     fn store_error(&self, problem: impl Into<String>) -> Error {
-        Error::Store {
+        Error::Provider(ProviderError::Store {
             uri: self.uri.clone(),
             problem: problem.into(),
-        }
+        })
     }
 
     fn vault_error(&self, what: &str, e: CallError) -> Error {
         match e.into_error(crate::STORE_SCHEME, what) {
-            Error::Kms { class, detail, .. } => self.store_error(format!("{detail} ({class})")),
+            Error::Provider(ProviderError::Kms { class, detail, .. }) => {
+                self.store_error(format!("{detail} ({class})"))
+            }
             other => other,
         }
     }
@@ -297,7 +301,7 @@ impl VaultKvStore {
         let current = self.read().await?;
         let found = current.doc.map(|d| d.generation());
         if found != expected {
-            return Err(Error::Conflict { expected, found });
+            return Err(Error::Keyset(KeysetError::Conflict { expected, found }));
         }
         let cas = u32::try_from(current.number)
             .map_err(|_| self.store_error("KV version beyond the check-and-set range"))?;
@@ -331,7 +335,7 @@ impl VaultKvStore {
                     .ok()
                     .and_then(|r| r.doc)
                     .map(|d| d.generation());
-                Err(Error::Conflict { expected, found })
+                Err(Error::Keyset(KeysetError::Conflict { expected, found }))
             }
             Err(e) => Err(self.vault_error("kv write", e)),
         }
@@ -392,7 +396,13 @@ mod tests {
             "vault-kv:///x",
             "kv://secret/x",
         ] {
-            assert!(matches!(parse(bad), Err(Error::InvalidUri { .. })), "{bad}");
+            assert!(
+                matches!(
+                    parse(bad),
+                    Err(Error::Provider(ProviderError::InvalidUri { .. }))
+                ),
+                "{bad}"
+            );
         }
     }
 }

@@ -178,7 +178,7 @@ async fn vault_transit_meets_the_provider_contract() {
 
 fn class(e: &stateseal::Error) -> Option<stateseal::provider::ErrorClass> {
     match e {
-        stateseal::Error::Kms { class, .. } => Some(*class),
+        stateseal::Error::Provider(stateseal::ProviderError::Kms { class, .. }) => Some(*class),
         _ => None,
     }
 }
@@ -277,8 +277,8 @@ async fn vault_transit_refuses_to_unwrap_under_a_key_that_ignores_the_context() 
 /// nothing is written and the secret stays as it was.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn vault_kv_store_caps_a_document_before_parsing_it() {
-    use stateseal::Error;
     use stateseal::keyset::MAX_DOCUMENT_BYTES;
+    use stateseal::{Error, KeysetError};
 
     let dir = std::env::temp_dir().join(format!("stateseal-kv-cap-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -317,7 +317,7 @@ async fn vault_kv_store_caps_a_document_before_parsing_it() {
     assert_eq!(version(), 2);
 
     let capped = |what: &str, r: Result<(), Error>| match r {
-        Err(Error::Keyset { field, problem }) => {
+        Err(Error::Keyset(KeysetError::Invalid { field, problem })) => {
             assert_eq!(field, "document", "{what}");
             assert!(
                 problem.ends_with(&format!(

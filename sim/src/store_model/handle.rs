@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use stateseal::keyset::{ConditionalLoad, StoreVersion, check_next_generation};
 use stateseal::provider::BoxFuture;
-use stateseal::{Error, KeysetStore, StoredKeyset};
+use stateseal::{Error, KeysetError, KeysetStore, ProviderError, StoredKeyset};
 
 use super::{DOC, NEWEST, State, StoreModel};
 
@@ -42,17 +42,19 @@ impl Handle {
 
     fn unreachable(&self, st: &State) -> Option<Error> {
         let cut = st.outage || self.instance.is_some_and(|i| st.partitioned.contains(&i));
-        cut.then(|| Error::Store {
-            uri: self.uri.clone(),
-            problem: "unreachable (simulated outage or partition)".into(),
+        cut.then(|| {
+            Error::Provider(ProviderError::Store {
+                uri: self.uri.clone(),
+                problem: "unreachable (simulated outage or partition)".into(),
+            })
         })
     }
 
     fn throttled(&self, what: &str) -> Error {
-        Error::Store {
+        Error::Provider(ProviderError::Store {
             uri: self.uri.clone(),
             problem: format!("503 SlowDown / 429 Too Many Requests ({what})"),
-        }
+        })
     }
 
     /// Runs `attempt` now (the request reaches the store at once) and
@@ -139,7 +141,10 @@ impl Handle {
             if self.object == DOC {
                 st.counts.refused_writes += 1;
             }
-            return Attempt::Done(Err(Error::Conflict { expected, found }));
+            return Attempt::Done(Err(Error::Keyset(KeysetError::Conflict {
+                expected,
+                found,
+            })));
         }
         if !object.bucket.take(t) {
             if self.object == DOC {

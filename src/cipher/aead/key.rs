@@ -4,7 +4,7 @@ use zeroize::Zeroize;
 
 use super::AeadBackend;
 use crate::cipher::TAG_LEN;
-use crate::error::Error;
+use crate::error::{DataError, Error};
 
 /// An AES-256-GCM key prepared by one backend, or by both (`Split`: ring
 /// seals and opens messages below `AEAD_SPLIT_AT` bytes, aws-lc the others).
@@ -84,14 +84,14 @@ impl GcmKey {
                 let n = aws_lc_rs::aead::Nonce::assume_unique_for_key(nonce);
                 let tag = k
                     .seal_in_place_separate_tag(n, aws_lc_rs::aead::Aad::from(aad), in_out)
-                    .map_err(|_| Error::Seal("payload too large"))?;
+                    .map_err(|_| Error::Data(DataError::Seal("payload too large")))?;
                 out.copy_from_slice(tag.as_ref());
             }
             Lib::Ring(k) => {
                 let n = ring::aead::Nonce::assume_unique_for_key(nonce);
                 let tag = k
                     .seal_in_place_separate_tag(n, ring::aead::Aad::from(aad), in_out)
-                    .map_err(|_| Error::Seal("payload too large"))?;
+                    .map_err(|_| Error::Data(DataError::Seal("payload too large")))?;
                 out.copy_from_slice(tag.as_ref());
             }
         }
@@ -138,11 +138,11 @@ pub(super) enum Lib<'a> {
 fn aws_lc(key: &[u8; 32]) -> Result<AwsLcGcm, Error> {
     aws_lc_rs::aead::UnboundKey::new(&aws_lc_rs::aead::AES_256_GCM, key)
         .map(aws_lc_rs::aead::LessSafeKey::new)
-        .map_err(|_| Error::Seal("AES-256-GCM key refused"))
+        .map_err(|_| Error::Data(DataError::Seal("AES-256-GCM key refused")))
 }
 
 fn ring_key(key: &[u8; 32]) -> Result<RingGcm, Error> {
     ring::aead::UnboundKey::new(&ring::aead::AES_256_GCM, key)
         .map(|k| RingGcm(Box::new(ring::aead::LessSafeKey::new(k))))
-        .map_err(|_| Error::Seal("AES-256-GCM key refused"))
+        .map_err(|_| Error::Data(DataError::Seal("AES-256-GCM key refused")))
 }

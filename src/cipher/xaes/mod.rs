@@ -32,7 +32,7 @@ use thread_local::ThreadLocal;
 use zeroize::Zeroizing;
 
 use crate::cipher::aead::{AeadBackend, GcmKey};
-use crate::error::Error;
+use crate::error::{DataError, Error};
 use crate::random::RandomSource;
 
 /// Nonce length: 192 bits.
@@ -76,7 +76,7 @@ impl std::fmt::Debug for XaesKey {
 }
 
 fn unspecified(_: aws_lc_rs::error::Unspecified) -> Error {
-    Error::Seal("XAES-256-GCM failed")
+    Error::Data(DataError::Seal("XAES-256-GCM failed"))
 }
 
 impl XaesKey {
@@ -85,7 +85,7 @@ impl XaesKey {
     /// function in its API).
     ///
     /// # Errors
-    /// [`Error::Seal`] if aws-lc refuses the key (never for 32 bytes).
+    /// [`DataError::Seal`] if aws-lc refuses the key (never for 32 bytes).
     pub(crate) fn new(key: &[u8; 32], backend: AeadBackend) -> Result<Self, Error> {
         let block = EncryptingKey::ecb(UnboundCipherKey::new(&AES_256, key).map_err(unspecified)?)
             .map_err(unspecified)?;
@@ -147,7 +147,7 @@ impl XaesKey {
     /// second half every time), encrypts `in_out` in place under it; the tag.
     ///
     /// # Errors
-    /// [`Error::Random`] if the OS gives no randomness, [`Error::Seal`] if
+    /// [`DataError::Random`] if the OS gives no randomness, [`DataError::Seal`] if
     /// aws-lc fails.
     pub(crate) fn seal_fresh(
         &self,
@@ -196,7 +196,7 @@ impl XaesKey {
     /// behind when it fails.
     ///
     /// # Errors
-    /// [`Error::Seal`] when the tag does not verify (or the AEAD fails).
+    /// [`DataError::Seal`] when the tag does not verify (or the AEAD fails).
     pub(crate) fn open(
         &self,
         nonce: &[u8; NONCE_LEN],
@@ -259,7 +259,7 @@ fn open_with(
     in_out: &mut [u8],
 ) -> Result<usize, Error> {
     gcm.open(gcm_nonce(nonce), aad, in_out)
-        .ok_or(Error::Seal("XAES-256-GCM failed"))
+        .ok_or(Error::Data(DataError::Seal("XAES-256-GCM failed")))
 }
 
 fn seal_with(

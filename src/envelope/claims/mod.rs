@@ -1,6 +1,6 @@
 //! Writing and checking the claims payload.
 
-use crate::error::Error;
+use crate::error::{DataError, Error};
 use std::borrow::Cow;
 use std::ops::Range;
 
@@ -360,7 +360,7 @@ fn judge_any_layout<'a>(
                 wipe(Some(value));
                 return if unknown.contains(&key) {
                     wipe(Some(Scalar::Str(key)));
-                    Err(Error::InvalidJson { offset: at })
+                    Err(Error::Data(DataError::InvalidJson { offset: at }))
                 } else {
                     unknown.insert(key);
                     Ok(())
@@ -369,7 +369,7 @@ fn judge_any_layout<'a>(
         };
         if let Some(earlier) = c[slot].replace(value) {
             wipe(Some(earlier));
-            return Err(Error::InvalidJson { offset: at });
+            return Err(Error::Data(DataError::InvalidJson { offset: at }));
         }
         Ok(())
     })

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 
 use super::text::Text;
 use super::value::Value;
-use crate::error::Error;
+use crate::error::{DataError, Error};
 
 /// Deepest nesting accepted (Python's recursion limit is about 1000).
 pub const MAX_DEPTH: usize = 512;
@@ -35,10 +35,10 @@ pub enum Duplicates {
 /// Parses `input` as one JSON document.
 ///
 /// # Errors
-/// [`Error::InvalidJson`] with the byte offset of the first problem.
+/// [`DataError::InvalidJson`] with the byte offset of the first problem.
 pub fn parse(input: &[u8], duplicates: Duplicates) -> Result<Value, Error> {
     if std::str::from_utf8(input).is_err() {
-        return Err(Error::InvalidJson { offset: 0 });
+        return Err(Error::Data(DataError::InvalidJson { offset: 0 }));
     }
     let mut p = Parser {
         s: input,
@@ -97,7 +97,7 @@ pub(crate) fn parse_flat_object(input: &[u8]) -> Result<FlatObject<'_>, Error> {
     let mut members: FlatObject<'_> = Vec::with_capacity(10);
     parse_flat_object_with(input, |key, value, at| {
         if members.iter().any(|(k, _)| *k == key) {
-            return Err(Error::InvalidJson { offset: at });
+            return Err(Error::Data(DataError::InvalidJson { offset: at }));
         }
         members.push((key, value));
         Ok(())
@@ -112,7 +112,7 @@ pub(crate) fn parse_flat_object_with<'a>(
     mut visit: impl FnMut(Cow<'a, [u8]>, Scalar<'a>, usize) -> Result<(), Error>,
 ) -> Result<(), Error> {
     if std::str::from_utf8(input).is_err() {
-        return Err(Error::InvalidJson { offset: 0 });
+        return Err(Error::Data(DataError::InvalidJson { offset: 0 }));
     }
     let mut p = Parser {
         s: input,
@@ -173,7 +173,7 @@ pub(super) struct Parser<'a> {
 
 impl<'a> Parser<'a> {
     fn err(&self) -> Error {
-        Error::InvalidJson { offset: self.i }
+        Error::Data(DataError::InvalidJson { offset: self.i })
     }
 
     fn ws(&mut self) {
@@ -329,7 +329,7 @@ impl<'a> Parser<'a> {
             };
             match found {
                 Some(_) if self.duplicates == Duplicates::Reject => {
-                    return Err(Error::InvalidJson { offset: key_at });
+                    return Err(Error::Data(DataError::InvalidJson { offset: key_at }));
                 }
                 Some(i) => members[i].1 = value,
                 None => {

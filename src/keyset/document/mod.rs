@@ -12,7 +12,7 @@ mod raw;
 use super::claim::RotationClaim;
 use super::rfc3339::is_representable;
 use super::timing::Timing;
-use crate::error::Error;
+use crate::error::{Error, KeysetError};
 use crate::key::{KeyId, TokenFormat};
 use crate::revocation::Revocation;
 
@@ -111,10 +111,10 @@ pub struct Keyset {
 }
 
 fn bad(field: impl Into<String>, problem: impl Into<String>) -> Error {
-    Error::Keyset {
+    Error::Keyset(KeysetError::Invalid {
         field: field.into(),
         problem: problem.into(),
-    }
+    })
 }
 
 pub(crate) fn b64_decode(text: &str) -> Option<Vec<u8>> {
@@ -125,7 +125,7 @@ impl Keyset {
     /// Checks the invariants every reader relies on.
     ///
     /// # Errors
-    /// [`Error::Keyset`] naming the first invalid field.
+    /// [`KeysetError::Invalid`] naming the first invalid field.
     pub fn validate(&self) -> Result<(), Error> {
         if !self.id.starts_with("ks_") || self.id.len() < 4 {
             return Err(bad("id", "must look like ks_<random>"));
@@ -194,7 +194,7 @@ impl Keyset {
     /// The generation a write based on this document carries.
     ///
     /// # Errors
-    /// [`Error::Keyset`] when the generation cannot grow any more (`u64::MAX`).
+    /// [`KeysetError::Invalid`] when the generation cannot grow any more (`u64::MAX`).
     pub fn next_generation(&self) -> Result<u64, Error> {
         self.generation
             .checked_add(1)
@@ -205,7 +205,7 @@ impl Keyset {
 /// A fresh random id with `prefix` (`ks_`, `k_`): 16 random bytes, base32-ish lowercase hex.
 ///
 /// # Errors
-/// [`Error::Random`] when the OS cannot supply randomness.
+/// [`DataError::Random`](crate::DataError::Random) when the OS cannot supply randomness.
 pub(crate) fn random_id(prefix: &str) -> Result<String, Error> {
     let mut b = [0u8; 12];
     crate::random::fill_os(&mut b)?;

@@ -12,7 +12,7 @@ use super::{
     ALG_V1_AES_256_GCM, ALG_V2_XAES_256_GCM, KEYSET_FORMAT, KeyEntry, Keyset, MAX_ENTRIES,
     alg_name, alg_of, b64_decode, bad,
 };
-use crate::error::Error;
+use crate::Error;
 use crate::key::{KeyId, TokenFormat};
 
 #[derive(Serialize, Deserialize)]
@@ -67,7 +67,7 @@ impl Keyset {
     /// Parses and validates an unauthenticated `stateseal.keyset/v1` document.
     ///
     /// # Errors
-    /// [`Error::Keyset`] naming the first invalid field.
+    /// [`KeysetError::Invalid`](crate::KeysetError::Invalid) naming the first invalid field.
     pub fn from_json(bytes: &[u8]) -> Result<Self, Error> {
         let raw: RawKeyset = serde_json::from_slice(bytes)
             .map_err(|e| bad("document", format!("not a keyset document: {e}")))?;
@@ -94,7 +94,7 @@ impl Keyset {
     /// whose tag the caller has verified; returns it and its `expires_at`.
     ///
     /// # Errors
-    /// [`Error::Keyset`] naming the first invalid field.
+    /// [`KeysetError::Invalid`](crate::KeysetError::Invalid) naming the first invalid field.
     pub(crate) fn from_payload(bytes: &[u8]) -> Result<(Self, f64), Error> {
         let raw: RawKeyset = serde_json::from_slice(bytes)
             .map_err(|e| bad("payload", format!("not a keyset payload: {e}")))?;

@@ -133,7 +133,7 @@ fn errors_name_the_field() {
         mutate(&mut bad);
         let err = Keyset::from_json(&serde_json::to_vec(&bad).unwrap()).unwrap_err();
         assert!(
-            matches!(&err, Error::Keyset { field: f, .. } if f == field),
+            matches!(&err, Error::Keyset(KeysetError::Invalid { field: f, .. }) if f == field),
             "{field}: {err}"
         );
     }
@@ -149,7 +149,7 @@ fn times_must_be_representable() {
         d.keys[0].retire_at = Some(t);
         let err = d.validate().unwrap_err();
         assert!(
-            matches!(&err, Error::Keyset { field, .. } if field == "keys[0].retire_at"),
+            matches!(&err, Error::Keyset(KeysetError::Invalid { field, .. }) if field == "keys[0].retire_at"),
             "{t}: {err}"
         );
         assert!(err.to_string().contains("not milliseconds"), "{err}");

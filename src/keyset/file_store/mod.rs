@@ -11,14 +11,14 @@ use super::conditional::{ConditionalLoad, FileVersion, StoreVersion, file_identi
 use super::document::random_id;
 use super::sealed::{MAX_DOCUMENT_BYTES, StoredKeyset};
 use super::store::{KeysetStore, NEWEST_COPY_SUFFIX, check_next_generation};
-use crate::error::Error;
+use crate::error::{Error, KeysetError, ProviderError};
 use crate::future::BoxFuture;
 
 /// Reads at most [`MAX_DOCUMENT_BYTES`] + 1 bytes from `reader` and parses the
 /// envelope: a pathological document costs one bounded read.
 ///
 /// # Errors
-/// [`Error::Keyset`] for an oversized or malformed document; I/O errors as `io`.
+/// [`KeysetError::Invalid`] for an oversized or malformed document; I/O errors as `io`.
 pub(crate) fn read_bounded(
     reader: impl std::io::Read,
 ) -> Result<Result<StoredKeyset, Error>, std::io::Error> {
@@ -125,11 +125,13 @@ impl FileStore {
     /// working directory is a keyset the fleet does not share.
     ///
     /// # Errors
-    /// [`Error::InvalidUri`] for another scheme or an empty path.
+    /// [`ProviderError::InvalidUri`] for another scheme or an empty path.
     pub fn from_uri(uri: &str) -> Result<Self, Error> {
-        let invalid = |problem: &str| Error::InvalidUri {
-            uri: uri.to_owned(),
-            problem: problem.to_owned(),
+        let invalid = |problem: &str| {
+            Error::Provider(ProviderError::InvalidUri {
+                uri: uri.to_owned(),
+                problem: problem.to_owned(),
+            })
         };
         let rest = uri
             .strip_prefix("file://")
@@ -153,10 +155,10 @@ impl FileStore {
     }
 
     fn io(&self, what: &str, e: &std::io::Error) -> Error {
-        Error::Store {
+        Error::Provider(ProviderError::Store {
             uri: self.uri.clone(),
             problem: format!("{what}: {e}"),
-        }
+        })
     }
 
     fn read(&self) -> Result<Option<StoredKeyset>, Error> {
@@ -245,7 +247,7 @@ impl FileStore {
             WriterLock::acquire(Path::new(&lock_path)).map_err(|(what, e)| self.io(what, &e))?;
         let found = self.read()?.map(|d| d.generation());
         if found != expected {
-            return Err(Error::Conflict { expected, found });
+            return Err(Error::Keyset(KeysetError::Conflict { expected, found }));
         }
         // Holding the lock, no other writer is mid-write: any temporary file left
         // beside the document is from a writer that was killed.
@@ -292,9 +294,11 @@ impl KeysetStore for FileStore {
         Box::pin(async move {
             tokio::task::spawn_blocking(move || this.read())
                 .await
-                .map_err(|e| Error::Store {
-                    uri: String::new(),
-                    problem: format!("read task failed: {e}"),
+                .map_err(|e| {
+                    Error::Provider(ProviderError::Store {
+                        uri: String::new(),
+                        problem: format!("read task failed: {e}"),
+                    })
                 })?
         })
     }
@@ -308,9 +312,11 @@ impl KeysetStore for FileStore {
         Box::pin(async move {
             tokio::task::spawn_blocking(move || this.read_if_changed(seen.as_ref()))
                 .await
-                .map_err(|e| Error::Store {
-                    uri: String::new(),
-                    problem: format!("read task failed: {e}"),
+                .map_err(|e| {
+                    Error::Provider(ProviderError::Store {
+                        uri: String::new(),
+                        problem: format!("read task failed: {e}"),
+                    })
                 })?
         })
     }
@@ -325,9 +331,11 @@ impl KeysetStore for FileStore {
         Box::pin(async move {
             tokio::task::spawn_blocking(move || this.cas_blocking(expected, &doc))
                 .await
-                .map_err(|e| Error::Store {
-                    uri: String::new(),
-                    problem: format!("write task failed: {e}"),
+                .map_err(|e| {
+                    Error::Provider(ProviderError::Store {
+                        uri: String::new(),
+                        problem: format!("write task failed: {e}"),
+                    })
                 })?
         })
     }

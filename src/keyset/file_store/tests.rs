@@ -63,10 +63,10 @@ fn cas_across_threads_has_exactly_one_winner() {
     store.cas_blocking(None, &doc(1)).unwrap();
     assert!(matches!(
         store.cas_blocking(None, &doc(1)),
-        Err(Error::Conflict {
+        Err(Error::Keyset(KeysetError::Conflict {
             expected: None,
             found: Some(1)
-        })
+        }))
     ));
     let wins: usize = std::thread::scope(|s| {
         let handles: Vec<_> = (0..8)

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::document::{KEYSET_FORMAT, Keyset, b64_decode};
 use super::mac::{MacKey, TAG_LEN};
 use crate::clock::UnixTime;
-use crate::error::Error;
+use crate::error::{Error, KeysetError};
 
 /// The authenticated document's format tag.
 pub const KEYSET_FORMAT_V2: &str = "stateseal.keyset/v2";
@@ -109,10 +109,10 @@ struct RawMac {
 }
 
 fn bad(field: &str, problem: impl Into<String>) -> Error {
-    Error::Keyset {
+    Error::Keyset(KeysetError::Invalid {
         field: field.to_owned(),
         problem: problem.into(),
-    }
+    })
 }
 
 impl StoredKeyset {
@@ -120,7 +120,7 @@ impl StoredKeyset {
     /// payload stays unparsed; a v1 document is parsed whole, as it has no tag).
     ///
     /// # Errors
-    /// [`Error::Keyset`] naming what is wrong.
+    /// [`KeysetError::Invalid`] naming what is wrong.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
         if bytes.len() > MAX_DOCUMENT_BYTES {
             return Err(bad(
@@ -191,7 +191,7 @@ impl StoredKeyset {
     /// of the document they verified.
     ///
     /// # Errors
-    /// [`Error::Keyset`] when `doc` is invalid or an entry has no key id.
+    /// [`KeysetError::Invalid`] when `doc` is invalid or an entry has no key id.
     pub fn seal(
         doc: &Keyset,
         expires_at: UnixTime,
@@ -227,7 +227,7 @@ impl StoredKeyset {
     /// releases before authentication wrote; for migration and tests).
     ///
     /// # Errors
-    /// [`Error::Keyset`] when `doc` is invalid.
+    /// [`KeysetError::Invalid`] when `doc` is invalid.
     pub fn unauthenticated(doc: &Keyset) -> Result<Self, Error> {
         doc.validate()?;
         if let Some(i) = doc
@@ -284,7 +284,7 @@ impl StoredKeyset {
     /// its `expires_at`. The clear id and generation must match the payload's.
     ///
     /// # Errors
-    /// `Ok(None)` when the tag does not verify; [`Error::Keyset`] for a payload
+    /// `Ok(None)` when the tag does not verify; [`KeysetError::Invalid`] for a payload
     /// that is invalid or disagrees with the clear fields.
     pub(crate) fn verified_content(
         &self,
@@ -315,7 +315,7 @@ impl StoredKeyset {
 /// goes through `rotation::KeysetTrust`.
 ///
 /// # Errors
-/// As the trust's payload checks: [`Error::Keyset`] for an invalid payload.
+/// As the trust's payload checks: [`KeysetError::Invalid`] for an invalid payload.
 #[cfg(feature = "internals")]
 pub fn open_with(stored: &StoredKeyset, key: &MacKey) -> Result<Option<(Keyset, UnixTime)>, Error> {
     stored.verified_content(key)

@@ -59,7 +59,7 @@ fn the_envelope_is_read_without_its_payload_and_errors_name_the_field() {
         edit(&mut bad);
         let err = StoredKeyset::from_bytes(&serde_json::to_vec(&bad).unwrap()).unwrap_err();
         assert!(
-            matches!(&err, Error::Keyset { field: f, .. } if f == field),
+            matches!(&err, Error::Keyset(KeysetError::Invalid { field: f, .. }) if f == field),
             "{field}: {err}"
         );
     }
@@ -77,7 +77,7 @@ fn the_envelope_is_read_without_its_payload_and_errors_name_the_field() {
     let err =
         StoredKeyset::seal(&doc, crate::clock::UnixTime::from_secs(100), &mac, &key).unwrap_err();
     assert!(
-        matches!(&err, Error::Keyset { field, .. } if field == "keys[0].kid"),
+        matches!(&err, Error::Keyset(KeysetError::Invalid { field, .. }) if field == "keys[0].kid"),
         "{err}"
     );
 }
@@ -88,7 +88,7 @@ fn size_is_capped_before_anything_is_parsed() {
     big.resize(MAX_DOCUMENT_BYTES + 1, b' ');
     let err = StoredKeyset::from_bytes(&big).unwrap_err();
     assert!(
-        matches!(&err, Error::Keyset { field, problem } if field == "document" && problem.contains("1048577 bytes")),
+        matches!(&err, Error::Keyset(KeysetError::Invalid { field, problem }) if field == "document" && problem.contains("1048577 bytes")),
         "{err}"
     );
 }

@@ -12,7 +12,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::error::Error;
+use crate::error::{Error, KeysetError};
 use crate::keyset::{KeyEntry, Keyset, Timing};
 
 /// Why a document was not adopted; also the `reason` label of
@@ -112,10 +112,10 @@ impl Refusal {
     pub(crate) fn record(self, store: &str, detail: String) -> Error {
         metrics::counter!("stateseal_keyset_rejected_total", "reason" => self.label()).increment(1);
         tracing::warn!(store, reason = self.label(), %detail, "keyset document refused; serving on the last good document");
-        Error::KeysetRefused {
+        Error::Keyset(KeysetError::Refused {
             reason: self.label(),
             detail,
-        }
+        })
     }
 }
 

@@ -3,7 +3,7 @@
 
 use super::{RotationScheduler, lock};
 use crate::clock::UnixTime;
-use crate::error::Error;
+use crate::error::{DataError, Error, KeysetError, ProviderError};
 use crate::keyset::{ConditionalLoad, Keyset, StoreVersion, StoredKeyset};
 use crate::rotation::admission::{Refusal, admit};
 use crate::rotation::newest::{Behind, behind_newest};
@@ -23,14 +23,14 @@ impl RotationScheduler {
         let uri = inner.store.uri();
         let candidate = match self.read_store(now).await {
             Ok(read) => read,
-            Err(Error::Keyset { field, problem }) => {
+            Err(Error::Keyset(KeysetError::Invalid { field, problem })) => {
                 Err(Refusal::Invalid.record(uri, format!("{field}: {problem}")))
             }
             Err(e) => Err(e),
         };
         let problem = match candidate {
             Ok((verified, version)) => match self.install(&verified.doc, now, true).await {
-                Err(Error::DuplicateKey { index }) => Refusal::DuplicateKey.record(
+                Err(Error::Data(DataError::DuplicateKey { index })) => Refusal::DuplicateKey.record(
                     uri,
                     format!(
                         "generation {}: the key of its entry {index} duplicates another entry's",
@@ -65,13 +65,13 @@ impl RotationScheduler {
         // KeysUnavailable here is already in effect (ring cleared); the store problem is the news.
         let _ = self.install(&adopted, now, sealing).await;
         if !sealing {
-            return Err(Error::Store {
+            return Err(Error::Provider(ProviderError::Store {
                 uri: uri.to_owned(),
                 problem: format!(
                     "no usable keyset document for {:.0}s, longer than max_store_staleness ({limit}s); not sealing until the store recovers, states already sealed still verify (last problem: {problem})",
                     now - since
                 ),
-            });
+            }));
         }
         Err(problem)
     }
@@ -105,7 +105,7 @@ impl RotationScheduler {
                 (Some((_, reason, detail, _)), _) => {
                     metrics::counter!("stateseal_keyset_rejected_total", "reason" => reason)
                         .increment(1);
-                    Err(Error::KeysetRefused { reason, detail })
+                    Err(Error::Keyset(KeysetError::Refused { reason, detail }))
                 }
                 (None, Some(adopted)) => {
                     KeysetTrust::check_fresh(uri, &adopted, UnixTime::from_finite_secs(now))
@@ -115,10 +115,10 @@ impl RotationScheduler {
                     // Only an adopted document has a version to name: a store answering
                     // "unchanged" without one is wrong, and the next read is a full one.
                     *lock(&inner.seen) = None;
-                    return Err(Error::Store {
+                    return Err(Error::Provider(ProviderError::Store {
                         uri: uri.to_owned(),
                         problem: "answered \"unchanged\" to a read that named no version".into(),
-                    });
+                    }));
                 }
             },
             ConditionalLoad::Current {
@@ -133,10 +133,12 @@ impl RotationScheduler {
                 // (expiry, entries judged while live): judging that again costs no KMS
                 // call, and an emergency rotation read early is adopted at the next refresh.
                 let until = match &accepted {
-                    Err(Error::KeysetRefused { reason, .. }) if Refusal::is_permanent(reason) => {
+                    Err(Error::Keyset(KeysetError::Refused { reason, .. }))
+                        if Refusal::is_permanent(reason) =>
+                    {
                         Some(f64::INFINITY)
                     }
-                    Err(Error::KeysetRefused { reason, .. })
+                    Err(Error::Keyset(KeysetError::Refused { reason, .. }))
                         if [Refusal::Mac.label(), Refusal::KeyChanged.label()].contains(reason) =>
                     {
                         Some(now + REJUDGE_AFTER)
@@ -144,18 +146,20 @@ impl RotationScheduler {
                     _ => None,
                 };
                 *lock(&inner.refused) = match (&accepted, &version, until) {
-                    (Err(Error::KeysetRefused { reason, detail }), Some(v), Some(until)) => {
-                        Some((v.clone(), *reason, detail.clone(), until))
-                    }
+                    (
+                        Err(Error::Keyset(KeysetError::Refused { reason, detail })),
+                        Some(v),
+                        Some(until),
+                    ) => Some((v.clone(), *reason, detail.clone(), until)),
                     _ => None,
                 };
                 accepted.map(|v| (v, version))
             }
             ConditionalLoad::Current { document: None, .. } => {
-                return Err(Error::Store {
+                return Err(Error::Provider(ProviderError::Store {
                     uri: uri.to_owned(),
                     problem: "no keyset document; create one with `stateseal init`".into(),
-                });
+                }));
             }
         })
     }
@@ -196,7 +200,7 @@ impl RotationScheduler {
         let inner = &self.inner;
         let store = &*inner.store;
         match behind_newest(store, &inner.registry, &inner.trust, doc).await {
-            Ok(None) | Err(Error::Conflict { .. }) => Ok(()),
+            Ok(None) | Err(Error::Keyset(KeysetError::Conflict { .. })) => Ok(()),
             Ok(Some(Behind { newest, copy })) => Err(Refusal::BehindNewest.record(
                 store.uri(),
                 format!(
@@ -240,7 +244,7 @@ impl RotationScheduler {
             }
             match crate::rotation::proof::unwrap_entry(doc, e, &inner.registry).await {
                 Ok(_) => {}
-                Err(Error::Keyset { problem, .. }) => {
+                Err(Error::Keyset(KeysetError::Invalid { problem, .. })) => {
                     return Err(Refusal::KeyChanged.record(
                         inner.store.uri(),
                         format!(

@@ -21,7 +21,7 @@ use super::timeline::{Phase, next_change_after, ring_at};
 use super::trust::{KeysetTrust, VerifiedKeyset};
 use crate::clock::UnixTime;
 use crate::clock::{Clock, SystemClock};
-use crate::error::Error;
+use crate::error::{DataError, Error};
 use crate::keyset::{Keyset, KeysetStore, StoreVersion};
 use crate::provider::ProviderRegistry;
 use crate::ring::{KeyRing, RingHandle};
@@ -323,7 +323,7 @@ impl RotationScheduler {
     /// nothing new is sealed, states already sealed live out their TTL.
     ///
     /// # Errors
-    /// Store errors, [`Error::KeysetRefused`], or [`Error::KeysUnavailable`]
+    /// Store errors, [`KeysetError::Refused`](crate::KeysetError::Refused), or [`DataError::KeysUnavailable`]
     /// when no key can seal (the ring is then cleared: fail closed).
     pub async fn refresh_at(&self, now: UnixTime) -> Result<SchedulerStatus, Error> {
         let result = self.refresh_inner(now.as_secs_f64()).await;
@@ -394,9 +394,9 @@ impl RotationScheduler {
         let Some((p, primary_entry)) = primary else {
             // No key can seal: fail closed rather than keep a ring that no longer matches the keyset.
             self.fail_closed();
-            return Err(Error::KeysUnavailable(
+            return Err(Error::Data(DataError::KeysUnavailable(
                 first_problem.unwrap_or_else(|| "every key has retired".to_owned()),
-            ));
+            )));
         };
         keys.swap(0, p);
         // The document's revocations travel with its keys: verify reads both from one load.

@@ -27,7 +27,7 @@ use sha2::{Digest, Sha256};
 
 use super::{RotationScheduler, lock};
 use crate::clock::UnixTime;
-use crate::error::Error;
+use crate::error::{Error, KeysetError};
 use crate::keyset::{Keyset, RotationClaim, Timing};
 use crate::rotation::newest::write_keyset;
 use crate::rotation::rotate::{Rotation, rotate_vetted};
@@ -104,7 +104,10 @@ impl RotationScheduler {
             Ok(()) => {}
             // Another instance wrote first (its claim, or anything else): judged again at the next refresh.
             // Behind the newest copy: said once when found.
-            Err(Error::Conflict { .. } | Error::BehindNewest(_)) => return,
+            Err(
+                Error::Keyset(KeysetError::Conflict { .. })
+                | Error::Keyset(KeysetError::BehindNewest(_)),
+            ) => return,
             Err(e) => {
                 tracing::warn!(error = %e, "could not claim the due rotation; the next refresh tries again");
                 return;
@@ -118,7 +121,10 @@ impl RotationScheduler {
                 "rotated the keyset automatically"
             ),
             // Another instance won the race, or started a rotation: nothing to do.
-            Err(Error::Conflict { .. } | Error::RotationInFlight(_)) => {}
+            Err(
+                Error::Keyset(KeysetError::Conflict { .. })
+                | Error::Keyset(KeysetError::RotationInFlight(_)),
+            ) => {}
             Err(e) => {
                 metrics::counter!("stateseal_rotation_failures_total").increment(1);
                 let timing = doc.timing.unwrap_or(inner.config.timing);
@@ -177,25 +183,25 @@ impl RotationScheduler {
     async fn claim(&self, doc: &Keyset, primary: &str, now: f64) -> Result<(), Error> {
         let inner = &self.inner;
         let Some(verified) = lock(&inner.adopted).clone() else {
-            return Err(Error::Conflict {
+            return Err(Error::Keyset(KeysetError::Conflict {
                 expected: Some(doc.generation),
                 found: None,
-            });
+            }));
         };
         if verified.doc.generation != doc.generation {
-            return Err(Error::Conflict {
+            return Err(Error::Keyset(KeysetError::Conflict {
                 expected: Some(doc.generation),
                 found: Some(verified.doc.generation),
-            });
+            }));
         }
         if !verified.is_authenticated() {
             return Ok(());
         }
         if !self.may_write_on(&verified.doc, now).await {
-            return Err(Error::BehindNewest(format!(
+            return Err(Error::Keyset(KeysetError::BehindNewest(format!(
                 "generation {} is behind the store's newest copy",
                 verified.doc.generation
-            )));
+            ))));
         }
         let mut next = verified.doc.clone();
         next.generation = verified.doc.next_generation()?;
@@ -232,7 +238,7 @@ impl RotationScheduler {
     /// write (see [`crate::rotation::plan_rotation`]), then refreshes this instance.
     ///
     /// # Errors
-    /// [`Error::RotationInFlight`], [`Error::Conflict`] (another writer won), provider errors.
+    /// [`KeysetError::RotationInFlight`], [`KeysetError::Conflict`] (another writer won), provider errors.
     pub async fn rotate_at(&self, now: UnixTime, mode: RotateMode) -> Result<Keyset, Error> {
         let at = now;
         let now = at.as_secs_f64();

@@ -4,7 +4,7 @@
 use super::adoption::REJUDGE_AFTER;
 use super::{RotationScheduler, lock};
 use crate::clock::UnixTime;
-use crate::error::Error;
+use crate::error::{Error, KeysetError};
 use crate::key::{RingKey, TokenFormat};
 use crate::keyset::Keyset;
 use crate::rotation::newest::{server_floor, write_keyset};
@@ -25,12 +25,12 @@ impl RotationScheduler {
             return false;
         }
         match server_floor(&*inner.store, &inner.registry, &inner.trust, doc).await {
-            Err(e @ Error::BehindNewest(_)) => {
+            Err(e @ Error::Keyset(KeysetError::BehindNewest(_))) => {
                 tracing::warn!(store = %inner.store.uri(), error = %e, "not writing the keyset");
                 *lock(&inner.behind_newest) = Some((doc.generation, now + REJUDGE_AFTER));
                 false
             }
-            Err(Error::Conflict { .. }) => false,
+            Err(Error::Keyset(KeysetError::Conflict { .. })) => false,
             _ => true,
         }
     }
@@ -103,7 +103,7 @@ impl RotationScheduler {
                 metrics::counter!("stateseal_keyset_write_failures_total").increment(1);
                 if let Some((entry, ..)) = reserved {
                     metrics::counter!("stateseal_seal_reservation_failures_total").increment(1);
-                    if !matches!(e, Error::Conflict { .. }) {
+                    if !matches!(e, Error::Keyset(KeysetError::Conflict { .. })) {
                         self.reservation_refused(&entry, now, &e);
                         return;
                     }

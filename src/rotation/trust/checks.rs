@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use super::super::admission::Refusal;
 use super::{KeysetTrust, VerifiedKeyset, refuse};
 use crate::clock::UnixTime;
-use crate::error::Error;
+use crate::error::{Error, KeysetError};
 use crate::keyset::{KeyEntry, KeysetPins, MAC_PURPOSE, MacKey, MacKeyRef, StoredKeyset};
 use crate::provider::{ErrorClass, ProviderRegistry, WrapContext};
 
@@ -143,7 +143,7 @@ impl KeysetTrust {
                     stored.generation()
                 ),
             )),
-            Err(Error::Keyset { field, problem }) => {
+            Err(Error::Keyset(KeysetError::Invalid { field, problem })) => {
                 Err(refuse(uri, Refusal::Invalid, format!("{field}: {problem}")))
             }
             Err(e) => Err(e),

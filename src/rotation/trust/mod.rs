@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use super::admission::Refusal;
 use super::mac_keys::MacKeys;
+use crate::Error;
 use crate::clock::UnixTime;
-use crate::error::Error;
 use crate::keyset::{Keyset, KeysetPins, MAC_PURPOSE, MacKey, MacKeyRef, StoredKeyset};
 use crate::provider::{ProviderRegistry, WrapContext};
 
@@ -87,7 +87,7 @@ impl VerifiedKeyset {
     ///
     /// # Errors
     /// [`Error::Config`] when this document was unauthenticated (upgrade it
-    /// first); [`Error::Keyset`] for an invalid `next`.
+    /// first); [`KeysetError::Invalid`](crate::KeysetError::Invalid) for an invalid `next`.
     pub fn seal_next(&self, next: &Keyset, expires_at: UnixTime) -> Result<StoredKeyset, Error> {
         let (r, key) = self.mac.as_ref().ok_or_else(|| {
             Error::Config(
@@ -104,7 +104,7 @@ impl VerifiedKeyset {
 /// `kek` (one KMS call): `stateseal init` and `stateseal keyset upgrade`.
 ///
 /// # Errors
-/// Provider errors; [`Error::Keyset`] for an invalid `doc` (every entry needs its key id).
+/// Provider errors; [`KeysetError::Invalid`](crate::KeysetError::Invalid) for an invalid `doc` (every entry needs its key id).
 pub async fn seal_with_new_mac_key(
     registry: &ProviderRegistry,
     doc: &Keyset,
@@ -175,7 +175,7 @@ impl KeysetTrust {
     /// counted in `stateseal_keyset_rejected_total{reason}` and logged.
     ///
     /// # Errors
-    /// [`Error::KeysetRefused`] naming the reason; provider errors when the MAC
+    /// [`KeysetError::Refused`](crate::KeysetError::Refused) naming the reason; provider errors when the MAC
     /// key cannot be unwrapped for a reason that is not the document's (an
     /// outage, a denied KEK).
     pub async fn open(
@@ -206,7 +206,7 @@ impl KeysetTrust {
     /// conditional read that finds the document unchanged still has to ask).
     ///
     /// # Errors
-    /// [`Error::KeysetRefused`] (`expired`) past its `expires_at`.
+    /// [`KeysetError::Refused`](crate::KeysetError::Refused) (`expired`) past its `expires_at`.
     pub fn check_fresh(uri: &str, verified: &VerifiedKeyset, now: UnixTime) -> Result<(), Error> {
         match verified.expires_at {
             Some(expires_at) if now >= expires_at => Err(refuse(

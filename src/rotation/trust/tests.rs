@@ -1,4 +1,5 @@
 use super::*;
+use crate::KeysetError;
 use crate::keyset::{KeyEntry, Timing};
 use crate::provider::{BoxFuture, DataKey, KeyProvider, LocalProvider};
 use crate::secret::Secret;
@@ -128,7 +129,7 @@ impl Kit {
             .await;
         let reason = match got {
             Ok(_) => None,
-            Err(Error::KeysetRefused { reason, .. }) => Some(reason),
+            Err(Error::Keyset(KeysetError::Refused { reason, .. })) => Some(reason),
             Err(e) => panic!("not a refusal: {e}"),
         };
         (reason, self.unwraps() - before)

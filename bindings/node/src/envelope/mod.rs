@@ -53,7 +53,8 @@ impl EnvelopeCore {
         // goes through `with_open` first, which refuses once the codec is closed (and
         // the engine empties the ring when it goes, so this reference keeps no keys).
         let codec: Arc<dyn StateCodec> = engine.codec.clone();
-        let ttl = lifetime(ttl).ok_or_else(|| config(&stateseal::Error::InvalidTtl))?;
+        let ttl = lifetime(ttl)
+            .ok_or_else(|| config(&stateseal::Error::Data(stateseal::DataError::InvalidTtl)))?;
         let mut builder = Envelope::builder(Arc::clone(engine.codec.ring()), audience.as_deref())
             .codec(codec)
             .ttl(ttl);

@@ -19,7 +19,7 @@ use object_store::{
 use stateseal::keyset::check_next_generation;
 use stateseal::keyset::{ConditionalLoad, MAX_DOCUMENT_BYTES, StoreVersion};
 use stateseal::provider::BoxFuture;
-use stateseal::{Error, StoredKeyset};
+use stateseal::{Error, KeysetError, ProviderError, StoredKeyset};
 use tokio::sync::OnceCell;
 
 /// Builds the client of one store on first use (credential chains may do I/O).
@@ -72,9 +72,11 @@ impl<C: Connect> ObjectDocument<C> {
         bucket_ok: fn(&str) -> bool,
         connect: impl FnOnce(&str, &str) -> C,
     ) -> Result<Self, Error> {
-        let bad = || Error::InvalidUri {
-            uri: uri.to_owned(),
-            problem: format!("expected {scheme}://{shape}/<object key>"),
+        let bad = || {
+            Error::Provider(ProviderError::InvalidUri {
+                uri: uri.to_owned(),
+                problem: format!("expected {scheme}://{shape}/<object key>"),
+            })
         };
         let rest = uri
             .strip_prefix(scheme)
@@ -111,10 +113,10 @@ impl<C: Connect> ObjectDocument<C> {
     }
 
     pub(crate) fn error(&self, problem: impl Into<String>) -> Error {
-        Error::Store {
+        Error::Provider(ProviderError::Store {
             uri: self.uri.clone(),
             problem: problem.into(),
-        }
+        })
     }
 
     async fn client(&self) -> Result<&Arc<dyn ObjectStore>, Error> {
@@ -156,13 +158,13 @@ impl<C: Connect> ObjectDocument<C> {
         }
         // A pathological object costs its headers, not its body.
         if got.meta.size > MAX_DOCUMENT_BYTES as u64 {
-            return Err(Error::Keyset {
+            return Err(Error::Keyset(KeysetError::Invalid {
                 field: "document".into(),
                 problem: format!(
                     "{} bytes, more than the {MAX_DOCUMENT_BYTES} a keyset document may have",
                     got.meta.size
                 ),
-            });
+            }));
         }
         let bytes = got
             .bytes()
@@ -204,7 +206,7 @@ impl<C: Connect> ObjectDocument<C> {
         let current = self.read().await?;
         let found = current.as_ref().map(|(d, _)| d.generation());
         if found != expected {
-            return Err(Error::Conflict { expected, found });
+            return Err(Error::Keyset(KeysetError::Conflict { expected, found }));
         }
         let mode = match current {
             None => PutMode::Create,
@@ -226,7 +228,7 @@ impl<C: Connect> ObjectDocument<C> {
             ) => {
                 // Another writer landed between our read and our write.
                 let found = self.load().await.ok().flatten().map(|d| d.generation());
-                Err(Error::Conflict { expected, found })
+                Err(Error::Keyset(KeysetError::Conflict { expected, found }))
             }
             Err(e) => Err(self.error(format!("write: {}", short(&e)))),
         }

@@ -15,7 +15,7 @@ use object_store::ObjectStore;
 use object_store::client::StaticCredentialProvider;
 use object_store::gcp::{GcpCredential, GoogleCloudStorageBuilder};
 use stateseal::provider::{BoxFuture, is_loopback_http};
-use stateseal::{Error, StoredKeyset};
+use stateseal::{Error, ProviderError, StoredKeyset};
 
 pub use config::{GcsConfig, GcsConfigBuilder};
 
@@ -32,9 +32,11 @@ struct GcsConnect {
 impl GcsConnect {
     fn build(&self) -> Result<Arc<dyn ObjectStore>, Error> {
         let c = &self.config;
-        let fail = |p: String| Error::Store {
-            uri: self.uri.clone(),
-            problem: p,
+        let fail = |p: String| {
+            Error::Provider(ProviderError::Store {
+                uri: self.uri.clone(),
+                problem: p,
+            })
         };
         let allow_http = c.endpoint().is_some_and(is_loopback_http);
         let mut b = GoogleCloudStorageBuilder::new()
@@ -100,7 +102,7 @@ impl GcsStore {
     /// A store for `gs://<bucket>/<object>` (the client is built on first use).
     ///
     /// # Errors
-    /// [`Error::InvalidUri`].
+    /// [`ProviderError::InvalidUri`].
     pub fn open(config: GcsConfig, uri: &str) -> Result<Self, Error> {
         ObjectDocument::open(crate::GCS_SCHEME, uri, gcs_bucket, |uri, bucket| {
             GcsConnect {
@@ -142,7 +144,7 @@ mod tests {
         assert_eq!(s.uri(), "gs://stateseal-keys/fleet/keyset.json");
         assert!(matches!(
             GcsStore::open(c, "gs://Upper/keyset.json"),
-            Err(Error::InvalidUri { .. })
+            Err(Error::Provider(ProviderError::InvalidUri { .. }))
         ));
     }
 }

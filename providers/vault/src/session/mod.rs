@@ -340,7 +340,7 @@ pub(crate) fn class_of(e: &ClientError) -> ErrorClass {
     }
 }
 
-/// An [`Error::Kms`] for a failed Vault call: the operation, the class and Vault's own reason.
+/// A [`ProviderError::Kms`](stateseal::ProviderError::Kms) for a failed Vault call: the operation, the class and Vault's own reason.
 pub(crate) fn classify(provider: &str, what: &str, e: &ClientError) -> Error {
     let class = class_of(e);
     let detail = match e {

@@ -83,7 +83,7 @@ pub use envelope::{
     EnvelopeBuilder, FUTURE_SKEW, MintOptions, OpenOptions, Opened, PRINCIPAL_LABEL, Principal,
     RequestBatch, RequestIdentity, SdkPayload, SingleUse,
 };
-pub use error::{DataError, Error, ErrorClass, KeysetError, ProviderError};
+pub use error::{DataError, Error, ErrorClass, KeysetError, KeysetRefusal, ProviderError};
 pub use json::Text;
 #[cfg(feature = "deterministic-testing")]
 pub use key::derived_key;

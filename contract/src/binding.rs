@@ -17,7 +17,8 @@ use stateseal::keyset::{KeysetPins, MAC_PURPOSE, MacKey, MacKeyRef, NEWEST_COPY_
 use stateseal::provider::WrapContext;
 use stateseal::rotation::{KeysetTrust, Timing, TrustPolicy, init_keyset};
 use stateseal::{
-    Error, ErrorClass, FileStore, KeyProvider, KeysetError, KeysetStore, ProviderRegistry,
+    Error, ErrorClass, FileStore, KeyProvider, KeysetError, KeysetRefusal, KeysetStore,
+    ProviderRegistry,
 };
 use stateseal::{Secret, StoredKeyset};
 
@@ -154,7 +155,10 @@ async fn forged_mac_key(
         .await;
     clean();
     match verdict {
-        Err(Error::Keyset(KeysetError::Refused { reason: "mac", .. })) => {}
+        Err(Error::Keyset(KeysetError::Refused {
+            reason: KeysetRefusal::Mac,
+            ..
+        })) => {}
         Ok(_) => panic!(
             "provider contract {kek}: binding: forged MAC key: a document tagged with a leaked data key, its wrap put where the MAC key's goes, was adopted by a pinned fleet"
         ),

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use crate::Error;
+use crate::error::Error;
 use crate::clock::UnixTime;
 use crate::codec::{b64u_decode, b64u_encode};
 use crate::random::RandomSource;

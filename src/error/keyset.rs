@@ -27,8 +27,9 @@ pub enum KeysetError {
     /// serving on the last document it adopted.
     #[error("keyset document refused ({reason}): {detail}")]
     Refused {
-        /// The `reason` label of `stateseal_keyset_rejected_total`.
-        reason: &'static str,
+        /// Why; its [`KeysetRefusal::label`] is the `reason` label of
+        /// `stateseal_keyset_rejected_total`.
+        reason: KeysetRefusal,
         /// Generations and ids involved, and what to do.
         detail: String,
     },
@@ -57,4 +58,84 @@ pub enum KeysetError {
     /// the fleet's reason and the ways out.
     #[error("keyset write refused, nothing was written: {0}")]
     BehindNewest(String),
+}
+
+/// Why a document was not adopted; also the `reason` label of
+/// `stateseal_keyset_rejected_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum KeysetRefusal {
+    /// The store held bytes that are not a valid keyset document.
+    Invalid,
+    /// Two entries unwrap to the same key id.
+    DuplicateKey,
+    /// A lower generation than the one already adopted.
+    Rollback,
+    /// The same generation with different contents (a write that bypassed compare-and-swap).
+    Rewritten,
+    /// Another keyset id than the one already adopted.
+    OtherKeyset,
+    /// The document's timing profile allows shorter-lived states than this
+    /// instance seals: its rotations would retire keys under live states.
+    Timing,
+    /// An unauthenticated (`stateseal.keyset/v1`) document, not accepted by configuration.
+    Unauthenticated,
+    /// The MAC tag does not verify, or the MAC key does not unwrap for this keyset.
+    Mac,
+    /// A KEK (a data key's or the MAC key's) the configuration does not pin.
+    UnpinnedKek,
+    /// A generation below the configured `min_generation`.
+    BelowMinimum,
+    /// Past the document's `expires_at`.
+    Expired,
+    /// An entry's key id changed.
+    KeyChanged,
+    /// An entry activates later than the adopted document said.
+    ActivationDelayed,
+    /// An entry activates further ahead than any legitimate rotation schedules.
+    ActivationTooFar,
+    /// An entry retires later than the adopted document said (or no longer retires).
+    RetirementDelayed,
+    /// An entry's seal reservations went down.
+    ReservationsDecreased,
+    /// An entry this instance saw pruned is back.
+    PrunedReturned,
+    /// A revocation entry that can still cover a valid state is gone.
+    RevocationDropped,
+    /// At first adoption: a lower generation than the store's newest copy
+    /// (a restored backup, seen by an instance with no watermark).
+    BehindNewest,
+}
+
+impl KeysetRefusal {
+    /// The `reason` label: `mac`, `rollback`, `expired`, …
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Invalid => "invalid",
+            Self::DuplicateKey => "duplicate_key",
+            Self::Rollback => "rollback",
+            Self::Rewritten => "rewritten",
+            Self::OtherKeyset => "other_keyset",
+            Self::Timing => "timing",
+            Self::Unauthenticated => "unauthenticated",
+            Self::Mac => "mac",
+            Self::UnpinnedKek => "unpinned_kek",
+            Self::BelowMinimum => "below_min_generation",
+            Self::Expired => "expired",
+            Self::KeyChanged => "key_changed",
+            Self::ActivationDelayed => "activation_delayed",
+            Self::ActivationTooFar => "activation_too_far",
+            Self::RetirementDelayed => "retirement_delayed",
+            Self::ReservationsDecreased => "reservations_decreased",
+            Self::PrunedReturned => "pruned_returned",
+            Self::RevocationDropped => "revocation_dropped",
+            Self::BehindNewest => "behind_newest",
+        }
+    }
+}
+
+impl std::fmt::Display for KeysetRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.label())
+    }
 }

@@ -13,7 +13,7 @@ mod keyset;
 mod provider;
 
 pub use data::DataError;
-pub use keyset::KeysetError;
+pub use keyset::{KeysetError, KeysetRefusal};
 pub use provider::{ErrorClass, ProviderError};
 
 use crate::reason::RejectReason;

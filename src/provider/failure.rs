@@ -5,7 +5,7 @@
 //! and word the same failure the same way.
 
 use super::{ErrorClass, kms_error};
-use crate::Error;
+use crate::error::Error;
 
 /// The most characters of upstream text (a service's message, a transport
 /// error's causes) a provider error carries.

@@ -19,7 +19,7 @@ use std::fmt;
 
 pub use memory::MemoryReplayStore;
 
-use crate::Error;
+use crate::error::Error;
 use crate::envelope::SingleUse;
 pub use crate::future::BoxFuture;
 

@@ -12,7 +12,7 @@ use super::{
     DEFAULT_KEYSET_VALIDITY, KeysetTrust, Phase, RotateMode, SchedulerConfig, VerifiedKeyset,
     describe_keyset, renew_keyset,
 };
-use crate::Error;
+use crate::error::Error;
 use crate::clock::UnixTime;
 use crate::keyset::KeysetStore;
 use crate::provider::ProviderRegistry;

@@ -11,8 +11,8 @@ use stateseal::keyset::{ConditionalLoad, StoreVersion};
 use stateseal::provider::BoxFuture;
 use stateseal::rotation::{SchedulerConfig, Timing};
 use stateseal::{
-    AesGcmCodec, Error, KeysetError, KeysetStore, ManualClock, RejectReason, RingHandle,
-    RotationScheduler, StateCodec, StoredKeyset, UnixTime,
+    AesGcmCodec, Error, KeysetError, KeysetRefusal, KeysetStore, ManualClock, RejectReason,
+    RingHandle, RotationScheduler, StateCodec, StoredKeyset, UnixTime,
 };
 use stateseal_testkit::instant;
 use stateseal_testkit::keysets;
@@ -166,7 +166,7 @@ async fn an_unchanged_document_is_not_opened_again_but_still_goes_stale() {
         matches!(
             &err,
             Error::Keyset(KeysetError::Refused {
-                reason: "expired",
+                reason: KeysetRefusal::Expired,
                 ..
             })
         ),

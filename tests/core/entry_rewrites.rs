@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use stateseal::rotation::seal_with_new_mac_key;
 use stateseal::{
-    Error, FileStore, KeyEntry, KeyRing, Keyset, KeysetError, KeysetStore, ProviderRegistry,
+    Error, FileStore, KeyEntry, KeyRing, Keyset, KeysetError, KeysetRefusal, KeysetStore,
+    ProviderRegistry,
 };
 use stateseal_contract::integrity::PlaintextWrap;
 use stateseal_testkit::instant;
@@ -99,7 +100,7 @@ async fn a_rewrapped_entry_is_unwrapped_again_only_to_the_same_key() {
         matches!(
             &err,
             Error::Keyset(KeysetError::Refused {
-                reason: "key_changed",
+                reason: KeysetRefusal::KeyChanged,
                 ..
             })
         ),
@@ -127,7 +128,7 @@ async fn a_document_with_a_duplicate_key_is_refused() {
         matches!(
             &err,
             Error::Keyset(KeysetError::Refused {
-                reason: "duplicate_key",
+                reason: KeysetRefusal::DuplicateKey,
                 ..
             })
         ),

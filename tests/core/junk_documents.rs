@@ -59,7 +59,7 @@ async fn a_junk_document_costs_one_kms_call_not_one_per_refresh() {
                     matches!(
                         &err,
                         stateseal::Error::Keyset(stateseal::KeysetError::Refused {
-                            reason: "mac",
+                            reason: stateseal::KeysetRefusal::Mac,
                             ..
                         })
                     ),

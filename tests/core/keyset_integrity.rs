@@ -91,7 +91,7 @@ async fn a_writer_renews_before_the_document_goes_stale() {
         matches!(
             &err,
             stateseal::Error::Keyset(stateseal::KeysetError::Refused {
-                reason: "expired",
+                reason: stateseal::KeysetRefusal::Expired,
                 ..
             })
         ),
@@ -176,7 +176,7 @@ fn an_accepted_unauthenticated_document_shows_everywhere() {
             matches!(
                 &err,
                 stateseal::Error::Keyset(stateseal::KeysetError::Refused {
-                    reason: "unauthenticated",
+                    reason: stateseal::KeysetRefusal::Unauthenticated,
                     ..
                 })
             ),

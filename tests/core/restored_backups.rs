@@ -66,7 +66,7 @@ async fn a_write_on_a_restored_backup_is_refused_unless_it_retires_the_backup() 
         matches!(
             &err,
             stateseal::Error::Keyset(stateseal::KeysetError::Refused {
-                reason: "rollback",
+                reason: stateseal::KeysetRefusal::Rollback,
                 ..
             })
         ),

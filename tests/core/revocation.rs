@@ -438,7 +438,7 @@ async fn a_restored_pre_revocation_document_is_refused_with_the_printed_min_gene
         matches!(
             &err,
             stateseal::Error::Keyset(stateseal::KeysetError::Refused {
-                reason: "behind_newest",
+                reason: stateseal::KeysetRefusal::BehindNewest,
                 ..
             })
         ) && text.contains(&format!(

@@ -5,7 +5,7 @@
 
 use stateseal::keyset::{MAX_REVOCATIONS, live_until, prunable};
 use stateseal::rotation::{Timing, revoke};
-use stateseal::{Error, KeysetError, RejectReason, Revocation};
+use stateseal::{Error, KeysetError, KeysetRefusal, RejectReason, Revocation};
 use stateseal_testkit::instant;
 use stateseal_testkit::keysets;
 
@@ -50,7 +50,10 @@ async fn entries_round_trip_under_the_tag_and_a_store_writer_cannot_remove_them(
     assert!(
         matches!(
             err,
-            Error::Keyset(KeysetError::Refused { reason: "mac", .. })
+            Error::Keyset(KeysetError::Refused {
+                reason: KeysetRefusal::Mac,
+                ..
+            })
         ),
         "{err}"
     );
@@ -76,7 +79,7 @@ async fn a_document_dropping_a_live_entry_is_refused_until_nothing_it_covers_is_
         matches!(
             err,
             Error::Keyset(KeysetError::Refused {
-                reason: "revocation_dropped",
+                reason: KeysetRefusal::RevocationDropped,
                 ..
             })
         ),

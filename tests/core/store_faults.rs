@@ -11,8 +11,8 @@ use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use stateseal::provider::BoxFuture;
 use stateseal::rotation::{RotateMode, SchedulerConfig, Timing, rotate_store_at, rotated};
 use stateseal::{
-    Error, KeysetError, KeysetStore, ManualClock, ProviderRegistry, RingHandle, RotationScheduler,
-    StoredKeyset, UnixTime,
+    Error, KeysetError, KeysetRefusal, KeysetStore, ManualClock, ProviderRegistry, RingHandle,
+    RotationScheduler, StoredKeyset, UnixTime,
 };
 use stateseal_testkit::instant;
 use stateseal_testkit::keysets;
@@ -113,7 +113,7 @@ async fn garbage_in_the_store_does_not_freeze_the_timeline() {
         matches!(
             &err,
             Error::Keyset(KeysetError::Refused {
-                reason: "invalid",
+                reason: KeysetRefusal::Invalid,
                 ..
             })
         ),
@@ -230,7 +230,7 @@ async fn an_older_generation_or_another_keyset_is_refused() {
         matches!(
             &err,
             Error::Keyset(KeysetError::Refused {
-                reason: "rollback",
+                reason: KeysetRefusal::Rollback,
                 ..
             })
         ),
@@ -267,7 +267,7 @@ async fn an_older_generation_or_another_keyset_is_refused() {
         matches!(
             &err,
             Error::Keyset(KeysetError::Refused {
-                reason: "other_keyset",
+                reason: KeysetRefusal::OtherKeyset,
                 ..
             })
         ),

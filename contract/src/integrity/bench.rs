@@ -14,8 +14,8 @@ use stateseal::rotation::{
     init_keyset, rotate_keyset,
 };
 use stateseal::{
-    Error, FileStore, KeysetError, KeysetStore, LocalProvider, ManualClock, MintOptions,
-    OpenOptions, ProviderRegistry, RingHandle, RotationScheduler, StoredKeyset,
+    Error, FileStore, KeysetError, KeysetRefusal, KeysetStore, LocalProvider, ManualClock,
+    MintOptions, OpenOptions, ProviderRegistry, RingHandle, RotationScheduler, StoredKeyset,
 };
 
 use super::{CountingLocal, PlaintextWrap, T0};
@@ -132,7 +132,7 @@ impl<S: StoreUnderTest> Bench<'_, S> {
         &mut self,
         what: &str,
         attack: serde_json::Value,
-        reason: &str,
+        reason: KeysetRefusal,
         calls: u64,
     ) {
         let good = self.current().await;
@@ -225,7 +225,7 @@ impl<S: StoreUnderTest> Bench<'_, S> {
 }
 
 /// `err` is a refusal for `reason`.
-pub(super) fn assert_refused(err: &Error, reason: &str) {
+pub(super) fn assert_refused(err: &Error, reason: KeysetRefusal) {
     assert!(
         matches!(err, Error::Keyset(KeysetError::Refused { reason: r, .. }) if *r == reason),
         "expected a refusal for {reason}, got {err}"

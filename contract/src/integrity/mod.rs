@@ -16,7 +16,7 @@ mod wraps;
 use std::path::Path;
 
 use stateseal::rotation::seal_with_new_mac_key;
-use stateseal::{FileStore, StoredKeyset};
+use stateseal::{FileStore, KeysetRefusal, StoredKeyset};
 
 use crate::keysets;
 use crate::store::StoreUnderTest;
@@ -50,17 +50,20 @@ async fn tampering<S: StoreUnderTest>(b: &mut Bench<'_, S>, dir: &Path) {
     let freeze = edited(&g, |p| {
         p["keys"][0]["activate_at"] = "9999-12-31T00:00:00Z".into()
     });
-    b.refuses("activation in 9999", freeze, "mac", 0).await;
+    b.refuses("activation in 9999", freeze, KeysetRefusal::Mac, 0)
+        .await;
     let g = b.current().await;
     let lower = edited(&g, |p| p["keys"][0]["seals_reserved"] = 0.into());
-    b.refuses("reservations lowered", lower, "mac", 0).await;
+    b.refuses("reservations lowered", lower, KeysetRefusal::Mac, 0)
+        .await;
     let g = b.current().await;
     let keep = edited(&g, |p| {
         for k in p["keys"].as_array_mut().expect("keys") {
             k["retire_at"] = serde_json::Value::Null;
         }
     });
-    b.refuses("retirement dropped", keep, "mac", 0).await;
+    b.refuses("retirement dropped", keep, KeysetRefusal::Mac, 0)
+        .await;
     // The same values in other bytes: the tag covers bytes, not meanings.
     let g = b.current().await;
     let p = payload(&g);
@@ -71,8 +74,13 @@ async fn tampering<S: StoreUnderTest>(b: &mut Bench<'_, S>, dir: &Path) {
     if respelled == p {
         respelled.push(b' ');
     }
-    b.refuses("re-spelled payload", with_payload(&g, &respelled), "mac", 0)
-        .await;
+    b.refuses(
+        "re-spelled payload",
+        with_payload(&g, &respelled),
+        KeysetRefusal::Mac,
+        0,
+    )
+    .await;
     let g = b.current().await;
     let truncated = edited(&g, |p| {
         let keys = p["keys"].as_array_mut().expect("keys");
@@ -81,7 +89,8 @@ async fn tampering<S: StoreUnderTest>(b: &mut Bench<'_, S>, dir: &Path) {
             .map(|e| e.remove("retire_at"));
         keys.truncate(1);
     });
-    b.refuses("truncated entry", truncated, "mac", 0).await;
+    b.refuses("truncated entry", truncated, KeysetRefusal::Mac, 0)
+        .await;
 
     // (a) KEK substitution: the attacker's own keyset material under their KEK.
     let theirs = seed(&registry, dir, "theirs.json", &kek).await;
@@ -89,11 +98,12 @@ async fn tampering<S: StoreUnderTest>(b: &mut Bench<'_, S>, dir: &Path) {
     let mut other_tag = g.clone();
     other_tag["mac"] = json(&theirs)["mac"].clone();
     // One KMS call: the other keyset's MAC key does not unwrap for this keyset id.
-    b.refuses("another keyset's MAC", other_tag, "mac", 1).await;
+    b.refuses("another keyset's MAC", other_tag, KeysetRefusal::Mac, 1)
+        .await;
     b.refuses(
         "another keyset's document",
         json(&theirs),
-        "other_keyset",
+        KeysetRefusal::OtherKeyset,
         0,
     )
     .await;
@@ -116,7 +126,7 @@ async fn tampering<S: StoreUnderTest>(b: &mut Bench<'_, S>, dir: &Path) {
     b.refuses(
         "MAC key under the attacker's KEK (p10 vs pin p1/)",
         json(&under_theirs),
-        "unpinned_kek",
+        KeysetRefusal::UnpinnedKek,
         0,
     )
     .await;
@@ -128,7 +138,7 @@ async fn tampering<S: StoreUnderTest>(b: &mut Bench<'_, S>, dir: &Path) {
     b.refuses(
         "an unauthenticated document",
         json(&v1),
-        "unauthenticated",
+        KeysetRefusal::Unauthenticated,
         0,
     )
     .await;
@@ -138,7 +148,8 @@ async fn tampering<S: StoreUnderTest>(b: &mut Bench<'_, S>, dir: &Path) {
         Ok(()) => {
             let mut huge = b.current().await;
             huge["padding"] = "x".repeat(stateseal::keyset::MAX_DOCUMENT_BYTES).into();
-            b.refuses("a huge document", huge, "invalid", 0).await;
+            b.refuses("a huge document", huge, KeysetRefusal::Invalid, 0)
+                .await;
         }
         Err(why) => println!("integrity contract: huge document not run: {why}"),
     }

@@ -8,7 +8,7 @@ use stateseal::rotation::{
     DEFAULT_MAX_LIVE_KEYS, KeysetTrust, RotateMode, SchedulerConfig, Timing, TrustPolicy,
     rotate_keyset,
 };
-use stateseal::{Error, KeysetError, LocalProvider, MintOptions};
+use stateseal::{Error, KeysetError, KeysetRefusal, LocalProvider, MintOptions};
 use std::time::Duration;
 
 use super::PlaintextWrap;
@@ -32,7 +32,7 @@ pub(super) async fn rollback<S: StoreUnderTest>(b: &mut Bench<'_, S>) {
     b.refuses(
         "an old authentic document",
         before_emergency.clone(),
-        "rollback",
+        KeysetRefusal::Rollback,
         0,
     )
     .await;
@@ -61,7 +61,7 @@ pub(super) async fn rollback<S: StoreUnderTest>(b: &mut Bench<'_, S>) {
         .refresh_at(instant(b.t))
         .await
         .expect_err("a restored backup below min_generation");
-    assert_refused(&err, "below_min_generation");
+    assert_refused(&err, KeysetRefusal::BelowMinimum);
     // …or once the document has gone stale.
     let stale_at = keysets::verified(&*b.store, &registry)
         .await
@@ -73,7 +73,7 @@ pub(super) async fn rollback<S: StoreUnderTest>(b: &mut Bench<'_, S>) {
         .refresh_at(instant(stale_at))
         .await
         .expect_err("a stale document");
-    assert_refused(&err, "expired");
+    assert_refused(&err, KeysetRefusal::Expired);
     // An operator who restored that backup and rotates on schedule is told,
     // before anything is written, that the fleet would refuse the result: the
     // store's newest copy (every backend keeps one) remembers the emergency.
@@ -206,7 +206,7 @@ pub(super) async fn rewrap<S: StoreUnderTest>(b: &mut Bench<'_, S>) {
         .refresh_at(instant(b.t))
         .await
         .expect_err("not pinned here");
-    assert_refused(&err, "unpinned_kek");
+    assert_refused(&err, KeysetRefusal::UnpinnedKek);
     b.restore(&good).await;
     let token = b
         .env

@@ -12,7 +12,7 @@ use super::{
     ALG_V1_AES_256_GCM, ALG_V2_XAES_256_GCM, KEYSET_FORMAT, KeyEntry, Keyset, MAX_ENTRIES,
     alg_name, alg_of, b64_decode, bad,
 };
-use crate::Error;
+use crate::error::Error;
 use crate::key::{KeyId, TokenFormat};
 
 #[derive(Serialize, Deserialize)]

@@ -12,85 +12,15 @@
 
 use std::collections::BTreeSet;
 
-use crate::error::{Error, KeysetError};
+use crate::error::{Error, KeysetError, KeysetRefusal};
 use crate::keyset::{KeyEntry, Keyset, Timing};
 
-/// Why a document was not adopted; also the `reason` label of
-/// `stateseal_keyset_rejected_total`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Refusal {
-    /// The store held bytes that are not a valid keyset document.
-    Invalid,
-    /// Two entries unwrap to the same key id.
-    DuplicateKey,
-    /// A lower generation than the one already adopted.
-    Rollback,
-    /// The same generation with different contents (a write that bypassed compare-and-swap).
-    Rewritten,
-    /// Another keyset id than the one already adopted.
-    OtherKeyset,
-    /// The document's timing profile allows shorter-lived states than this
-    /// instance seals: its rotations would retire keys under live states.
-    Timing,
-    /// An unauthenticated (`stateseal.keyset/v1`) document, not accepted by configuration.
-    Unauthenticated,
-    /// The MAC tag does not verify, or the MAC key does not unwrap for this keyset.
-    Mac,
-    /// A KEK (a data key's or the MAC key's) the configuration does not pin.
-    UnpinnedKek,
-    /// A generation below the configured `min_generation`.
-    BelowMinimum,
-    /// Past the document's `expires_at`.
-    Expired,
-    /// An entry's key id changed.
-    KeyChanged,
-    /// An entry activates later than the adopted document said.
-    ActivationDelayed,
-    /// An entry activates further ahead than any legitimate rotation schedules.
-    ActivationTooFar,
-    /// An entry retires later than the adopted document said (or no longer retires).
-    RetirementDelayed,
-    /// An entry's seal reservations went down.
-    ReservationsDecreased,
-    /// An entry this instance saw pruned is back.
-    PrunedReturned,
-    /// A revocation entry that can still cover a valid state is gone.
-    RevocationDropped,
-    /// At first adoption: a lower generation than the store's newest copy
-    /// (a restored backup, seen by an instance with no watermark).
-    BehindNewest,
-}
-
-impl Refusal {
-    pub(crate) fn label(self) -> &'static str {
-        match self {
-            Self::Invalid => "invalid",
-            Self::DuplicateKey => "duplicate_key",
-            Self::Rollback => "rollback",
-            Self::Rewritten => "rewritten",
-            Self::OtherKeyset => "other_keyset",
-            Self::Timing => "timing",
-            Self::Unauthenticated => "unauthenticated",
-            Self::Mac => "mac",
-            Self::UnpinnedKek => "unpinned_kek",
-            Self::BelowMinimum => "below_min_generation",
-            Self::Expired => "expired",
-            Self::KeyChanged => "key_changed",
-            Self::ActivationDelayed => "activation_delayed",
-            Self::ActivationTooFar => "activation_too_far",
-            Self::RetirementDelayed => "retirement_delayed",
-            Self::ReservationsDecreased => "reservations_decreased",
-            Self::PrunedReturned => "pruned_returned",
-            Self::RevocationDropped => "revocation_dropped",
-            Self::BehindNewest => "behind_newest",
-        }
-    }
-
+impl KeysetRefusal {
     /// Whether refusing a document for this reason stays right for as long as
     /// the store holds the same bytes and this instance the same watermark:
     /// what the bytes say (tag, pins, ids, generation), never what depends on
     /// the clock (expiry, entries judged only while live) or on a KMS answer.
-    pub(crate) fn is_permanent(label: &str) -> bool {
+    pub(crate) fn is_permanent(self) -> bool {
         [
             Self::Invalid,
             Self::DuplicateKey,
@@ -103,8 +33,7 @@ impl Refusal {
             Self::BelowMinimum,
             Self::BehindNewest,
         ]
-        .iter()
-        .any(|r| r.label() == label)
+        .contains(&self)
     }
 
     /// Counts and logs the refusal (reason and generations only: a document holds no secrets,
@@ -113,7 +42,7 @@ impl Refusal {
         metrics::counter!("stateseal_keyset_rejected_total", "reason" => self.label()).increment(1);
         tracing::warn!(store, reason = self.label(), %detail, "keyset document refused; serving on the last good document");
         Error::Keyset(KeysetError::Refused {
-            reason: self.label(),
+            reason: self,
             detail,
         })
     }
@@ -135,13 +64,13 @@ pub(crate) fn admit(
     configured: &Timing,
     now: f64,
     pruned: &BTreeSet<String>,
-) -> Result<(), (Refusal, String)> {
+) -> Result<(), (KeysetRefusal, String)> {
     let ttl = configured.ttl.as_secs_f64();
     if let Some(t) = candidate.timing
         && configured.ttl > t.ttl
     {
         return Err((
-            Refusal::Timing,
+            KeysetRefusal::Timing,
             format!(
                 "this instance seals states for {ttl}s but keyset {} rotates for states of at most {}s (its T); lower the configured ttl, or re-create the keyset with a longer --state-ttl",
                 candidate.id,
@@ -161,7 +90,7 @@ pub(crate) fn admit(
     if let Some(adopted) = adopted {
         if candidate.id != adopted.id {
             return Err((
-                Refusal::OtherKeyset,
+                KeysetRefusal::OtherKeyset,
                 format!(
                     "the store now holds keyset {} but this instance serves keyset {}; restart the instance to switch keysets",
                     candidate.id, adopted.id
@@ -170,7 +99,7 @@ pub(crate) fn admit(
         }
         if candidate.generation < adopted.generation {
             return Err((
-                Refusal::Rollback,
+                KeysetRefusal::Rollback,
                 format!(
                     "generation {} is older than generation {} already adopted",
                     candidate.generation, adopted.generation
@@ -179,7 +108,7 @@ pub(crate) fn admit(
         }
         if candidate.generation == adopted.generation && candidate != adopted {
             return Err((
-                Refusal::Rewritten,
+                KeysetRefusal::Rewritten,
                 format!(
                     "generation {} changed without a new generation number",
                     candidate.generation
@@ -192,7 +121,7 @@ pub(crate) fn admit(
             crate::keyset::dropped_live(&adopted.revocations, &timing, &candidate.revocations, now)
         {
             return Err((
-                Refusal::RevocationDropped,
+                KeysetRefusal::RevocationDropped,
                 format!(
                     "generation {} drops a {} revocation (before {}) that still covers states valid for {:.0}s; revocations leave only once nothing they cover can verify",
                     candidate.generation,
@@ -207,7 +136,7 @@ pub(crate) fn admit(
     for e in candidate.keys.iter().filter(live) {
         if pruned.contains(&e.entry) {
             return Err((
-                Refusal::PrunedReturned,
+                KeysetRefusal::PrunedReturned,
                 format!("entry {} was pruned and is back", e.entry),
             ));
         }
@@ -216,7 +145,7 @@ pub(crate) fn admit(
         let known = adopted.is_some_and(|a| a.entry(&e.entry).is_some());
         if !known && e.activate_at > latest {
             return Err((
-                Refusal::ActivationTooFar,
+                KeysetRefusal::ActivationTooFar,
                 format!(
                     "entry {} activates {:.0}s from now, later than any rotation schedules (P + S = {delay:.0}s)",
                     e.entry,
@@ -234,17 +163,17 @@ pub(crate) fn admit(
 }
 
 /// Whether entry `was` may become `now_is` in a later generation.
-fn entry_moves(was: &KeyEntry, now_is: &KeyEntry) -> Result<(), (Refusal, String)> {
+fn entry_moves(was: &KeyEntry, now_is: &KeyEntry) -> Result<(), (KeysetRefusal, String)> {
     let id = &was.entry;
     if was.kid.is_some() && now_is.kid != was.kid {
         return Err((
-            Refusal::KeyChanged,
+            KeysetRefusal::KeyChanged,
             format!("entry {id} changed its key id"),
         ));
     }
     if now_is.alg != was.alg {
         return Err((
-            Refusal::KeyChanged,
+            KeysetRefusal::KeyChanged,
             format!(
                 "entry {id} changed its algorithm from {} to {}; a key serves one algorithm for life",
                 crate::keyset::alg_name(was.alg),
@@ -254,7 +183,7 @@ fn entry_moves(was: &KeyEntry, now_is: &KeyEntry) -> Result<(), (Refusal, String
     }
     if now_is.activate_at > was.activate_at {
         return Err((
-            Refusal::ActivationDelayed,
+            KeysetRefusal::ActivationDelayed,
             format!(
                 "entry {id} would activate {:.3}s later than before; activations only come earlier",
                 now_is.activate_at - was.activate_at
@@ -268,13 +197,13 @@ fn entry_moves(was: &KeyEntry, now_is: &KeyEntry) -> Result<(), (Refusal, String
     };
     if later {
         return Err((
-            Refusal::RetirementDelayed,
+            KeysetRefusal::RetirementDelayed,
             format!("entry {id} would retire later than before; retirements only come earlier"),
         ));
     }
     if now_is.seals_reserved < was.seals_reserved {
         return Err((
-            Refusal::ReservationsDecreased,
+            KeysetRefusal::ReservationsDecreased,
             format!(
                 "entry {id}: seals reserved went down from {} to {}",
                 was.seals_reserved, now_is.seals_reserved

@@ -68,26 +68,26 @@ fn entries_only_move_the_way_legitimate_writes_move_them() {
     // (c) freeze rotation, every way a store writer could try it.
     assert_eq!(
         reason(next(&|e| e.activate_at = 901.0), &none()),
-        Some(Refusal::ActivationDelayed)
+        Some(KeysetRefusal::ActivationDelayed)
     );
     assert_eq!(
         reason(next(&|e| e.retire_at = None), &none()),
-        Some(Refusal::RetirementDelayed)
+        Some(KeysetRefusal::RetirementDelayed)
     );
     assert_eq!(
         reason(next(&|e| e.retire_at = Some(5001.0)), &none()),
-        Some(Refusal::RetirementDelayed)
+        Some(KeysetRefusal::RetirementDelayed)
     );
     assert_eq!(
         reason(next(&|e| e.seals_reserved = 9), &none()),
-        Some(Refusal::ReservationsDecreased)
+        Some(KeysetRefusal::ReservationsDecreased)
     );
     assert_eq!(
         reason(
             next(&|e| e.kid = crate::key::KeyId::from_hex("0a0b0c0e")),
             &none()
         ),
-        Some(Refusal::KeyChanged)
+        Some(KeysetRefusal::KeyChanged)
     );
     let mut far = adopted.clone();
     far.generation = 6;
@@ -98,22 +98,22 @@ fn entries_only_move_the_way_legitimate_writes_move_them() {
     far.keys.push(e);
     assert_eq!(
         reason(far.clone(), &none()),
-        Some(Refusal::ActivationTooFar)
+        Some(KeysetRefusal::ActivationTooFar)
     );
     // Also for an instance that adopts it first.
     assert_eq!(
         admit(None, &far, &cfg(600.0), now, &none()).unwrap_err().0,
-        Refusal::ActivationTooFar
+        KeysetRefusal::ActivationTooFar
     );
     // P + S ahead is a legitimate scheduled rotation seen on a clock S behind.
     far.keys[1].activate_at = now + 120.0 + 60.0;
     assert_eq!(reason(far.clone(), &none()), None);
     far.keys[1].activate_at = now + 120.0 + 60.0 + 1.0;
-    assert_eq!(reason(far, &none()), Some(Refusal::ActivationTooFar));
+    assert_eq!(reason(far, &none()), Some(KeysetRefusal::ActivationTooFar));
     let pruned: BTreeSet<String> = ["k_1".to_owned()].into();
     assert_eq!(
         reason(next(&|_| {}), &pruned),
-        Some(Refusal::PrunedReturned)
+        Some(KeysetRefusal::PrunedReturned)
     );
 }
 
@@ -146,16 +146,16 @@ fn refuses_older_foreign_and_rewritten_documents() {
             .unwrap_err()
             .0
     };
-    assert_eq!(reason(doc("ks_a", 4, 1.0)), Refusal::Rollback);
-    assert_eq!(reason(doc("ks_a", 5, 0.5)), Refusal::Rewritten);
-    assert_eq!(reason(doc("ks_b", 9, 1.0)), Refusal::OtherKeyset);
+    assert_eq!(reason(doc("ks_a", 4, 1.0)), KeysetRefusal::Rollback);
+    assert_eq!(reason(doc("ks_a", 5, 0.5)), KeysetRefusal::Rewritten);
+    assert_eq!(reason(doc("ks_b", 9, 1.0)), KeysetRefusal::OtherKeyset);
 }
 
 #[test]
 fn refuses_a_profile_shorter_than_the_configured_ttl() {
     let (refusal, detail) =
         admit(None, &doc("ks_a", 1, 1.0), &cfg(900.0), 1.0, &none()).unwrap_err();
-    assert_eq!(refusal, Refusal::Timing);
+    assert_eq!(refusal, KeysetRefusal::Timing);
     assert!(
         detail.contains("900s") && detail.contains("600s"),
         "{detail}"

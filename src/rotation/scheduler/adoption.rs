@@ -3,9 +3,10 @@
 
 use super::{RotationScheduler, lock};
 use crate::clock::UnixTime;
+use crate::error::KeysetRefusal;
 use crate::error::{DataError, Error, KeysetError, ProviderError};
 use crate::keyset::{ConditionalLoad, Keyset, StoreVersion, StoredKeyset};
-use crate::rotation::admission::{Refusal, admit};
+use crate::rotation::admission::admit;
 use crate::rotation::newest::{Behind, behind_newest};
 use crate::rotation::trust::{KeysetTrust, VerifiedKeyset};
 
@@ -24,13 +25,13 @@ impl RotationScheduler {
         let candidate = match self.read_store(now).await {
             Ok(read) => read,
             Err(Error::Keyset(KeysetError::Invalid { field, problem })) => {
-                Err(Refusal::Invalid.record(uri, format!("{field}: {problem}")))
+                Err(KeysetRefusal::Invalid.record(uri, format!("{field}: {problem}")))
             }
             Err(e) => Err(e),
         };
         let problem = match candidate {
             Ok((verified, version)) => match self.install(&verified.doc, now, true).await {
-                Err(Error::Data(DataError::DuplicateKey { index })) => Refusal::DuplicateKey.record(
+                Err(Error::Data(DataError::DuplicateKey { index })) => KeysetRefusal::DuplicateKey.record(
                     uri,
                     format!(
                         "generation {}: the key of its entry {index} duplicates another entry's",
@@ -103,7 +104,7 @@ impl RotationScheduler {
             ConditionalLoad::Unchanged => match (refused, lock(&inner.adopted).clone()) {
                 // Still the document refused last: refused again without opening it.
                 (Some((_, reason, detail, _)), _) => {
-                    metrics::counter!("stateseal_keyset_rejected_total", "reason" => reason)
+                    metrics::counter!("stateseal_keyset_rejected_total", "reason" => reason.label())
                         .increment(1);
                     Err(Error::Keyset(KeysetError::Refused { reason, detail }))
                 }
@@ -134,12 +135,12 @@ impl RotationScheduler {
                 // call, and an emergency rotation read early is adopted at the next refresh.
                 let until = match &accepted {
                     Err(Error::Keyset(KeysetError::Refused { reason, .. }))
-                        if Refusal::is_permanent(reason) =>
+                        if reason.is_permanent() =>
                     {
                         Some(f64::INFINITY)
                     }
                     Err(Error::Keyset(KeysetError::Refused { reason, .. }))
-                        if [Refusal::Mac.label(), Refusal::KeyChanged.label()].contains(reason) =>
+                        if [KeysetRefusal::Mac, KeysetRefusal::KeyChanged].contains(reason) =>
                     {
                         Some(now + REJUDGE_AFTER)
                     }
@@ -201,7 +202,7 @@ impl RotationScheduler {
         let store = &*inner.store;
         match behind_newest(store, &inner.registry, &inner.trust, doc).await {
             Ok(None) | Err(Error::Keyset(KeysetError::Conflict { .. })) => Ok(()),
-            Ok(Some(Behind { newest, copy })) => Err(Refusal::BehindNewest.record(
+            Ok(Some(Behind { newest, copy })) => Err(KeysetRefusal::BehindNewest.record(
                 store.uri(),
                 format!(
                     "the store holds generation {}, but generation {newest} was written before it (its copy is {copy}): a restored backup, not adopted by an instance that has none yet. Put the newest document back (copy {copy} over {}), or retire every key in the backup with `stateseal rotate --now-compromise`",
@@ -245,7 +246,7 @@ impl RotationScheduler {
             match crate::rotation::proof::unwrap_entry(doc, e, &inner.registry).await {
                 Ok(_) => {}
                 Err(Error::Keyset(KeysetError::Invalid { problem, .. })) => {
-                    return Err(Refusal::KeyChanged.record(
+                    return Err(KeysetRefusal::KeyChanged.record(
                         inner.store.uri(),
                         format!(
                             "generation {}: entry {} was re-wrapped to another key: {problem}",

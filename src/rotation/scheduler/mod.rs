@@ -21,7 +21,7 @@ use super::timeline::{Phase, next_change_after, ring_at};
 use super::trust::{KeysetTrust, VerifiedKeyset};
 use crate::clock::UnixTime;
 use crate::clock::{Clock, SystemClock};
-use crate::error::{DataError, Error};
+use crate::error::{DataError, Error, KeysetRefusal};
 use crate::keyset::{Keyset, KeysetStore, StoreVersion};
 use crate::provider::ProviderRegistry;
 use crate::ring::{KeyRing, RingHandle};
@@ -118,7 +118,7 @@ struct Inner {
     /// next conditional read names it, so an unchanged junk document costs a
     /// read answered "unchanged" and no KMS call.
     /// (version, reason, detail, judged again at).
-    refused: Mutex<Option<(StoreVersion, &'static str, String, f64)>>,
+    refused: Mutex<Option<(StoreVersion, KeysetRefusal, String, f64)>>,
     /// After the store refused a seal reservation: when to try again, and
     /// how many refusals in a row.
     reservation_backoff: Mutex<Option<(String, f64, u32)>>,

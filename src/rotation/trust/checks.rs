@@ -4,9 +4,9 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::super::admission::Refusal;
 use super::{KeysetTrust, VerifiedKeyset, refuse};
 use crate::clock::UnixTime;
+use crate::error::KeysetRefusal;
 use crate::error::{Error, KeysetError};
 use crate::keyset::{KeyEntry, KeysetPins, MAC_PURPOSE, MacKey, MacKeyRef, StoredKeyset};
 use crate::provider::{ErrorClass, ProviderRegistry, WrapContext};
@@ -24,7 +24,7 @@ impl KeysetTrust {
         {
             return Err(refuse(
                 uri,
-                Refusal::OtherKeyset,
+                KeysetRefusal::OtherKeyset,
                 format!(
                     "the document is keyset {} but this instance is pinned to keyset {}",
                     stored.id(),
@@ -35,7 +35,7 @@ impl KeysetTrust {
         if stored.generation() < self.policy.min_generation {
             return Err(refuse(
                 uri,
-                Refusal::BelowMinimum,
+                KeysetRefusal::BelowMinimum,
                 format!(
                     "generation {} is below the configured min_generation {}",
                     stored.generation(),
@@ -63,7 +63,7 @@ impl KeysetTrust {
         match &self.policy.pins {
             Some(pins) if !pins.allows_kek(&e.kek) => Err(refuse(
                 uri,
-                Refusal::UnpinnedKek,
+                KeysetRefusal::UnpinnedKek,
                 format!(
                     "{what} is wrapped under a KEK the configuration does not pin: {}",
                     e.kek
@@ -79,12 +79,12 @@ impl KeysetTrust {
         stored: &StoredKeyset,
     ) -> Result<VerifiedKeyset, Error> {
         let Some(doc) = stored.unauthenticated_content() else {
-            return Err(refuse(uri, Refusal::Invalid, "no content".into()));
+            return Err(refuse(uri, KeysetRefusal::Invalid, "no content".into()));
         };
         if !self.policy.accept_unauthenticated {
             return Err(refuse(
                 uri,
-                Refusal::Unauthenticated,
+                KeysetRefusal::Unauthenticated,
                 "the document is stateseal.keyset/v1, which nothing authenticates; convert it with `stateseal keyset upgrade`, or set accept_unauthenticated_keyset = true for the migration".into(),
             ));
         }
@@ -114,7 +114,7 @@ impl KeysetTrust {
         {
             return Err(refuse(
                 uri,
-                Refusal::UnpinnedKek,
+                KeysetRefusal::UnpinnedKek,
                 format!(
                     "the document's MAC key is wrapped under a KEK the configuration does not pin: {}",
                     r.kek
@@ -137,15 +137,17 @@ impl KeysetTrust {
             }),
             Ok(None) => Err(refuse(
                 uri,
-                Refusal::Mac,
+                KeysetRefusal::Mac,
                 format!(
                     "generation {}: the tag does not verify (the payload or tag was changed without the KEK)",
                     stored.generation()
                 ),
             )),
-            Err(Error::Keyset(KeysetError::Invalid { field, problem })) => {
-                Err(refuse(uri, Refusal::Invalid, format!("{field}: {problem}")))
-            }
+            Err(Error::Keyset(KeysetError::Invalid { field, problem })) => Err(refuse(
+                uri,
+                KeysetRefusal::Invalid,
+                format!("{field}: {problem}"),
+            )),
             Err(e) => Err(e),
         }
     }
@@ -164,7 +166,7 @@ impl KeysetTrust {
         if now.is_some_and(|now| self.mac_keys.refused(keyset_id, r, now)) {
             return Err(refuse(
                 uri,
-                Refusal::Mac,
+                KeysetRefusal::Mac,
                 format!(
                     "the MAC key does not unwrap for keyset {keyset_id} (the KMS refused it within the last {:.0}s; not asked again yet)",
                     super::super::mac_keys::REFUSAL_HOLD
@@ -191,7 +193,7 @@ impl KeysetTrust {
                 if class == Some(ErrorClass::Invalid) {
                     return Err(refuse(
                         uri,
-                        Refusal::Mac,
+                        KeysetRefusal::Mac,
                         format!("the MAC key does not unwrap for keyset {keyset_id}: {e}"),
                     ));
                 }

@@ -13,10 +13,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use super::admission::Refusal;
 use super::mac_keys::MacKeys;
-use crate::Error;
+use crate::error::Error;
 use crate::clock::UnixTime;
+use crate::error::KeysetRefusal;
 use crate::keyset::{Keyset, KeysetPins, MAC_PURPOSE, MacKey, MacKeyRef, StoredKeyset};
 use crate::provider::{ProviderRegistry, WrapContext};
 
@@ -147,7 +147,7 @@ impl std::fmt::Debug for KeysetTrust {
     }
 }
 
-fn refuse(store: &str, reason: Refusal, detail: String) -> Error {
+fn refuse(store: &str, reason: KeysetRefusal, detail: String) -> Error {
     reason.record(store, detail)
 }
 
@@ -211,7 +211,7 @@ impl KeysetTrust {
         match verified.expires_at {
             Some(expires_at) if now >= expires_at => Err(refuse(
                 uri,
-                Refusal::Expired,
+                KeysetRefusal::Expired,
                 format!(
                     "generation {} went stale {:.0}s ago; a writer with the KEK renews it (`stateseal rotate`, `stateseal keyset renew`, or a server that may write)",
                     verified.doc.generation,

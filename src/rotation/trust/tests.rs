@@ -1,8 +1,8 @@
 use super::*;
-use crate::KeysetError;
 use crate::keyset::{KeyEntry, Timing};
 use crate::provider::{BoxFuture, DataKey, KeyProvider, LocalProvider};
 use crate::secret::Secret;
+use crate::error::{KeysetError, KeysetRefusal};
 
 /// The local provider, counting unwraps: "zero KMS calls" must be measured.
 #[derive(Debug, Default)]
@@ -122,7 +122,7 @@ impl Kit {
         policy: TrustPolicy,
         stored: &StoredKeyset,
         now: f64,
-    ) -> (Option<&'static str>, u64) {
+    ) -> (Option<KeysetRefusal>, u64) {
         let before = self.unwraps();
         let got = KeysetTrust::new(policy)
             .open(&self.registry, "file:///test", stored, at(now))
@@ -202,7 +202,7 @@ async fn a_store_writer_without_the_kek_changes_nothing() {
     let (forged, _) = kit.sealed(&own, &kit.attacker_kek).await;
     assert_eq!(
         kit.reason(pinned(), &forged, NOW).await,
-        (Some("unpinned_kek"), 0)
+        (Some(KeysetRefusal::UnpinnedKek), 0)
     );
 
     // The payload changed by one byte, or re-spelled with the same values: the tag covers bytes.
@@ -213,19 +213,28 @@ async fn a_store_writer_without_the_kek_changes_nothing() {
         set_payload(v, &p);
         v["generation"] = 4.into();
     });
-    assert_eq!(kit.reason(pinned(), &flipped, NOW).await.0, Some("mac"));
+    assert_eq!(
+        kit.reason(pinned(), &flipped, NOW).await.0,
+        Some(KeysetRefusal::Mac)
+    );
     let respelled = edited(&stored, |v| {
         let p: serde_json::Value = serde_json::from_slice(&payload_of(v)).unwrap();
         set_payload(v, &serde_json::to_vec(&p).unwrap());
     });
-    assert_eq!(kit.reason(pinned(), &respelled, NOW).await.0, Some("mac"));
+    assert_eq!(
+        kit.reason(pinned(), &respelled, NOW).await.0,
+        Some(KeysetRefusal::Mac)
+    );
     // A truncated entry list, re-tagged with nothing: the tag fails.
     let truncated = edited(&stored, |v| {
         let mut p: serde_json::Value = serde_json::from_slice(&payload_of(v)).unwrap();
         p["keys"][0].as_object_mut().unwrap().remove("retire_at");
         set_payload(v, &serde_json::to_vec_pretty(&p).unwrap());
     });
-    assert_eq!(kit.reason(pinned(), &truncated, NOW).await.0, Some("mac"));
+    assert_eq!(
+        kit.reason(pinned(), &truncated, NOW).await.0,
+        Some(KeysetRefusal::Mac)
+    );
 
     // A tag from another keyset under the same KEK: that keyset's MAC key does not
     // unwrap for this keyset id (the wrap is bound to it).
@@ -237,16 +246,19 @@ async fn a_store_writer_without_the_kek_changes_nothing() {
     });
     assert_eq!(
         kit.reason(pinned(), &transplanted, NOW).await.0,
-        Some("mac")
+        Some(KeysetRefusal::Mac)
     );
     // Another keyset's whole valid document: refused by the id pin, no KMS call.
     assert_eq!(
         kit.reason(pinned(), &theirs, NOW).await,
-        (Some("other_keyset"), 0)
+        (Some(KeysetRefusal::OtherKeyset), 0)
     );
     // Its clear id rewritten to ours: the MAC key is unwrapped for *our* id and fails.
     let renamed = edited(&theirs, |v| v["id"] = "ks_fleet".into());
-    assert_eq!(kit.reason(pinned(), &renamed, NOW).await.0, Some("mac"));
+    assert_eq!(
+        kit.reason(pinned(), &renamed, NOW).await.0,
+        Some(KeysetRefusal::Mac)
+    );
 
     // The MAC key moved under an unpinned KEK: one refusal, zero KMS calls.
     let moved = edited(&stored, |v| {
@@ -255,14 +267,14 @@ async fn a_store_writer_without_the_kek_changes_nothing() {
     });
     assert_eq!(
         kit.reason(pinned(), &moved, NOW).await,
-        (Some("unpinned_kek"), 0)
+        (Some(KeysetRefusal::UnpinnedKek), 0)
     );
 
     // Unauthenticated documents: refused unless accepted for a migration.
     let legacy = StoredKeyset::unauthenticated(&doc).unwrap();
     assert_eq!(
         kit.reason(pinned(), &legacy, NOW).await,
-        (Some("unauthenticated"), 0)
+        (Some(KeysetRefusal::Unauthenticated), 0)
     );
     let migrating = TrustPolicy {
         accept_unauthenticated: true,
@@ -284,7 +296,7 @@ async fn authentic_but_old_foreign_keked_or_stale_documents_are_refused() {
     let (stored, _) = kit.sealed(&doc, &kit.kek).await;
     assert_eq!(
         kit.reason(kit.pins("ks_fleet"), &stored, NOW).await.0,
-        Some("unpinned_kek")
+        Some(KeysetRefusal::UnpinnedKek)
     );
     doc.keys.pop();
     let (stored, _) = kit.sealed(&doc, &kit.kek).await;
@@ -293,7 +305,7 @@ async fn authentic_but_old_foreign_keked_or_stale_documents_are_refused() {
         kit.reason(kit.pins("ks_fleet"), &stored, NOW + 100.0)
             .await
             .0,
-        Some("expired")
+        Some(KeysetRefusal::Expired)
     );
     assert_eq!(
         kit.reason(kit.pins("ks_fleet"), &stored, NOW + 99.0)
@@ -308,7 +320,7 @@ async fn authentic_but_old_foreign_keked_or_stale_documents_are_refused() {
     };
     assert_eq!(
         kit.reason(raised, &stored, NOW).await,
-        (Some("below_min_generation"), 0)
+        (Some(KeysetRefusal::BelowMinimum), 0)
     );
 }
 

@@ -65,8 +65,8 @@ impl Fixture {
             for i in 1..entries {
                 let mut e = first.clone();
                 e.entry = format!("k_{i:024}");
-                e.activate_at = T0 - 10.0 * i as f64;
-                e.retire_at = Some(T0 - 1.0);
+                e.activate_at = stateseal_testkit::instant(T0 - 10.0 * i as f64);
+                e.retire_at = Some(stateseal_testkit::instant(T0 - 1.0));
                 next.keys.insert(0, e);
             }
             next.generation = 2;

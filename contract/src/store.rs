@@ -94,9 +94,9 @@ pub fn content(generation: u64, entry: &str) -> Keyset {
             alg: stateseal::TokenFormat::V1,
             kek: "local:///contract/kek".into(),
             wrapped: vec![7; 60],
-            created_at: 1_782_345_600.0,
-            activate_at: 1_782_345_600.0,
-            retire_at: Some(1_782_346_600.5),
+            created_at: stateseal::UnixTime::from_secs(1_782_345_600),
+            activate_at: stateseal::UnixTime::from_secs(1_782_345_600),
+            retire_at: Some(stateseal::UnixTime::from_millis(1782346600500)),
             seals_reserved: 1 << 20,
         }],
     }

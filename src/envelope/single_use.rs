@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use crate::error::Error;
 use crate::clock::UnixTime;
 use crate::codec::{b64u_decode, b64u_encode};
+use crate::error::Error;
 use crate::random::RandomSource;
 
 /// Label hashed in front of every replay key.

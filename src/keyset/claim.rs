@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::rfc3339::{format_rfc3339, is_representable, parse_rfc3339};
+use crate::clock::UnixTime;
 use crate::error::{Error, KeysetError};
 
 /// Longest `holder` a claim may name.
@@ -39,8 +40,8 @@ pub struct RotationClaim {
     pub holder: String,
     /// Entry id of the primary the claimed rotation replaces.
     pub primary: String,
-    /// Unix seconds after which the claim no longer holds.
-    pub until: f64,
+    /// The instant from which the claim no longer holds.
+    pub until: UnixTime,
     /// Earlier claimants of this same rotation whose claims lapsed without
     /// it (they could not make a key): each waits until every instance not
     /// in the list has had its turn, so k failing instances delay a rotation
@@ -69,7 +70,7 @@ impl RotationClaim {
     }
 
     /// Whether the claim keeps `instance` from rotating away from `primary` at `now`.
-    pub fn excludes(&self, instance: &str, primary: &str, now: f64) -> bool {
+    pub fn excludes(&self, instance: &str, primary: &str, now: UnixTime) -> bool {
         self.holder != instance && self.primary == primary && now < self.until
     }
 }
@@ -96,7 +97,7 @@ impl RawClaim {
         Self {
             holder: c.holder.clone(),
             primary: c.primary.clone(),
-            until: format_rfc3339(c.until),
+            until: format_rfc3339(c.until.as_secs_f64()),
             tried: c.tried.clone(),
         }
     }
@@ -106,7 +107,7 @@ impl RawClaim {
         let claim = RotationClaim {
             holder: self.holder,
             primary: self.primary,
-            until,
+            until: UnixTime::from_finite_secs(until),
             tried: self.tried,
         };
         validate(&claim)?;
@@ -142,7 +143,7 @@ mod tests {
         RotationClaim {
             holder: "i_abc".into(),
             primary: "k_old".into(),
-            until: 1_782_345_660.0,
+            until: UnixTime::from_secs(1_782_345_660),
             tried: vec!["i_first".into()],
         }
     }
@@ -170,13 +171,19 @@ mod tests {
     #[test]
     fn a_claim_excludes_others_from_its_rotation_until_it_lapses() {
         let c = claim();
-        assert!(c.excludes("i_other", "k_old", 1_782_345_600.0));
-        assert!(!c.excludes("i_abc", "k_old", 1_782_345_600.0), "its holder");
+        assert!(c.excludes("i_other", "k_old", UnixTime::from_secs(1_782_345_600)));
         assert!(
-            !c.excludes("i_other", "k_new", 1_782_345_600.0),
+            !c.excludes("i_abc", "k_old", UnixTime::from_secs(1_782_345_600)),
+            "its holder"
+        );
+        assert!(
+            !c.excludes("i_other", "k_new", UnixTime::from_secs(1_782_345_600)),
             "another rotation"
         );
-        assert!(!c.excludes("i_other", "k_old", 1_782_345_660.0), "lapsed");
+        assert!(
+            !c.excludes("i_other", "k_old", UnixTime::from_secs(1_782_345_660)),
+            "lapsed"
+        );
     }
 
     #[test]
@@ -195,7 +202,10 @@ mod tests {
             ),
             (Box::new(|c| c.holder = "i_a b".into()), "holder"),
             (Box::new(|c| c.primary = "ks_1".into()), "primary"),
-            (Box::new(|c| c.until = 1e15), "until"),
+            (
+                Box::new(|c| c.until = UnixTime::from_secs(1000000000000000)),
+                "until",
+            ),
             (Box::new(|c| c.tried = vec!["a b".into()]), "tried"),
             (
                 Box::new(|c| c.tried = vec!["i_x".into(); MAX_TRIED + 1]),

@@ -30,7 +30,7 @@ pub use pins::KeysetPins;
 pub(crate) use revocation::dropped_live;
 pub use revocation::{MAX_CLIENT_ID_LEN, MAX_REVOCATIONS, live_until, prunable};
 pub use rfc3339::{MAX_TIME, is_representable};
-pub(crate) use rfc3339::{document_time, format_rfc3339};
+pub(crate) use rfc3339::{document_time, format_rfc3339, is_representable_secs};
 /// The document's RFC 3339 time format: exposed for tests and fuzzing only
 /// (feature `internals`, no stability promise).
 #[cfg(feature = "internals")]

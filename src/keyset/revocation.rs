@@ -160,7 +160,7 @@ pub(super) fn validate(entries: &[Revocation]) -> Result<(), Error> {
         ));
     }
     for (i, r) in entries.iter().enumerate() {
-        if !is_representable(r.before.as_secs_f64()) {
+        if !is_representable(r.before) {
             return Err(bad(
                 format!("revocations[{i}].before"),
                 "must be between 1970 and 9999 (Unix seconds, not milliseconds)",

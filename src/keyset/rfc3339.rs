@@ -3,6 +3,8 @@
 //! revocations, expiry) is written and read here.
 
 use time::OffsetDateTime;
+
+use crate::clock::UnixTime;
 use time::format_description::well_known::Rfc3339;
 
 /// Unix seconds → RFC 3339 (UTC, to the nearest millisecond).
@@ -23,11 +25,16 @@ pub(crate) fn document_time(secs: f64) -> f64 {
 }
 
 /// The latest time a document may hold: 9999-12-31T23:59:59Z (RFC 3339 has four-digit years).
-pub const MAX_TIME: f64 = 253_402_300_799.0;
+pub const MAX_TIME: UnixTime = UnixTime::from_secs(253_402_300_799);
 
-/// Whether `secs` is a time a document can hold: from the Unix epoch to [`MAX_TIME`].
-pub fn is_representable(secs: f64) -> bool {
-    secs.is_finite() && (0.0..=MAX_TIME).contains(&secs)
+/// Whether `t` is a time a document can hold: from the Unix epoch to [`MAX_TIME`].
+pub fn is_representable(t: UnixTime) -> bool {
+    (UnixTime::EPOCH..=MAX_TIME).contains(&t)
+}
+
+/// Whether `secs` is a time a document can hold (finite, from the epoch to [`MAX_TIME`]).
+pub(crate) fn is_representable_secs(secs: f64) -> bool {
+    UnixTime::from_secs_f64(secs).is_some_and(is_representable)
 }
 
 /// RFC 3339 → Unix seconds.

@@ -19,8 +19,8 @@ use std::fmt;
 
 pub use memory::MemoryReplayStore;
 
-use crate::error::Error;
 use crate::envelope::SingleUse;
+use crate::error::Error;
 pub use crate::future::BoxFuture;
 
 /// What a store answers for one presentation of a single-use state.

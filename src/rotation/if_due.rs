@@ -12,8 +12,8 @@ use super::{
     DEFAULT_KEYSET_VALIDITY, KeysetTrust, Phase, RotateMode, SchedulerConfig, VerifiedKeyset,
     describe_keyset, renew_keyset,
 };
-use crate::error::Error;
 use crate::clock::UnixTime;
+use crate::error::Error;
 use crate::keyset::KeysetStore;
 use crate::provider::ProviderRegistry;
 
@@ -48,10 +48,10 @@ pub fn rotation_due(v: &VerifiedKeyset, now: UnixTime, period: Duration) -> Opti
     let entry = v.doc.entry(&primary.entry)?;
     let max = SchedulerConfig::default().max_seals_per_key;
     let period = period.as_secs_f64();
-    if now - primary.activate_at >= period {
+    if now - primary.activate_at.as_secs_f64() >= period {
         Some(format!(
             "the primary key has sealed for {:.0} days (rotation period {:.0} days)",
-            (now - primary.activate_at) / 86_400.0,
+            (now - primary.activate_at.as_secs_f64()) / 86_400.0,
             period / 86_400.0
         ))
     } else if entry.seals_reserved >= max {

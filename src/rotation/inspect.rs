@@ -65,9 +65,9 @@ pub struct EntryStatus {
     /// Its role at the instant.
     pub role: Role,
     /// When it seals from.
-    pub activate_at: f64,
+    pub activate_at: UnixTime,
     /// When it stops unsealing.
-    pub retire_at: Option<f64>,
+    pub retire_at: Option<UnixTime>,
     /// Whether it can be used.
     pub availability: Availability,
 }
@@ -78,7 +78,7 @@ pub struct KeysetStatus {
     /// The document inspected.
     pub keyset: Keyset,
     /// The instant.
-    pub now: f64,
+    pub now: UnixTime,
     /// The rotation phase (`None`: every key has retired).
     pub phase: Option<Phase>,
     /// Entry ids of the ring a server holds at the instant: the primary first,
@@ -87,7 +87,7 @@ pub struct KeysetStatus {
     /// Every entry, in document order.
     pub entries: Vec<EntryStatus>,
     /// The next phase change, if one is scheduled.
-    pub next_change: Option<(f64, Phase)>,
+    pub next_change: Option<(UnixTime, Phase)>,
 }
 
 impl KeysetStatus {
@@ -116,7 +116,7 @@ pub fn describe_keyset(doc: &Keyset, now: UnixTime) -> KeysetStatus {
     let role = |e: &KeyEntry| match &plan {
         Some(p) if p.primary == e.entry => Role::Primary,
         Some(p) if p.ring.contains(&e.entry) => {
-            if e.activate_at > now {
+            if e.activate_at > UnixTime::from_finite_secs(now) {
                 Role::Pending
             } else {
                 Role::UnsealOnly
@@ -126,7 +126,7 @@ pub fn describe_keyset(doc: &Keyset, now: UnixTime) -> KeysetStatus {
     };
     KeysetStatus {
         keyset: doc.clone(),
-        now,
+        now: UnixTime::from_finite_secs(now),
         phase: plan.as_ref().map(|p| p.phase),
         ring: plan.as_ref().map(|p| p.ring.clone()).unwrap_or_default(),
         entries: doc
@@ -142,7 +142,7 @@ pub fn describe_keyset(doc: &Keyset, now: UnixTime) -> KeysetStatus {
                 availability: Availability::NotChecked,
             })
             .collect(),
-        next_change: next_change_after(doc, now),
+        next_change: next_change_after(doc, now).map(|(t, p)| (UnixTime::from_finite_secs(t), p)),
     }
 }
 
@@ -304,7 +304,11 @@ pub async fn check_keyset(
         }
     }
     let skew = doc.timing.unwrap_or_default().max_skew.as_secs_f64();
-    if let Some(newest) = doc.keys.iter().map(|e| e.created_at).reduce(f64::max)
+    if let Some(newest) = doc
+        .keys
+        .iter()
+        .map(|e| e.created_at.as_secs_f64())
+        .reduce(f64::max)
         && newest > now + skew
     {
         report.problems.push(format!(

@@ -11,7 +11,8 @@ use crate::clock::UnixTime;
 use crate::error::{DataError, Error, KeysetError, ProviderError};
 use crate::key::{KeyId, TokenFormat};
 use crate::keyset::{
-    KeyEntry, Keyset, KeysetStore, StoredKeyset, Timing, document_time, is_representable, random_id,
+    KeyEntry, Keyset, KeysetStore, StoredKeyset, Timing, document_time, is_representable_secs,
+    random_id,
 };
 use crate::provider::{ProviderRegistry, WrapContext};
 
@@ -130,13 +131,13 @@ impl RotationPlan {
     }
 
     /// When the entries the new key supersedes stop unsealing (the latest such time).
-    pub fn retire_previous_at(&self) -> Option<f64> {
+    pub fn retire_previous_at(&self) -> Option<UnixTime> {
         self.next
             .keys
             .iter()
             .filter(|e| e.entry != self.entry)
             .filter_map(|e| e.retire_at)
-            .reduce(f64::max)
+            .max()
     }
 
     /// The next document, tagged under the base's MAC key.
@@ -280,7 +281,7 @@ pub(crate) fn primary_kek(doc: &Keyset, plan: Option<&RingPlan>) -> Option<Strin
 }
 
 fn check_time(now: f64) -> Result<(), Error> {
-    if is_representable(now) {
+    if is_representable_secs(now) {
         Ok(())
     } else {
         Err(Error::Config(
@@ -315,8 +316,8 @@ async fn new_entry(
         alg: NEW_KEY_FORMAT,
         kek: kek.to_owned(),
         wrapped: dk.wrapped,
-        created_at: now,
-        activate_at: now,
+        created_at: UnixTime::from_finite_secs(now),
+        activate_at: UnixTime::from_finite_secs(now),
         retire_at: None,
         seals_reserved: 0,
     };

@@ -55,7 +55,7 @@ pub async fn revoke(
     let at = now;
     let now = at.as_secs_f64();
     let before = entry.before.as_secs_f64();
-    if !is_representable(now) || !is_representable(before) {
+    if !is_representable(at) || !is_representable(entry.before) {
         return Err(Error::Config(
             "times must be Unix seconds between 1970 and 9999 (not milliseconds)".into(),
         ));

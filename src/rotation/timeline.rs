@@ -47,7 +47,7 @@ pub struct RingPlan {
 
 /// Whether entry `e` unseals at `t`.
 pub fn unseals_at(e: &KeyEntry, t: f64) -> bool {
-    e.retire_at.is_none_or(|r| t < r)
+    e.retire_at.is_none_or(|r| t < r.as_secs_f64())
 }
 
 /// The ring at `t`: every key not yet retired unseals (a new key from the
@@ -59,14 +59,14 @@ pub fn ring_at(doc: &Keyset, t: f64) -> Option<RingPlan> {
     // Newest first; ties broken by entry id so every instance agrees.
     live.sort_by(|a, b| {
         b.activate_at
-            .total_cmp(&a.activate_at)
+            .cmp(&a.activate_at)
             .then_with(|| a.entry.cmp(&b.entry))
     });
     // A keyset created by a clock ahead of this one has no active key yet: its
     // earliest key seals (every instance unseals it already).
     let primary = live
         .iter()
-        .find(|e| e.activate_at <= t)
+        .find(|e| e.activate_at <= UnixTime::from_finite_secs(t))
         .or_else(|| live.last())?;
     let mut ring = vec![primary.entry.clone()];
     ring.extend(
@@ -74,7 +74,10 @@ pub fn ring_at(doc: &Keyset, t: f64) -> Option<RingPlan> {
             .filter(|e| e.entry != primary.entry)
             .map(|e| e.entry.clone()),
     );
-    let phase = if live.iter().any(|e| e.activate_at > t) {
+    let phase = if live
+        .iter()
+        .any(|e| e.activate_at > UnixTime::from_finite_secs(t))
+    {
         Phase::One
     } else if live.len() > 1 {
         Phase::Two
@@ -95,6 +98,7 @@ pub fn next_change_after(doc: &Keyset, t: f64) -> Option<(f64, Phase)> {
         .iter()
         .flat_map(|e| [Some(e.activate_at), e.retire_at])
         .flatten()
+        .map(UnixTime::as_secs_f64)
         .filter(|x| *x > t)
         .collect();
     events.sort_by(f64::total_cmp);
@@ -152,7 +156,7 @@ pub fn rotated(
     {
         return Err(Error::Keyset(KeysetError::RotationInFlight(why)));
     }
-    new.created_at = now;
+    new.created_at = UnixTime::from_finite_secs(now);
     // Keys become primary in the order they were written, whatever the clocks of
     // the operators or instances that wrote them: a forced rotation by a clock
     // behind the previous rotator's would otherwise activate its key first, and
@@ -161,19 +165,20 @@ pub fn rotated(
         .keys
         .iter()
         .filter(|e| unseals_at(e, now))
-        .map(|e| e.activate_at)
+        .map(|e| e.activate_at.as_secs_f64())
         .fold(f64::NEG_INFINITY, f64::max);
     // Times at the document's resolution: what is planned is what is written.
-    new.activate_at = document_time(if mode == RotateMode::Compromise {
-        now
-    } else {
-        (now + timing.propagation.as_secs_f64()).max(latest + ACTIVATION_STEP)
-    });
+    new.activate_at =
+        UnixTime::from_finite_secs(document_time(if mode == RotateMode::Compromise {
+            now
+        } else {
+            (now + timing.propagation.as_secs_f64()).max(latest + ACTIVATION_STEP)
+        }));
     new.retire_at = None;
     let retire = document_time(if mode == RotateMode::Compromise {
         now
     } else {
-        new.activate_at + timing.retire_delay().as_secs_f64()
+        new.activate_at.as_secs_f64() + timing.retire_delay().as_secs_f64()
     });
     let mut next = doc.clone();
     // The claim on this rotation is spent.
@@ -181,17 +186,19 @@ pub fn rotated(
     // Entries out of every instance's ring (even one S behind) are dropped.
     next.keys.retain(|e| {
         e.retire_at
-            .is_none_or(|r| r + timing.max_skew.as_secs_f64() > now)
+            .is_none_or(|r| r.as_secs_f64() + timing.max_skew.as_secs_f64() > now)
     });
     // So are revocations that cover nothing valid any more, on any instance's clock.
     let profile = doc.timing.unwrap_or(*timing);
     next.revocations
         .retain(|r| !crate::keyset::prunable(r, &profile, UnixTime::from_finite_secs(now)));
     for e in &mut next.keys {
-        let r = e.retire_at.map_or(retire, |r| r.min(retire));
+        let r = e.retire_at.map_or(retire, |r| {
+            r.min(UnixTime::from_finite_secs(retire)).as_secs_f64()
+        });
         // A key cut short before it ever activated is cancelled: it never enters a ring.
-        e.activate_at = e.activate_at.min(r);
-        e.retire_at = Some(r);
+        e.activate_at = e.activate_at.min(UnixTime::from_finite_secs(r));
+        e.retire_at = Some(UnixTime::from_finite_secs(r));
     }
     next.keys.push(new);
     next.generation = doc.next_generation()?;

@@ -27,8 +27,8 @@ fn entry(id: &str, key: u8, activate_at: f64) -> KeyEntry {
         entry: id.into(),
         kek: format!("{}://k", PlaintextWrap::SCHEME),
         wrapped: vec![key; 32],
-        created_at: activate_at,
-        activate_at,
+        created_at: stateseal_testkit::instant(activate_at),
+        activate_at: stateseal_testkit::instant(activate_at),
         retire_at: None,
         seals_reserved: 0,
     }

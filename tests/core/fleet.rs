@@ -227,7 +227,7 @@ async fn fleet_rotates_three_times_with_zero_rejections() {
                 .await
                 .keys
                 .iter()
-                .filter_map(|k| k.retire_at)
+                .filter_map(|k| k.retire_at.map(stateseal::UnixTime::as_secs_f64))
                 .fold(f64::NEG_INFINITY, f64::max);
             retired_tokens.push((token, id, retire));
         }

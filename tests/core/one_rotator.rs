@@ -150,7 +150,7 @@ async fn a_claim_whose_holder_died_lapses_and_another_instance_rotates() {
         d.rotation_claim = Some(RotationClaim {
             holder: "pod-dead".into(),
             primary: primary.clone(),
-            until,
+            until: stateseal_testkit::instant(until),
             tried: Vec::new(),
         });
     })
@@ -199,12 +199,12 @@ async fn a_claimant_whose_rotation_fails_steps_back_and_another_rotates() {
     // Everyone refreshes every 2 s from then on.
     let mut now = first + 2.0;
     let mut rotated_at = None;
-    while now <= until + window + 20.0 && rotated_at.is_none() {
+    while now <= until.as_secs_f64() + window + 20.0 && rotated_at.is_none() {
         f.refresh_all(now).await;
         let doc = keysets::content(f.store.as_ref(), &f.registry).await;
         if doc.keys.len() > 1 {
             rotated_at = Some(now);
-        } else if now < until {
+        } else if now < until.as_secs_f64() {
             assert_eq!(
                 f.generation().await,
                 2,
@@ -221,13 +221,13 @@ async fn a_claimant_whose_rotation_fails_steps_back_and_another_rotates() {
         )
     });
     assert!(
-        rotated_at >= until,
+        rotated_at >= until.as_secs_f64(),
         "rotated at {rotated_at} under a live claim"
     );
     assert!(
-        rotated_at <= until + window + 2.0,
+        rotated_at <= until.as_secs_f64() + window + 2.0,
         "rotated {}s after the claim lapsed",
-        rotated_at - until
+        rotated_at - until.as_secs_f64()
     );
     // The broken pod's claim, another pod's claim, its rotation.
     assert_eq!(f.generation().await, 4);

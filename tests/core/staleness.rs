@@ -179,7 +179,7 @@ async fn a_cut_off_instance_stops_sealing_before_the_fleet_retires_its_key() {
     // Its last state lives until sealed_at + T; B, even S behind, verifies it to the end...
     let end = sealed_at + timing().ttl.as_secs_f64() + timing().max_skew.as_secs_f64() - 0.5;
     assert!(
-        end < retire,
+        end < retire.as_secs_f64(),
         "the old key retires after the last state expires"
     );
     b.sched.refresh_at(instant(end)).await.expect("b");

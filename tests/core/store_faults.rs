@@ -106,7 +106,7 @@ async fn garbage_in_the_store_does_not_freeze_the_timeline() {
     // Past the new key's activation the new key seals, although the store is garbage.
     let err = a
         .sched
-        .refresh_at(instant(new_entry.activate_at + 1.0))
+        .refresh_at(new_entry.activate_at + Duration::from_secs(1))
         .await
         .unwrap_err();
     assert!(
@@ -126,7 +126,7 @@ async fn garbage_in_the_store_does_not_freeze_the_timeline() {
     assert_eq!(status.generation, Some(2));
     assert!(status.last_error.expect("error").contains("invalid"));
     // Past the old key's retirement it is gone, still without a readable store.
-    let _ = a.sched.refresh_at(instant(retire + 1.0)).await;
+    let _ = a.sched.refresh_at(retire + Duration::from_secs(1)).await;
     assert_eq!(a.kids().len(), 1);
     assert!(a.sched.is_ready());
     let _ = std::fs::remove_dir_all(dir);

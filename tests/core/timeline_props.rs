@@ -14,8 +14,8 @@ fn entry(n: usize, at: f64) -> KeyEntry {
         entry: format!("k_{n}"),
         kek: "local:///k".into(),
         wrapped: vec![1],
-        created_at: at,
-        activate_at: at,
+        created_at: stateseal_testkit::instant(at),
+        activate_at: stateseal_testkit::instant(at),
         retire_at: None,
         seals_reserved: 0,
     }
@@ -88,11 +88,11 @@ proptest! {
                 prop_assert_eq!(plan.ring.len(), live.len());
                 let primary = last.entry(&plan.primary).expect("primary in doc");
                 prop_assert!(unseals_at(primary, t));
-                let newest_active = live.iter().filter(|e| e.activate_at <= t).map(|e| e.activate_at).fold(f64::NEG_INFINITY, f64::max);
+                let newest_active = live.iter().filter(|e| e.activate_at.as_secs_f64() <= t).map(|e| e.activate_at.as_secs_f64()).fold(f64::NEG_INFINITY, f64::max);
                 if newest_active.is_finite() {
-                    prop_assert_eq!(primary.activate_at, newest_active);
+                    prop_assert_eq!(primary.activate_at.as_secs_f64(), newest_active);
                 }
-                let pending = live.iter().any(|e| e.activate_at > t);
+                let pending = live.iter().any(|e| e.activate_at > stateseal_testkit::instant(t));
                 prop_assert_eq!(plan.phase == Phase::One, pending);
                 // One live key that is not active yet (a keyset written by a
                 // clock ahead of this one) seals, but is phase one, not three.

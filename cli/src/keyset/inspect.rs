@@ -134,14 +134,17 @@ fn status_json(st: &KeysetStatus, uri: &str, v: Option<&VerifiedKeyset>) -> Valu
                     ("kek", e.kek.clone().into()),
                 ],
                 &[
-                    ("activate_at", Some(e.activate_at)),
-                    ("retire_at", e.retire_at),
+                    ("activate_at", Some(e.activate_at.as_secs_f64())),
+                    ("retire_at", e.retire_at.map(UnixTime::as_secs_f64)),
                 ],
             )
         })
         .collect();
     let next = st.next_change.map_or(Value::Null, |(at, phase)| {
-        object(vec![("phase", (phase as u8).into())], &[("at", Some(at))])
+        object(
+            vec![("phase", (phase as u8).into())],
+            &[("at", Some(at.as_secs_f64()))],
+        )
     });
     object(
         vec![
@@ -156,9 +159,15 @@ fn status_json(st: &KeysetStatus, uri: &str, v: Option<&VerifiedKeyset>) -> Valu
             ("next_change", next),
             ("healthy", st.healthy().into()),
             ("authenticated", authenticated),
-            ("revocations", super::revoke::live_json(&st.keyset, st.now)),
+            (
+                "revocations",
+                super::revoke::live_json(&st.keyset, st.now.as_secs_f64()),
+            ),
         ],
-        &[("now", Some(st.now)), ("expires_at", expires_at)],
+        &[
+            ("now", Some(st.now.as_secs_f64())),
+            ("expires_at", expires_at),
+        ],
     )
 }
 
@@ -176,7 +185,7 @@ fn status_text(
             s.to_owned()
         }
     };
-    let now = st.now;
+    let now = st.now.as_secs_f64();
     let integrity = match v.expires_at {
         Some(at) if v.is_authenticated() => format!(
             "authenticated (MAC key under {}); fresh until {}",
@@ -221,8 +230,9 @@ fn status_text(
                 kid_text(e.kid),
                 e.entry,
                 paint(code, &role),
-                when(e.activate_at, now),
-                e.retire_at.map_or_else(|| "-".into(), |t| when(t, now)),
+                when(e.activate_at.as_secs_f64(), now),
+                e.retire_at
+                    .map_or_else(|| "-".into(), |t| when(t.as_secs_f64(), now)),
                 e.kek
             ),
         )?;
@@ -237,8 +247,8 @@ fn status_text(
             format!(
                 "next: phase {} {} ({})",
                 phase as u8,
-                human(at - now),
-                rfc3339(at)
+                human(at.as_secs_f64() - now),
+                rfc3339(at.as_secs_f64())
             ),
         ),
         None => line(

@@ -278,7 +278,12 @@ impl WriteClockArgs {
 pub(crate) fn read_now(now: Option<f64>) -> Result<f64, CliError> {
     match now {
         None => Ok(SystemClock.now().as_secs_f64()),
-        Some(t) if stateseal::keyset::is_representable(t) => Ok(t),
+        Some(t)
+            if stateseal::UnixTime::from_secs_f64(t)
+                .is_some_and(stateseal::keyset::is_representable) =>
+        {
+            Ok(t)
+        }
         Some(t) => Err(CliError::Usage(format!(
             "--now {t}: must be Unix seconds between 1970 and 9999 (milliseconds are not accepted)"
         ))),

@@ -237,18 +237,22 @@ fn plan_json(plan: &RotationPlan, mode: RotateMode, dry_run: bool) -> Value {
             ("timing", timing_json(Some(plan.timing))),
         ],
         &[
-            ("activate_at", new.map(|e| e.activate_at)),
-            ("retire_previous_at", plan.retire_previous_at()),
+            ("activate_at", new.map(|e| e.activate_at.as_secs_f64())),
+            (
+                "retire_previous_at",
+                plan.retire_previous_at()
+                    .map(stateseal::UnixTime::as_secs_f64),
+            ),
         ],
     )
 }
 
 fn plan_text(plan: &RotationPlan, mode: RotateMode, dry_run: bool, now: f64) -> String {
     let new = plan.new_entry();
-    let activates = new.map_or_else(|| "?".into(), |e| when(e.activate_at, now));
+    let activates = new.map_or_else(|| "?".into(), |e| when(e.activate_at.as_secs_f64(), now));
     let retires = plan
         .retire_previous_at()
-        .map_or_else(|| "-".into(), |t| when(t, now));
+        .map_or_else(|| "-".into(), |t| when(t.as_secs_f64(), now));
     let key = if dry_run {
         "a new key".to_owned()
     } else {

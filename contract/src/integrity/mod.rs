@@ -116,8 +116,8 @@ async fn tampering<S: StoreUnderTest>(b: &mut Bench<'_, S>, dir: &Path) {
         .doc
         .keys[0]
         .clone();
-    entry.activate_at = b.t;
-    entry.created_at = b.t;
+    entry.activate_at = crate::instant(b.t);
+    entry.created_at = crate::instant(b.t);
     forged.keys.push(entry);
     let (under_theirs, _) =
         seal_with_new_mac_key(&registry, &forged, &attacker_kek, keysets::FAR_FUTURE)

@@ -68,9 +68,9 @@ impl Fleet {
                 let replaced = previous.as_ref().and_then(|p| {
                     p.keys
                         .iter()
-                        .filter(|k| k.activate_at <= T0 + t)
-                        .filter(|k| k.retire_at.is_none_or(|r| T0 + t < r))
-                        .map(|k| k.activate_at)
+                        .filter(|k| k.activate_at.as_secs_f64() <= T0 + t)
+                        .filter(|k| k.retire_at.is_none_or(|r| T0 + t < r.as_secs_f64()))
+                        .map(|k| k.activate_at.as_secs_f64())
                         .reduce(f64::max)
                 });
                 self.rotations.push(RotationRecord {
@@ -101,13 +101,17 @@ impl Fleet {
         // The primary at the end: due since its activation plus the period.
         let pending = self.observed.as_ref().and_then(|(_, doc)| {
             // A rotation in flight (a key not active yet) is not pending.
-            if doc.keys.iter().any(|k| k.activate_at > T0 + span) {
+            if doc
+                .keys
+                .iter()
+                .any(|k| k.activate_at.as_secs_f64() > T0 + span)
+            {
                 return None;
             }
             doc.keys
                 .iter()
-                .filter(|k| k.activate_at <= T0 + span)
-                .map(|k| k.activate_at)
+                .filter(|k| k.activate_at.as_secs_f64() <= T0 + span)
+                .map(|k| k.activate_at.as_secs_f64())
                 .reduce(f64::max)
                 .map(|a| span - (a - T0 + self.scenario.rotation_period))
         });

@@ -15,7 +15,7 @@ impl Fleet {
         };
         doc.keys
             .iter()
-            .filter(|e| e.retire_at.is_none_or(|r| T0 + t < r))
+            .filter(|e| e.retire_at.is_none_or(|r| T0 + t < r.as_secs_f64()))
             .filter_map(|e| e.kid)
             .collect()
     }

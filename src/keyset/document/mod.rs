@@ -12,6 +12,7 @@ mod raw;
 use super::claim::RotationClaim;
 use super::rfc3339::is_representable;
 use super::timing::Timing;
+use crate::clock::UnixTime;
 use crate::error::{Error, KeysetError};
 use crate::key::{KeyId, TokenFormat};
 use crate::revocation::Revocation;
@@ -65,12 +66,12 @@ pub struct KeyEntry {
     pub kek: String,
     /// The wrapped data key, as the KMS returned it.
     pub wrapped: Vec<u8>,
-    /// Unix seconds when the entry was written.
-    pub created_at: f64,
-    /// Unix seconds from which it is the primary (sealing) key, unless a later key is.
-    pub activate_at: f64,
-    /// Unix seconds from which it no longer unseals (`None`: not scheduled).
-    pub retire_at: Option<f64>,
+    /// When the entry was written.
+    pub created_at: UnixTime,
+    /// From when it is the primary (sealing) key, unless a later key is.
+    pub activate_at: UnixTime,
+    /// From when it no longer unseals (`None`: not scheduled).
+    pub retire_at: Option<UnixTime>,
     /// Seals the whole fleet has reserved under this key, so far (instances
     /// reserve blocks before they seal; see `SchedulerConfig::max_seals_per_key`).
     pub seals_reserved: u64,

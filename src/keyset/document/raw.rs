@@ -6,12 +6,13 @@ use serde::{Deserialize, Serialize};
 
 use super::super::claim::RawClaim;
 use super::super::revocation::{MAX_REVOCATIONS, RawRevocation};
-use super::super::rfc3339::{format_rfc3339, is_representable, parse_rfc3339};
+use super::super::rfc3339::{format_rfc3339, is_representable_secs, parse_rfc3339};
 use super::super::timing::Timing;
 use super::{
     ALG_V1_AES_256_GCM, ALG_V2_XAES_256_GCM, KEYSET_FORMAT, KeyEntry, Keyset, MAX_ENTRIES,
     alg_name, alg_of, b64_decode, bad,
 };
+use crate::clock::UnixTime;
 use crate::error::Error;
 use crate::key::{KeyId, TokenFormat};
 
@@ -115,7 +116,7 @@ impl Keyset {
             }
         }
         let doc = Self::from_raw(raw)?;
-        if !is_representable(expires_at) {
+        if !is_representable_secs(expires_at) {
             return Err(bad("payload.expires_at", "must be between 1970 and 9999"));
         }
         Ok((doc, expires_at))
@@ -169,13 +170,14 @@ impl Keyset {
             keys.push(KeyEntry {
                 kid,
                 alg,
-                created_at: time("created_at", &e.created_at)?,
-                activate_at: time("activate_at", &e.activate_at)?,
-                retire_at: e
+                created_at: UnixTime::from_finite_secs(time("created_at", &e.created_at)?),
+                activate_at: UnixTime::from_finite_secs(time("activate_at", &e.activate_at)?),
+                retire_at: (e
                     .retire_at
                     .as_deref()
                     .map(|r| time("retire_at", r))
-                    .transpose()?,
+                    .transpose()?)
+                .map(UnixTime::from_finite_secs),
                 entry: e.entry,
                 kek: e.kek,
                 wrapped,
@@ -256,9 +258,9 @@ impl Keyset {
                     alg: expires_at.map(|_| alg_name(e.alg).to_owned()),
                     kek: e.kek.clone(),
                     wrapped: base64_turbo::STANDARD.encode(&e.wrapped),
-                    created_at: format_rfc3339(e.created_at),
-                    activate_at: format_rfc3339(e.activate_at),
-                    retire_at: e.retire_at.map(format_rfc3339),
+                    created_at: format_rfc3339(e.created_at.as_secs_f64()),
+                    activate_at: format_rfc3339(e.activate_at.as_secs_f64()),
+                    retire_at: e.retire_at.map(|r| format_rfc3339(r.as_secs_f64())),
                     seals_reserved: e.seals_reserved,
                 })
                 .collect(),

@@ -3,6 +3,7 @@
 use std::cell::Cell;
 
 use super::*;
+use crate::clock::UnixTime;
 use crate::keyset::{KeyEntry, Keyset};
 
 thread_local! {
@@ -39,8 +40,8 @@ fn doc(generation: u64) -> StoredKeyset {
             alg: crate::key::TokenFormat::V1,
             kek: "local:///k".into(),
             wrapped: vec![1],
-            created_at: 1.0,
-            activate_at: 1.0,
+            created_at: UnixTime::from_secs(1),
+            activate_at: UnixTime::from_secs(1),
             retire_at: None,
             seals_reserved: 0,
         }],

@@ -12,6 +12,7 @@
 
 use std::collections::BTreeSet;
 
+use crate::clock::UnixTime;
 use crate::error::{Error, KeysetError, KeysetRefusal};
 use crate::keyset::{KeyEntry, Keyset, Timing};
 
@@ -132,7 +133,10 @@ pub(crate) fn admit(
             ));
         }
     }
-    let live = |e: &&KeyEntry| e.retire_at.is_none_or(|r| r > now);
+    let live = |e: &&KeyEntry| {
+        e.retire_at
+            .is_none_or(|r| r > UnixTime::from_finite_secs(now))
+    };
     for e in candidate.keys.iter().filter(live) {
         if pruned.contains(&e.entry) {
             return Err((
@@ -143,13 +147,13 @@ pub(crate) fn admit(
         // An entry already adopted was judged when it arrived (it may only
         // move earlier since); a clock that went back must not refuse it again.
         let known = adopted.is_some_and(|a| a.entry(&e.entry).is_some());
-        if !known && e.activate_at > latest {
+        if !known && e.activate_at > UnixTime::from_finite_secs(latest) {
             return Err((
                 KeysetRefusal::ActivationTooFar,
                 format!(
                     "entry {} activates {:.0}s from now, later than any rotation schedules (P + S = {delay:.0}s)",
                     e.entry,
-                    e.activate_at - now,
+                    e.activate_at.as_secs_f64() - now,
                 ),
             ));
         }
@@ -186,7 +190,7 @@ fn entry_moves(was: &KeyEntry, now_is: &KeyEntry) -> Result<(), (KeysetRefusal, 
             KeysetRefusal::ActivationDelayed,
             format!(
                 "entry {id} would activate {:.3}s later than before; activations only come earlier",
-                now_is.activate_at - was.activate_at
+                now_is.activate_at.as_secs_f64() - was.activate_at.as_secs_f64()
             ),
         ));
     }

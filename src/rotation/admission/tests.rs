@@ -10,8 +10,8 @@ fn doc(id: &str, generation: u64, activate_at: f64) -> Keyset {
             entry: "k_1".into(),
             kek: "local:///k".into(),
             wrapped: vec![1],
-            created_at: 1.0,
-            activate_at,
+            created_at: UnixTime::from_secs(1),
+            activate_at: UnixTime::from_finite_secs(activate_at),
             retire_at: None,
             seals_reserved: 0,
             kid: None,
@@ -44,7 +44,7 @@ fn entries_only_move_the_way_legitimate_writes_move_them() {
     let now = 1000.0;
     let mut adopted = doc("ks_a", 5, 900.0);
     adopted.keys[0].kid = crate::key::KeyId::from_hex("0a0b0c0d");
-    adopted.keys[0].retire_at = Some(5000.0);
+    adopted.keys[0].retire_at = Some(UnixTime::from_secs(5000));
     adopted.keys[0].seals_reserved = 10;
     let next = |f: &dyn Fn(&mut KeyEntry)| {
         let mut d = adopted.clone();
@@ -59,15 +59,24 @@ fn entries_only_move_the_way_legitimate_writes_move_them() {
     };
     // Legitimate: earlier activation (a --now rotation), earlier retirement, more reservations, a re-wrap.
     assert_eq!(
-        reason(next(&|e| e.activate_at = 950.0 - 100.0), &none()),
+        reason(
+            next(&|e| e.activate_at = UnixTime::from_finite_secs(950.0 - 100.0)),
+            &none()
+        ),
         None
     );
-    assert_eq!(reason(next(&|e| e.retire_at = Some(4000.0)), &none()), None);
+    assert_eq!(
+        reason(
+            next(&|e| e.retire_at = Some(UnixTime::from_secs(4000))),
+            &none()
+        ),
+        None
+    );
     assert_eq!(reason(next(&|e| e.seals_reserved = 11), &none()), None);
     assert_eq!(reason(next(&|e| e.wrapped = vec![9, 9]), &none()), None);
     // (c) freeze rotation, every way a store writer could try it.
     assert_eq!(
-        reason(next(&|e| e.activate_at = 901.0), &none()),
+        reason(next(&|e| e.activate_at = UnixTime::from_secs(901)), &none()),
         Some(KeysetRefusal::ActivationDelayed)
     );
     assert_eq!(
@@ -75,7 +84,10 @@ fn entries_only_move_the_way_legitimate_writes_move_them() {
         Some(KeysetRefusal::RetirementDelayed)
     );
     assert_eq!(
-        reason(next(&|e| e.retire_at = Some(5001.0)), &none()),
+        reason(
+            next(&|e| e.retire_at = Some(UnixTime::from_secs(5001))),
+            &none()
+        ),
         Some(KeysetRefusal::RetirementDelayed)
     );
     assert_eq!(
@@ -106,9 +118,9 @@ fn entries_only_move_the_way_legitimate_writes_move_them() {
         KeysetRefusal::ActivationTooFar
     );
     // P + S ahead is a legitimate scheduled rotation seen on a clock S behind.
-    far.keys[1].activate_at = now + 120.0 + 60.0;
+    far.keys[1].activate_at = UnixTime::from_finite_secs(now + 120.0 + 60.0);
     assert_eq!(reason(far.clone(), &none()), None);
-    far.keys[1].activate_at = now + 120.0 + 60.0 + 1.0;
+    far.keys[1].activate_at = UnixTime::from_finite_secs(now + 120.0 + 60.0 + 1.0);
     assert_eq!(reason(far, &none()), Some(KeysetRefusal::ActivationTooFar));
     let pruned: BTreeSet<String> = ["k_1".to_owned()].into();
     assert_eq!(

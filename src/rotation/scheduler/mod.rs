@@ -288,7 +288,7 @@ impl RotationScheduler {
             verified.expires_at.map(UnixTime::as_secs_f64),
             self.renewal_turn(&verified),
             rotation,
-            doc.rotation_claim.as_ref().map(|c| c.until),
+            doc.rotation_claim.as_ref().map(|c| c.until.as_secs_f64()),
         ]
         .into_iter()
         .flatten()
@@ -386,7 +386,7 @@ impl RotationScheduler {
             let Some(key) = key else { continue };
             // The planned primary, or failing that the newest active key we hold.
             let planned = plan.as_ref().is_some_and(|p| p.primary == e.entry);
-            if primary.is_none() && (planned || e.activate_at <= now) {
+            if primary.is_none() && (planned || e.activate_at <= UnixTime::from_finite_secs(now)) {
                 primary = Some((keys.len(), e.entry.clone()));
             }
             keys.push(key);
@@ -408,7 +408,8 @@ impl RotationScheduler {
         let kids: Vec<String> = ring.kids().iter().map(|k| k.to_hex()).collect();
         let phase = plan.as_ref().map(|p| p.phase);
         if let Some(e) = plan.as_ref().and_then(|p| doc.entry(&p.primary)) {
-            metrics::gauge!("stateseal_primary_key_age_seconds").set(now - e.activate_at);
+            metrics::gauge!("stateseal_primary_key_age_seconds")
+                .set(now - e.activate_at.as_secs_f64());
             // 0 for v2 keys, which reserve nothing.
             metrics::gauge!("stateseal_primary_key_seals_reserved").set(e.seals_reserved as f64);
         }

@@ -93,7 +93,11 @@ impl RotationScheduler {
         // (A seal-count rotation has no known start and so no turn: the claim
         // alone keeps it to one rotator.)
         if let Some(c) = &doc.rotation_claim
-            && c.excludes(&inner.instance_id, &plan.primary, now)
+            && c.excludes(
+                &inner.instance_id,
+                &plan.primary,
+                UnixTime::from_finite_secs(now),
+            )
         {
             return;
         }
@@ -149,7 +153,7 @@ impl RotationScheduler {
         doc.rotation_claim.as_ref().is_some_and(|c| {
             c.has_tried(&inner.instance_id)
                 && c.primary == primary
-                && now < c.until + 2.0 * rendezvous_window(&timing)
+                && now < c.until.as_secs_f64() + 2.0 * rendezvous_window(&timing)
         })
     }
 
@@ -159,7 +163,7 @@ impl RotationScheduler {
     /// after its own claim, one whole window later (see the module).
     pub(super) fn rotation_turn(&self, doc: &Keyset, primary: &str) -> Option<f64> {
         let inner = &self.inner;
-        let activated = doc.entry(primary)?.activate_at;
+        let activated = doc.entry(primary)?.activate_at.as_secs_f64();
         let due = activated + inner.config.rotation_period?.as_secs_f64();
         let me = inner.instance_id.as_str();
         let timing = doc.timing.unwrap_or(inner.config.timing);
@@ -169,9 +173,9 @@ impl RotationScheduler {
             Some(c) if c.holder == me && inner.config.legacy_reclaim() => due,
             // It claimed this rotation and failed: every untried turn comes first.
             Some(c) if c.has_tried(me) && !inner.config.legacy_reclaim() => {
-                c.until.max(due) + 2.0 * rendezvous_window(&timing)
+                c.until.as_secs_f64().max(due) + 2.0 * rendezvous_window(&timing)
             }
-            Some(c) => c.until.max(due),
+            Some(c) => c.until.as_secs_f64().max(due),
         };
         Some(start + turn_offset(&timing, me, &format!("rotation/{activated}")))
     }
@@ -213,7 +217,9 @@ impl RotationScheduler {
         next.rotation_claim = Some(RotationClaim {
             holder: inner.instance_id.clone(),
             primary: primary.to_owned(),
-            until: crate::keyset::document_time(now + CLAIM_TTL.as_secs_f64()),
+            until: UnixTime::from_finite_secs(crate::keyset::document_time(
+                now + CLAIM_TTL.as_secs_f64(),
+            )),
             tried,
         });
         let stored = verified.seal_next(

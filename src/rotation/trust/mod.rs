@@ -14,8 +14,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use super::mac_keys::MacKeys;
-use crate::error::Error;
 use crate::clock::UnixTime;
+use crate::error::Error;
 use crate::error::KeysetRefusal;
 use crate::keyset::{Keyset, KeysetPins, MAC_PURPOSE, MacKey, MacKeyRef, StoredKeyset};
 use crate::provider::{ProviderRegistry, WrapContext};

@@ -1,8 +1,8 @@
 use super::*;
+use crate::error::{KeysetError, KeysetRefusal};
 use crate::keyset::{KeyEntry, Timing};
 use crate::provider::{BoxFuture, DataKey, KeyProvider, LocalProvider};
 use crate::secret::Secret;
-use crate::error::{KeysetError, KeysetRefusal};
 
 /// The local provider, counting unwraps: "zero KMS calls" must be measured.
 #[derive(Debug, Default)]
@@ -104,8 +104,8 @@ impl Kit {
                 alg: crate::key::TokenFormat::V1,
                 kek: kek.into(),
                 wrapped: dk.wrapped,
-                created_at: NOW,
-                activate_at: NOW,
+                created_at: UnixTime::from_finite_secs(NOW),
+                activate_at: UnixTime::from_finite_secs(NOW),
                 retire_at: None,
                 seals_reserved: 0,
             }],

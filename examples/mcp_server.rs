@@ -35,6 +35,7 @@ mod operators;
 mod routes;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::http::header;
 use stateseal::rmcp_adapter::StateSealed;
@@ -81,11 +82,19 @@ fn oauth_config(table: &toml::Table) -> Result<ResourceServerConfig, String> {
     }
     match table.get("leeway") {
         None => {}
-        Some(toml::Value::Integer(i)) => b = b.leeway(*i as f64),
-        Some(toml::Value::Float(f)) => b = b.leeway(*f),
+        Some(toml::Value::Integer(i)) => b = b.leeway(leeway(*i as f64)?),
+        Some(toml::Value::Float(f)) => b = b.leeway(leeway(*f)?),
         Some(_) => return Err("[oauth] leeway must be a number of seconds".into()),
     }
     b.build().map_err(|e| format!("[oauth] {e}"))
+}
+
+/// `[oauth] leeway` seconds: what is no duration is refused in the words the
+/// builder uses for one that is too long.
+fn leeway(secs: f64) -> Result<Duration, String> {
+    Duration::try_from_secs_f64(secs).map_err(|_| {
+        "[oauth] invalid configuration: leeway must be between 0 and 300 seconds".to_owned()
+    })
 }
 
 #[tokio::main]

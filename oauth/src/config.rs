@@ -20,6 +20,9 @@ pub(crate) const DEFAULT_ALGORITHMS: [Algorithm; 7] = [
     Algorithm::EdDSA,
 ];
 
+/// The most clock skew a configuration may allow on `exp` and `nbf`.
+const MAX_LEEWAY: Duration = Duration::from_secs(300);
+
 /// A resource server's configuration; build it with
 /// [`ResourceServerConfig::builder`].
 #[derive(Debug, Clone)]
@@ -29,7 +32,7 @@ pub struct ResourceServerConfig {
     pub(crate) jwks_uri: String,
     pub(crate) resource_metadata: Option<String>,
     pub(crate) algorithms: Vec<Algorithm>,
-    pub(crate) leeway: f64,
+    pub(crate) leeway: Duration,
     pub(crate) unknown_kid_refresh: Duration,
     pub(crate) jwks_max_age: Duration,
     pub(crate) fetch_timeout: Duration,
@@ -44,15 +47,15 @@ impl ResourceServerConfig {
             jwks_uri: String::new(),
             resource_metadata: None,
             algorithms: DEFAULT_ALGORITHMS.to_vec(),
-            leeway: 60.0,
+            leeway: Duration::from_secs(60),
             unknown_kid_refresh: Duration::from_secs(30),
             jwks_max_age: Duration::from_secs(3600),
             fetch_timeout: Duration::from_secs(5),
         })
     }
 
-    /// The clock skew allowed on `exp` and `nbf`, in seconds.
-    pub fn leeway(&self) -> f64 {
+    /// The clock skew allowed on `exp` and `nbf`.
+    pub fn leeway(&self) -> Duration {
         self.leeway
     }
 
@@ -101,9 +104,9 @@ impl ResourceServerConfigBuilder {
         self
     }
 
-    /// The clock skew allowed on `exp` and `nbf`, in seconds (default 60, at most 300).
-    pub fn leeway(mut self, seconds: f64) -> Self {
-        self.0.leeway = seconds;
+    /// The clock skew allowed on `exp` and `nbf` (default 60 s, at most 300 s).
+    pub fn leeway(mut self, leeway: Duration) -> Self {
+        self.0.leeway = leeway;
         self
     }
 
@@ -163,7 +166,7 @@ impl ResourceServerConfigBuilder {
                 "algorithms: {hs:?} is an HMAC algorithm; a resource server verifies with the issuer's public keys only"
             ));
         }
-        if !(c.leeway.is_finite() && (0.0..=300.0).contains(&c.leeway)) {
+        if c.leeway > MAX_LEEWAY {
             return bad("leeway must be between 0 and 300 seconds".into());
         }
         if c.unknown_kid_refresh.is_zero() {

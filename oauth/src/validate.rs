@@ -7,7 +7,7 @@ use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Validation, decode, decode_header};
 use serde::Deserialize;
 use stateseal::boundary::AuthenticatedPrincipal;
-use stateseal::{Clock, SystemClock};
+use stateseal::{Clock, SystemClock, UnixTime};
 
 use crate::Error;
 use crate::config::ResourceServerConfig;
@@ -95,19 +95,19 @@ impl ResourceServer {
     /// [`Error::InvalidToken`] naming the failed check,
     /// [`Error::KeysUnavailable`] when no key set was ever fetched.
     pub async fn authenticate(&self, token: &str) -> Result<AuthenticatedPrincipal, Error> {
-        self.authenticate_at(token, self.clock.now().as_secs_f64())
-            .await
+        self.authenticate_at(token, self.clock.now()).await
     }
 
-    /// [`authenticate`](Self::authenticate) at `now` (Unix seconds).
+    /// [`authenticate`](Self::authenticate) at `now`.
     ///
     /// # Errors
     /// As [`authenticate`](Self::authenticate).
     pub async fn authenticate_at(
         &self,
         token: &str,
-        now: f64,
+        now: UnixTime,
     ) -> Result<AuthenticatedPrincipal, Error> {
+        let now = now.as_secs_f64();
         if token.len() > MAX_TOKEN_LEN || token.split('.').count() != 3 {
             return Err(Error::InvalidToken("malformed"));
         }
@@ -136,7 +136,7 @@ impl ResourceServer {
         let claims = decode::<Claims>(token, &key.key, &validation)
             .map_err(|e| refused(e.kind()))?
             .claims;
-        let leeway = self.config.leeway;
+        let leeway = self.config.leeway.as_secs_f64();
         let missing = Error::InvalidToken("a required claim is missing");
         let (Some(exp), Some(iss), Some(sub)) = (claims.exp, claims.iss, claims.sub) else {
             return Err(missing);

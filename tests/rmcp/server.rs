@@ -226,4 +226,15 @@ fn a_configuration_without_oauth_is_refused() {
     ));
     assert_eq!(code, Some(2), "{e}");
     assert!(e.contains("[oauth]") && e.contains("jwks_uri"), "{e}");
+    // A leeway that is no duration, or one too long, in the builder's words.
+    for leeway in ["-1", "nan", "301"] {
+        let (code, e) = refused_config(&format!(
+            "{keyset}[oauth]\nissuer = \"https://issuer.invalid\"\naudience = \"x\"\njwks_uri = \"https://issuer.invalid/jwks\"\nleeway = {leeway}\n"
+        ));
+        assert_eq!(code, Some(2), "{leeway}: {e}");
+        assert!(
+            e.contains("[oauth] invalid configuration: leeway must be between 0 and 300 seconds"),
+            "{leeway}: {e}"
+        );
+    }
 }

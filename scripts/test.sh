@@ -40,7 +40,7 @@ job() {
 background target/tools-prefetch.log scripts/tools-prefetch.sh
 prefetch=$started
 # cargo-semver-checks builds once (minutes of two cores) at the lowest priority
-# beside the lint and unit jobs; the semver job runs after them.
+# beside the jobs before the semver job, which runs after the infrastructure job.
 semver_tool_started=$SECONDS
 background target/semver-tool.log "${lowest[@]}" scripts/semver-check.sh --install-only
 semver_tool=$started
@@ -49,15 +49,17 @@ step "the test tools in place (scripts/tools-prefetch.sh, started at the beginni
 join "$prefetch" target/tools-prefetch.log
 export STATESEAL_TOOLS_READY=1
 job unit
-step "cargo-semver-checks in place (scripts/semver-check.sh --install-only, in the background since ${semver_tool_started}s)"
-join "$semver_tool" target/semver-tool.log
-job semver-check
 binaries_started=$SECONDS
 background target/package-binaries.log "${lowest[@]}" scripts/package.sh python node
 binaries=$started
 job services
 job simulation
 job infrastructure
+# On a new machine the semver tool's build outlasts the lint and unit jobs by
+# minutes; the jobs between use that time instead of waiting on it.
+step "cargo-semver-checks in place (scripts/semver-check.sh --install-only, in the background since ${semver_tool_started}s)"
+join "$semver_tool" target/semver-tool.log
+job semver-check
 step "packages: the sdist, the wheel pip builds from it, the npm tarballs (scripts/package.sh python node, in the background since ${binaries_started}s)"
 join "$binaries" target/package-binaries.log
 cat target/package-binaries.log

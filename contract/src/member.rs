@@ -18,13 +18,12 @@
 //! let mut registry = ProviderRegistry::with_defaults();
 //! registry.allow_local_kek();
 //! let store: Arc<dyn KeysetStore> = Arc::new(FileStore::new(dir.join("keyset.json")));
-//! let t0 = 1_782_345_600.0;
 //! let at = UnixTime::from_secs(1_782_345_600);
 //! init_keyset(store.as_ref(), &registry, &kek, Timing::default(), at).await.unwrap();
 //!
-//! let member = Member::pinned(&registry, store, t0).await;
+//! let member = Member::pinned(&registry, store, at).await;
 //! member.sched.refresh_at(at).await.unwrap();
-//! assert!(member.works(t0));
+//! assert!(member.works(at));
 //! # let _ = std::fs::remove_dir_all(&dir);
 //! # });
 //! ```
@@ -35,7 +34,7 @@ use std::time::Duration;
 use stateseal::rotation::{SchedulerConfig, TrustPolicy};
 use stateseal::{
     Envelope, KeysetStore, ManualClock, MintOptions, OpenOptions, ProviderRegistry,
-    RequestIdentity, RingHandle, RotationScheduler,
+    RequestIdentity, RingHandle, RotationScheduler, UnixTime,
 };
 
 /// A fleet member.
@@ -55,14 +54,14 @@ pub fn instance(
     config: SchedulerConfig,
     store: Arc<dyn KeysetStore>,
     registry: &ProviderRegistry,
-    t: f64,
+    t: UnixTime,
 ) -> RotationScheduler {
     RotationScheduler::new(
         config,
         store,
         registry.clone(),
         Arc::new(RingHandle::empty()),
-        Arc::new(ManualClock::new(crate::instant(t))),
+        Arc::new(ManualClock::new(t)),
     )
     .expect("scheduler")
 }
@@ -85,7 +84,7 @@ impl Member {
     ///
     /// # Panics
     /// When the scheduler cannot be built.
-    pub fn new(registry: &ProviderRegistry, store: Arc<dyn KeysetStore>, t0: f64) -> Self {
+    pub fn new(registry: &ProviderRegistry, store: Arc<dyn KeysetStore>, t0: UnixTime) -> Self {
         Self::with_trust(registry, store, t0, TrustPolicy::default())
     }
 
@@ -94,7 +93,11 @@ impl Member {
     ///
     /// # Panics
     /// When the store holds no keyset that verifies.
-    pub async fn pinned(registry: &ProviderRegistry, store: Arc<dyn KeysetStore>, t0: f64) -> Self {
+    pub async fn pinned(
+        registry: &ProviderRegistry,
+        store: Arc<dyn KeysetStore>,
+        t0: UnixTime,
+    ) -> Self {
         let trust = crate::keysets::pins_of(store.as_ref(), registry).await;
         Self::with_trust(registry, store, t0, trust)
     }
@@ -106,7 +109,7 @@ impl Member {
     pub fn with_trust(
         registry: &ProviderRegistry,
         store: Arc<dyn KeysetStore>,
-        t0: f64,
+        t0: UnixTime,
         trust: TrustPolicy,
     ) -> Self {
         let ring = Arc::new(RingHandle::empty());
@@ -125,7 +128,7 @@ impl Member {
             store,
             registry.clone(),
             ring.clone(),
-            Arc::new(ManualClock::new(crate::instant(t0))),
+            Arc::new(ManualClock::new(t0)),
         )
         .expect("scheduler");
         let env = Envelope::builder(ring, Some("svc"))
@@ -135,8 +138,7 @@ impl Member {
     }
 
     /// Whether a state minted at `now` verifies at `now`.
-    pub fn works(&self, now: f64) -> bool {
-        let now = crate::instant(now);
+    pub fn works(&self, now: UnixTime) -> bool {
         self.env
             .mint(&round(), b"s", MintOptions::new().at(now))
             .and_then(|t| self.env.open(&round(), &t, OpenOptions::new().at(now)))

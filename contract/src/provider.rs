@@ -119,8 +119,8 @@ pub async fn run(p: &impl ProviderUnderTest, dir: &Path) {
     )
     .await
     .expect("init");
-    let member = Member::new(&registry, store, T0);
-    let (sched, works) = (&member.sched, |now: f64| member.works(now));
+    let member = Member::new(&registry, store, crate::instant(T0));
+    let (sched, works) = (&member.sched, |now: f64| member.works(crate::instant(now)));
     sched.refresh_at(instant(T0)).await.expect("first refresh");
     assert!(works(T0));
 

@@ -23,8 +23,8 @@ use stateseal::{
     Secret, SingleUse, SystemClock, TokenFormat, UnixTime,
 };
 
-/// The skew allowance of the contract's envelopes (seconds).
-pub const SKEW: f64 = 1.0;
+/// The skew allowance of the contract's envelopes.
+pub const SKEW: Duration = Duration::from_secs(1);
 
 /// States to record: single-use states minted and opened by an envelope of
 /// `audience`, as a boundary would.
@@ -47,7 +47,7 @@ impl States {
             KeyRing::from_keys(vec![key]).expect("ring"),
         ));
         let envelope = Envelope::builder(ring, Some(audience))
-            .max_skew(Duration::from_secs_f64(SKEW))
+            .max_skew(SKEW)
             .build()
             .expect("envelope");
         let round =
@@ -59,14 +59,13 @@ impl States {
     ///
     /// # Panics
     /// When minting or opening fails.
-    pub fn record_at(&self, minted: f64) -> SingleUse {
-        let at = |t: f64| UnixTime::from_secs_f64(t).expect("a finite time");
+    pub fn record_at(&self, minted: UnixTime) -> SingleUse {
         let token = self
             .envelope
             .mint(
                 &self.round,
                 b"s",
-                MintOptions::new().at(at(minted)).single_use(true),
+                MintOptions::new().at(minted).single_use(true),
             )
             .expect("mint");
         let opened = self
@@ -75,7 +74,7 @@ impl States {
                 &self.round,
                 &token,
                 OpenOptions::new()
-                    .at(at(minted + 1.0))
+                    .at(minted + Duration::from_secs(1))
                     .records_single_use(true),
             )
             .expect("open");
@@ -87,7 +86,7 @@ impl States {
     /// refuses states issued up to the skew allowance after its epoch, and
     /// tests do not wait for time to pass).
     pub fn record(&self) -> SingleUse {
-        self.record_at(SystemClock.now().as_secs_f64() + SKEW + 1.0)
+        self.record_at(SystemClock.now() + SKEW + Duration::from_secs(1))
     }
 }
 
@@ -146,7 +145,7 @@ pub async fn run(store: Arc<dyn ReplayStore>) {
     // A record is kept no longer than asked: one whose time has passed
     // (minted long ago) does not refuse the state again.
     let now = SystemClock.now();
-    let old = bank.record_at(now.as_secs_f64() - 7200.0);
+    let old = bank.record_at(now - Duration::from_secs(7200));
     assert!(old.keep_until() < now);
     assert_eq!(store.record(&old).await, Ok(Recorded::First));
     assert_eq!(
@@ -156,7 +155,7 @@ pub async fn run(store: Arc<dyn ReplayStore>) {
     );
     // Issued before the store's epoch (and still live): a record of it may
     // have been lost, so it is refused however often it comes.
-    let before = bank.record_at(now.as_secs_f64() - 10.0);
+    let before = bank.record_at(now - Duration::from_secs(10));
     assert!(before.keep_until() > now);
     for _ in 0..2 {
         assert_eq!(

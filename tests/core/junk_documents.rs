@@ -41,7 +41,12 @@ async fn a_junk_document_costs_one_kms_call_not_one_per_refresh() {
         .renew_keyset(false)
         .build()
         .expect("config");
-    let a = stateseal_testkit::member::instance(config, store, &registry, T0);
+    let a = stateseal_testkit::member::instance(
+        config,
+        store,
+        &registry,
+        stateseal_testkit::instant(T0),
+    );
     a.refresh_at(instant(T0)).await.expect("adopted");
     let before = kms.unwraps();
     let mut t = T0;

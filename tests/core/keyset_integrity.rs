@@ -26,7 +26,7 @@ pub(crate) fn scheduler(
     registry: &ProviderRegistry,
     config: SchedulerConfig,
 ) -> RotationScheduler {
-    stateseal_testkit::member::instance(config, store, registry, T0)
+    stateseal_testkit::member::instance(config, store, registry, stateseal_testkit::instant(T0))
 }
 
 pub(crate) fn config() -> SchedulerConfig {

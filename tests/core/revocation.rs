@@ -107,7 +107,7 @@ pub(crate) async fn setup(
 ) {
     let registry = local_registry();
     let (dir, store) = local_keyset(tag, &registry, Timing::default(), T0).await;
-    let m = Member::new(&registry, store.clone(), T0);
+    let m = Member::new(&registry, store.clone(), stateseal_testkit::instant(T0));
     m.sched.refresh_at(instant(T0)).await.expect("refresh");
     (dir, store, registry, m)
 }
@@ -309,7 +309,7 @@ async fn a_revocation_during_live_traffic_reaches_every_instance_within_r() {
     };
     let mut fleet = Vec::new();
     for _ in 0..5 {
-        let m = Member::new(&registry, store.clone(), T0);
+        let m = Member::new(&registry, store.clone(), stateseal_testkit::instant(T0));
         m.sched.refresh_at(instant(T0)).await.expect("refresh");
         let next = T0 + pacing.first(unit()).as_secs_f64();
         fleet.push((m, next, None::<f64>));
@@ -412,7 +412,7 @@ async fn a_restored_pre_revocation_document_is_refused_with_the_printed_min_gene
     let pinned = Member::with_trust(
         &registry,
         store.clone(),
-        T0 + 43.0,
+        stateseal_testkit::instant(T0 + 43.0),
         TrustPolicy {
             min_generation: revoked_at,
             ..TrustPolicy::default()
@@ -427,7 +427,11 @@ async fn a_restored_pre_revocation_document_is_refused_with_the_printed_min_gene
     assert!(!pinned.sched.is_ready());
     assert_ne!(refusal(&pinned, &early, Some(&a), T0 + 44.0), None);
     // Not pinned: the newest copy beside the document is its floor.
-    let unpinned = Member::new(&registry, store.clone(), T0 + 44.0);
+    let unpinned = Member::new(
+        &registry,
+        store.clone(),
+        stateseal_testkit::instant(T0 + 44.0),
+    );
     let err = unpinned
         .sched
         .refresh_at(instant(T0 + 44.0))
@@ -452,7 +456,11 @@ async fn a_restored_pre_revocation_document_is_refused_with_the_printed_min_gene
     assert!(unpinned.sched.refresh_at(instant(T0 + 60.0)).await.is_err());
     // A writer who restores the copy too leaves min_generation as the only floor.
     std::fs::write(dir.join("keyset.json.newest"), &backup).expect("restore the copy");
-    let fooled = Member::new(&registry, store.clone(), T0 + 61.0);
+    let fooled = Member::new(
+        &registry,
+        store.clone(),
+        stateseal_testkit::instant(T0 + 61.0),
+    );
     fooled
         .sched
         .refresh_at(instant(T0 + 61.0))

@@ -208,7 +208,10 @@ async fn a_gcs_outage_keeps_the_fleet_serving_and_it_recovers() {
                 matches!(e, Error::Provider(ProviderError::Store { .. })),
                 "{e}"
             );
-            assert!(m.works(T0 + dt), "serving at +{dt}");
+            assert!(
+                m.works(stateseal_testkit::instant(T0 + dt)),
+                "serving at +{dt}"
+            );
         }
     }
     let writes = gcp.front.writes();
@@ -245,7 +248,7 @@ async fn a_gcs_outage_keeps_the_fleet_serving_and_it_recovers() {
             .await
             .expect("refresh");
         assert_eq!(st.generation, Some((T0 + 1900.0) as u64));
-        assert!(m.works(T0 + 1930.0));
+        assert!(m.works(stateseal_testkit::instant(T0 + 1930.0)));
     }
 }
 

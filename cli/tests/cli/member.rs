@@ -32,7 +32,7 @@ pub(crate) use stateseal_testkit::member::{Member as Instance, round};
 
 /// A fleet member pinned to the keyset `store` holds, as its operator would configure it.
 pub(crate) async fn instance(reg: &ProviderRegistry, store: Arc<dyn KeysetStore>) -> Instance {
-    Instance::pinned(reg, store, T0).await
+    Instance::pinned(reg, store, stateseal_testkit::instant(T0)).await
 }
 
 /// `init --json`'s pins as the variables a CLI or server process reads.
@@ -53,7 +53,7 @@ pub(crate) fn pin_vars(init: &serde_json::Value) -> Vec<(&'static str, String)> 
 }
 
 pub(crate) fn works(i: &Instance, now: f64) -> bool {
-    i.works(now)
+    i.works(stateseal_testkit::instant(now))
 }
 
 /// Four operators run `stateseal rotate` on `store` at the same instant;

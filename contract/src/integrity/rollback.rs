@@ -53,7 +53,7 @@ pub(super) async fn rollback<S: StoreUnderTest>(b: &mut Bench<'_, S>) {
             })
             .build()
             .expect("config");
-        instance(config, s.open(), &registry, t)
+        instance(config, s.open(), &registry, crate::instant(t))
     };
     let good = b.current().await;
     s.put_raw(&before_emergency);
@@ -121,7 +121,7 @@ pub(super) async fn rollback<S: StoreUnderTest>(b: &mut Bench<'_, S>) {
             .expect("config"),
         s.open(),
         &registry,
-        b.t,
+        crate::instant(b.t),
     );
     for dt in [0.0, 15.0, 45.0, 90.0] {
         let _ = writer.refresh_at(instant(b.t + dt)).await;
@@ -163,7 +163,7 @@ pub(super) async fn rewrap<S: StoreUnderTest>(b: &mut Bench<'_, S>) {
             .expect("config"),
         s.open(),
         &registry,
-        b.t,
+        crate::instant(b.t),
     );
     repinned.refresh_at(instant(b.t)).await.expect("refresh");
     let primary = repinned.status().ring.first().cloned();

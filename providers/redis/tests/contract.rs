@@ -64,7 +64,7 @@ async fn a_restart_that_empties_the_store_refuses_spent_states_and_costs_no_fres
     );
     assert_eq!(store.record(&spent).await, Ok(Recorded::BeforeEpoch));
     // A round issued after the new epoch completes, once.
-    let fresh = states.record_at(clock.now().as_secs_f64() + SKEW + 1.0);
+    let fresh = states.record_at(clock.now() + SKEW + Duration::from_secs(1));
     assert_eq!(store.record(&fresh).await, Ok(Recorded::First));
     assert_eq!(store.record(&fresh).await, Ok(Recorded::Replay));
 }
@@ -87,7 +87,7 @@ async fn a_flush_under_a_live_connection_is_noticed_at_the_next_record() {
     );
     // So a round issued after the new epoch completes, in whichever bucket.
     for _ in 0..5 {
-        let fresh = states.record_at(clock.now().as_secs_f64() + SKEW + 1.0);
+        let fresh = states.record_at(clock.now() + SKEW + Duration::from_secs(1));
         assert_eq!(store.record(&fresh).await, Ok(Recorded::First));
     }
 }
@@ -167,7 +167,7 @@ async fn an_eviction_policy_that_can_drop_records_is_refused_with_its_reason() {
     );
     assert!(redis.run("FLUSHALL").starts_with("+OK"));
     clock.advance(Duration::from_secs(6));
-    let fresh = states.record_at(clock.now().as_secs_f64() + SKEW + 1.0);
+    let fresh = states.record_at(clock.now() + SKEW + Duration::from_secs(1));
     assert_eq!(store.record(&fresh).await, Ok(Recorded::First));
 }
 
@@ -230,7 +230,7 @@ async fn an_outage_refuses_records_until_the_server_is_back() {
     // Back (empty: nothing was persisted): the next record reconnects.
     redis.start_again();
     clock.advance(Duration::from_secs(10));
-    let fresh = states.record_at(clock.now().as_secs_f64() + SKEW + 1.0);
+    let fresh = states.record_at(clock.now() + SKEW + Duration::from_secs(1));
     assert_eq!(store.record(&fresh).await, Ok(Recorded::First));
 }
 

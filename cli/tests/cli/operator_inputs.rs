@@ -42,6 +42,22 @@ fn bad_times_are_refused_before_anything_is_written() {
         2,
         "milliseconds",
     );
+    // An inspection's instant must be seconds, and a time a document can hold.
+    for (now, hint) in [
+        ("nan", "expected seconds like 1782345600"),
+        ("inf", "expected seconds like 1782345600"),
+        ("-1", "expected seconds like 1782345600"),
+        (
+            "1782345600000",
+            "must be Unix seconds between 1970 and 9999",
+        ),
+    ] {
+        let flag = format!("--now={now}");
+        for command in [&["status"][..], &["check"], &["keyset", "show"]] {
+            let args: Vec<&str> = command.iter().copied().chain([flag.as_str()]).collect();
+            ks.refused(&args, None, 2, hint);
+        }
+    }
     let far = cli()
         .args(["rotate", "--store", &ks.store, "--now", "1782345700"])
         .output()

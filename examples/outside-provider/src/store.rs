@@ -161,7 +161,7 @@ impl KeysetStore for BucketStore {
                 Some((_, bytes)) => Some(StoredKeyset::from_bytes(bytes)?.generation()),
             };
             if found != expected {
-                return Err(Error::Keyset(KeysetError::Conflict { expected, found }));
+                return Err(KeysetError::Conflict { expected, found }.into());
             }
             objects.writes += 1;
             let version = objects.writes;

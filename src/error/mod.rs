@@ -61,7 +61,7 @@ impl Error {
     /// The KMS error class, when this error came from a key provider.
     pub fn kms_class(&self) -> Option<ErrorClass> {
         match self {
-            Self::Provider(ProviderError::Kms { class, .. }) => Some(*class),
+            Self::Provider(p) => p.kms_class(),
             _ => None,
         }
     }

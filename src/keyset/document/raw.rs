@@ -146,7 +146,11 @@ impl Keyset {
         let mut keys = Vec::with_capacity(raw.keys.len());
         for (i, e) in raw.keys.into_iter().enumerate() {
             let field = |name: &str| format!("keys[{i}].{name}");
-            let time = |name: &str, v: &str| parse_rfc3339(v).map_err(|p| bad(field(name), p));
+            let time = |name: &str, v: &str| {
+                parse_rfc3339(v)
+                    .map(UnixTime::from_finite_secs)
+                    .map_err(|p| bad(field(name), p))
+            };
             let wrapped =
                 b64_decode(&e.wrapped).ok_or_else(|| bad(field("wrapped"), "not valid base64"))?;
             let kid = e
@@ -170,14 +174,13 @@ impl Keyset {
             keys.push(KeyEntry {
                 kid,
                 alg,
-                created_at: UnixTime::from_finite_secs(time("created_at", &e.created_at)?),
-                activate_at: UnixTime::from_finite_secs(time("activate_at", &e.activate_at)?),
-                retire_at: (e
+                created_at: time("created_at", &e.created_at)?,
+                activate_at: time("activate_at", &e.activate_at)?,
+                retire_at: e
                     .retire_at
                     .as_deref()
                     .map(|r| time("retire_at", r))
-                    .transpose()?)
-                .map(UnixTime::from_finite_secs),
+                    .transpose()?,
                 entry: e.entry,
                 kek: e.kek,
                 wrapped,

@@ -35,7 +35,6 @@ mod operators;
 mod routes;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::http::header;
 use stateseal::rmcp_adapter::StateSealed;
@@ -49,52 +48,6 @@ const USAGE: &str = "usage: mcp_server --config FILE [--addr HOST:PORT] [--admin
 fn usage(message: &str) -> ! {
     eprintln!("mcp_server: {message}\n{USAGE}");
     std::process::exit(2)
-}
-
-/// The `[oauth]` table as a resource-server configuration.
-fn oauth_config(table: &toml::Table) -> Result<ResourceServerConfig, String> {
-    let text = |key: &str| -> Result<Option<String>, String> {
-        match table.get(key) {
-            None => Ok(None),
-            Some(toml::Value::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(format!("[oauth] {key} must be a string")),
-        }
-    };
-    let required = |key: &str| text(key)?.ok_or(format!("[oauth] {key} is required"));
-    if let Some(unknown) = table.keys().find(|k| {
-        ![
-            "issuer",
-            "audience",
-            "jwks_uri",
-            "resource_metadata",
-            "leeway",
-        ]
-        .contains(&k.as_str())
-    }) {
-        return Err(format!("[oauth] has no setting {unknown:?}"));
-    }
-    let mut b = ResourceServerConfig::builder()
-        .issuer(required("issuer")?)
-        .audience(required("audience")?)
-        .jwks_uri(required("jwks_uri")?);
-    if let Some(url) = text("resource_metadata")? {
-        b = b.resource_metadata(url);
-    }
-    match table.get("leeway") {
-        None => {}
-        Some(toml::Value::Integer(i)) => b = b.leeway(leeway(*i as f64)?),
-        Some(toml::Value::Float(f)) => b = b.leeway(leeway(*f)?),
-        Some(_) => return Err("[oauth] leeway must be a number of seconds".into()),
-    }
-    b.build().map_err(|e| format!("[oauth] {e}"))
-}
-
-/// `[oauth] leeway` seconds: what is no duration is refused in the words the
-/// builder uses for one that is too long.
-fn leeway(secs: f64) -> Result<Duration, String> {
-    Duration::try_from_secs_f64(secs).map_err(|_| {
-        "[oauth] invalid configuration: leeway must be between 0 and 300 seconds".to_owned()
-    })
 }
 
 #[tokio::main]
@@ -124,7 +77,8 @@ async fn main() -> std::io::Result<()> {
         .parse()
         .unwrap_or_else(|e| usage(&format!("--config {path}: {e}")));
     let oauth = match table.remove("oauth") {
-        Some(toml::Value::Table(t)) => oauth_config(&t).unwrap_or_else(|e| usage(&e)),
+        Some(toml::Value::Table(t)) => ResourceServerConfig::from_toml(&t.to_string())
+            .unwrap_or_else(|e| usage(&format!("[oauth] {e}"))),
         _ => usage(
             "the configuration needs an [oauth] table (issuer, audience, jwks_uri): this server accepts only validated OAuth access tokens",
         ),

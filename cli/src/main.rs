@@ -8,6 +8,7 @@ mod flag_values;
 mod key_spec;
 mod keyset;
 mod output;
+mod proxy;
 mod redact;
 mod simulate;
 mod token;
@@ -61,6 +62,8 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Simulate a fleet of N instances for capacity planning (store and KMS load).
     Simulate(simulate::SimulateArgs),
+    /// Seal and verify the requestState of an MCP server that does none itself (a reverse proxy).
+    Proxy(proxy::ProxyArgs),
     /// Print a shell completion script.
     #[command(
         after_help = "Example:\n  stateseal completions bash > /etc/bash_completion.d/stateseal"
@@ -129,6 +132,7 @@ fn main() {
             }
             Command::Bench(args) => bench::run(&args, &mut stdout),
             Command::Demo(args) => demo::run(args, &mut stdout).await,
+            Command::Proxy(args) => proxy::run(args, &mut stdout).await,
             Command::Simulate(_) => Ok(()),
             Command::Completions { shell } => {
                 clap_complete::generate(shell, &mut Cli::command(), "stateseal", &mut stdout);

@@ -181,3 +181,70 @@ impl ResourceServerConfigBuilder {
         Ok(c)
     }
 }
+
+impl ResourceServerConfig {
+    /// The configuration an `[oauth]` table of a server's TOML file holds
+    /// (`issuer`, `audience`, `jwks_uri` required; `resource_metadata`;
+    /// `leeway` in seconds), `text` being the table's contents. The deployable
+    /// server and `stateseal proxy` read their `[oauth]` table with it.
+    ///
+    /// ```
+    /// use stateseal_oauth::ResourceServerConfig;
+    ///
+    /// let config = ResourceServerConfig::from_toml(
+    ///     "issuer = \"https://auth.example.com\"\naudience = \"https://mcp.example.com/mcp\"\n\
+    ///      jwks_uri = \"https://auth.example.com/jwks.json\"\nleeway = 30\n",
+    /// )?;
+    /// assert_eq!(config.leeway(), std::time::Duration::from_secs(30));
+    /// let unknown = ResourceServerConfig::from_toml("isuer = \"x\"").unwrap_err();
+    /// assert_eq!(unknown.to_string(), "invalid configuration: no setting \"isuer\"");
+    /// # Ok::<(), stateseal_oauth::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Config`] naming the setting that is unknown, missing or wrong.
+    pub fn from_toml(text: &str) -> Result<Self, Error> {
+        let bad = |m: String| Error::Config(m);
+        let table: toml::Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| bad(e.message().trim().to_owned()))?;
+        const KNOWN: [&str; 5] = [
+            "issuer",
+            "audience",
+            "jwks_uri",
+            "resource_metadata",
+            "leeway",
+        ];
+        if let Some(unknown) = table.keys().find(|k| !KNOWN.contains(&k.as_str())) {
+            return Err(bad(format!("no setting {unknown:?}")));
+        }
+        let text = |key: &str| -> Result<Option<String>, Error> {
+            match table.get(key) {
+                None => Ok(None),
+                Some(toml::Value::String(s)) => Ok(Some(s.clone())),
+                Some(_) => Err(bad(format!("{key} must be a string"))),
+            }
+        };
+        let required = |key: &str| text(key)?.ok_or_else(|| bad(format!("{key} is required")));
+        let mut b = Self::builder()
+            .issuer(required("issuer")?)
+            .audience(required("audience")?)
+            .jwks_uri(required("jwks_uri")?);
+        if let Some(url) = text("resource_metadata")? {
+            b = b.resource_metadata(url);
+        }
+        let seconds = match table.get("leeway") {
+            None => None,
+            Some(toml::Value::Integer(i)) => Some(*i as f64),
+            Some(toml::Value::Float(f)) => Some(*f),
+            Some(_) => return Err(bad("leeway must be a number of seconds".into())),
+        };
+        if let Some(secs) = seconds {
+            // What is no duration (-1, nan) is refused in the words used for one too long.
+            let leeway = Duration::try_from_secs_f64(secs)
+                .map_err(|_| bad("leeway must be between 0 and 300 seconds".into()))?;
+            b = b.leeway(leeway);
+        }
+        b.build()
+    }
+}

@@ -1,10 +1,27 @@
-//! The parts of `stateseal proxy`, the sealing reverse proxy for MCP's
-//! streamable HTTP transport (issue 71). So far: [`sse`], the incremental
-//! server-sent-events parser the proxy reads upstream streams with, and
-//! [`rpc_id`], the JSON-RPC ids it matches responses to requests by, and
-//! [`inbound`], which verifies a request body's echoes before it goes upstream.
+//! `stateseal proxy`: a sealing reverse proxy for MCP's streamable HTTP
+//! transport. Put it in front of an MCP server written in any language and
+//! every `requestState` the server hands out is sealed with the fleet's keys
+//! on its way to the client, and every echo is verified (expiry, request
+//! binding, audience, caller, single use, revocation) before the server sees
+//! it, which then reads the plaintext it minted. A refused echo is answered
+//! by the proxy with the boundary's frozen `-32602`; the server is never
+//! called. Everything without a state passes byte for byte.
+//!
+//! The parts: [`settings`] (the `[proxy]` and `[oauth]` tables), [`Proxy`]
+//! (the router), [`inbound`] (request bodies), [`sse`] (the incremental
+//! event-stream reader) and [`rpc_id`] (ids as clients compare them). The
+//! guide is `docs/proxy.md`.
 #![forbid(unsafe_code)]
 
+pub mod admin;
+mod caller;
+mod forward;
 pub mod inbound;
+mod outbound;
+mod pending;
 pub mod rpc_id;
+mod server;
+pub mod settings;
 pub mod sse;
+
+pub use server::{Proxy, ProxyBuilder, ProxyError};

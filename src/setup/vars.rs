@@ -50,18 +50,47 @@ impl Config {
     /// # Errors
     /// As [`Config::from_env`].
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
-        let mut table = match var("STATESEAL_CONFIG") {
-            Some(path) => {
-                let text = std::fs::read_to_string(&path).map_err(|e| {
-                    Error::Config(format!(
-                        "STATESEAL_CONFIG={path}: cannot read it ({})",
-                        e.kind()
-                    ))
-                })?;
-                text.parse::<toml::Table>().map_err(|e| {
-                    Error::Config(format!("STATESEAL_CONFIG={path}: {}", e.message().trim()))
-                })?
-            }
+        let Some(path) = var("STATESEAL_CONFIG") else {
+            return Self::from_toml_and_vars(None, "", var);
+        };
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            Error::Config(format!(
+                "STATESEAL_CONFIG={path}: cannot read it ({})",
+                e.kind()
+            ))
+        })?;
+        Self::from_toml_and_vars(Some(&text), &format!("STATESEAL_CONFIG={path}"), var)
+    }
+
+    /// The configuration from the TOML document `text` (when given; `source`
+    /// names it in errors, e.g. `--config fleet.toml`), with `STATESEAL_*`
+    /// variables from `var` on top. A program whose file has tables of its own
+    /// (the proxy's `[oauth]` and `[proxy]`) takes them out and passes the rest.
+    ///
+    /// ```
+    /// use stateseal::setup::Config;
+    ///
+    /// let vars = |name: &str| (name == "STATESEAL_TTL").then(|| "120".to_owned());
+    /// let config = Config::from_toml_and_vars(
+    ///     Some("store = \"file:///tmp/keyset.json\"\naudience = \"svc\"\nttl = 600\n"),
+    ///     "fleet.toml",
+    ///     vars,
+    /// )?;
+    /// assert_eq!(config.ttl, std::time::Duration::from_secs(120));
+    /// # Ok::<(), stateseal::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Config::from_env`].
+    pub fn from_toml_and_vars(
+        text: Option<&str>,
+        source: &str,
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, Error> {
+        let mut table = match text {
+            Some(text) => text
+                .parse::<toml::Table>()
+                .map_err(|e| Error::Config(format!("{source}: {}", e.message().trim())))?,
             None => toml::Table::new(),
         };
         for field in FIELDS.iter().filter(|f| **f != "config") {

@@ -58,6 +58,16 @@ impl Rounds {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+
+    /// The round of the request with `id`, taken out.
+    pub(crate) fn take(&mut self, id: &RpcId) -> Option<Round> {
+        self.0.remove(id)
+    }
+
+    /// Every round, by id.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&RpcId, &Round)> {
+        self.0.iter()
+    }
 }
 
 /// A JSON-RPC error response to `id`.

@@ -1,0 +1,217 @@
+//! The upstream's answers on their way to the client: the `requestState` of
+//! every `input_required` result is sealed under the identity of the request
+//! it answers (found by JSON-RPC id) and for that request's caller; nothing
+//! else is touched. Fail closed: an answer the proxy cannot seal (no round
+//! with its id, a state that is not a string, a seal that fails) becomes a
+//! `-32603` error to its id, so no plaintext state reaches the client.
+
+use serde_json::Value;
+use stateseal::boundary::{Boundary, WireError};
+
+use crate::inbound::error_response;
+use crate::pending::Awaiting;
+use crate::rpc_id::RpcId;
+
+/// What became of one answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sealed {
+    /// No state in it: forward it as it came.
+    Untouched,
+    /// Its state was sealed (or, failing that, it became an error).
+    Changed,
+}
+
+/// The response id of `message`, if it is a JSON-RPC response.
+pub(crate) fn response_id(message: &Value) -> Option<RpcId> {
+    let object = message.as_object()?;
+    if object.contains_key("method")
+        || !(object.contains_key("result") || object.contains_key("error"))
+    {
+        return None;
+    }
+    RpcId::of(object.get("id")?)
+}
+
+/// Seals the state of `message` if it is an `input_required` result with
+/// one; `find` gives the round the response with that id answers.
+pub(crate) fn seal_message(
+    boundary: &Boundary,
+    message: &mut Value,
+    find: &mut dyn FnMut(&RpcId) -> Option<Awaiting>,
+) -> Sealed {
+    let Some(id) = response_id(message) else {
+        return Sealed::Untouched;
+    };
+    let Some(result) = message.get_mut("result") else {
+        return Sealed::Untouched;
+    };
+    if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
+        return Sealed::Untouched;
+    }
+    let state = match result.get("requestState") {
+        None | Some(Value::Null) => return Sealed::Untouched,
+        Some(Value::String(_)) => true,
+        Some(_) => false,
+    };
+    let outcome = match (state, find(&id)) {
+        (true, Some((round, principal))) => boundary.seal_result(&round, result, &principal),
+        (true, None) => {
+            tracing::warn!(
+                "proxy: an input_required result answers no request this proxy opened; refused"
+            );
+            Err(WireError::internal())
+        }
+        (false, _) => {
+            tracing::warn!("proxy: the upstream's requestState is not a string; refused");
+            Err(WireError::internal())
+        }
+    };
+    if let Err(e) = outcome {
+        let id = message.get("id").cloned().unwrap_or(Value::Null);
+        *message = error_response(id, e.code, e.message, e.data);
+    }
+    Sealed::Changed
+}
+
+/// Seals every answer of a JSON body (one message or a batch); `None` when
+/// nothing in it changed (forward the bytes as they came).
+pub(crate) fn seal_value(
+    boundary: &Boundary,
+    value: &mut Value,
+    find: &mut dyn FnMut(&RpcId) -> Option<Awaiting>,
+) -> Sealed {
+    match value {
+        Value::Array(items) => {
+            let mut any = Sealed::Untouched;
+            for item in items {
+                if seal_message(boundary, item, find) == Sealed::Changed {
+                    any = Sealed::Changed;
+                }
+            }
+            any
+        }
+        message => seal_message(boundary, message, find),
+    }
+}
+
+/// The ids of the answers in `value`, one message or a batch.
+pub(crate) fn answered_ids(value: &Value) -> Vec<RpcId> {
+    match value {
+        Value::Array(items) => items.iter().filter_map(response_id).collect(),
+        message => response_id(message).into_iter().collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::json;
+    use stateseal::{Envelope, KeyRing, RingHandle};
+
+    use super::*;
+
+    fn boundary() -> Boundary {
+        let ring = Arc::new(RingHandle::new(KeyRing::ephemeral().expect("ring")));
+        Boundary::new(Arc::new(
+            Envelope::builder(ring, Some("t"))
+                .build()
+                .expect("envelope"),
+        ))
+    }
+
+    fn round(b: &Boundary) -> Awaiting {
+        let mut params = json!({"name": "deploy", "arguments": {"env": "prod"}});
+        (
+            b.open_params("tools/call", &mut params, &Ok(None))
+                .expect("round"),
+            Ok(None),
+        )
+    }
+
+    fn answer(id: Value, state: Value) -> Value {
+        json!({"jsonrpc": "2.0", "id": id, "result": {"resultType": "input_required", "inputRequests": {}, "requestState": state}})
+    }
+
+    #[test]
+    fn a_state_is_sealed_under_the_round_its_id_names() {
+        let b = boundary();
+        let r = round(&b);
+        let mut m = answer(json!(7), json!("confirm-deploy:prod"));
+        let mut asked = Vec::new();
+        let sealed = seal_message(&b, &mut m, &mut |id| {
+            asked.push(id.clone());
+            Some(r.clone())
+        });
+        assert_eq!(sealed, Sealed::Changed);
+        assert_eq!(asked, vec![RpcId::of(&json!(7.0)).expect("id")]);
+        let token = m["result"]["requestState"].as_str().expect("a state");
+        assert!(
+            token.starts_with("v1.") && !token.contains("confirm"),
+            "{token}"
+        );
+        let mut echo =
+            json!({"name": "deploy", "arguments": {"env": "prod"}, "requestState": token});
+        b.open_params("tools/call", &mut echo, &Ok(None))
+            .expect("opens");
+        assert_eq!(echo["requestState"], "confirm-deploy:prod");
+    }
+
+    #[test]
+    fn what_cannot_be_sealed_becomes_an_error_and_no_plaintext_goes_out() {
+        let b = boundary();
+        let r = round(&b);
+        for (mut m, has_round) in [
+            (answer(json!(1), json!("secret-plain")), false),
+            (answer(json!(1), json!({"plain": "secret-plain"})), true),
+            (answer(json!(1), json!(["secret-plain"])), true),
+        ] {
+            let sealed = seal_message(&b, &mut m, &mut |_| has_round.then(|| r.clone()));
+            assert_eq!(sealed, Sealed::Changed);
+            assert_eq!(
+                m,
+                json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32603, "message": "Internal error"}})
+            );
+        }
+    }
+
+    #[test]
+    fn everything_else_is_untouched() {
+        let b = boundary();
+        let r = round(&b);
+        for m in [
+            answer(json!(1), Value::Null),
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [], "requestState": "x"}}),
+            json!({"jsonrpc": "2.0", "id": 1, "error": {"code": 1, "message": "m"}}),
+            json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"requestState": "x"}}),
+            json!({"jsonrpc": "2.0", "id": 3, "method": "elicitation/create", "params": {}}),
+        ] {
+            let mut copy = m.clone();
+            assert_eq!(
+                seal_message(&b, &mut copy, &mut |_| Some(r.clone())),
+                Sealed::Untouched,
+                "{m}"
+            );
+            assert_eq!(copy, m);
+        }
+    }
+
+    #[test]
+    fn a_batchs_answers_are_sealed_each_by_its_id() {
+        let b = boundary();
+        let r = round(&b);
+        let mut batch =
+            json!([answer(json!("a"), json!("s")), {"jsonrpc": "2.0", "id": "b", "result": {}}]);
+        let sealed = seal_value(&b, &mut batch, &mut |id| {
+            (*id == RpcId::of(&json!("a")).expect("id")).then(|| r.clone())
+        });
+        assert_eq!(sealed, Sealed::Changed);
+        assert!(
+            batch[0]["result"]["requestState"]
+                .as_str()
+                .expect("state")
+                .starts_with("v1.")
+        );
+        assert_eq!(answered_ids(&batch).len(), 2);
+    }
+}

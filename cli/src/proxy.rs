@@ -127,20 +127,11 @@ pub(crate) async fn run(args: ProxyArgs, out: &mut impl Write) -> Result<(), Cli
             "proxy: --pass-through: NO state is sealed or verified (benchmark baseline only)"
         );
     }
-    // Checked before any keyset is read: a bad URL is a usage error.
     let recorder = metrics_exporter_prometheus::PrometheusBuilder::new()
         .install_recorder()
         .map_err(|e| CliError::Failed(format!("cannot install the metrics recorder: {e}")))?;
     let registry = crate::keyset::registry(&config.store);
-    let probe = Proxy::builder(
-        stateseal::boundary::Boundary::new(ephemeral_envelope()?),
-        &args.upstream,
-    )
-    .settings(settings.clone())
-    .build();
-    if let Err(e) = probe {
-        return Err(CliError::Usage(e.to_string()));
-    }
+    Proxy::check_upstream(&args.upstream).map_err(|e| CliError::Usage(e.to_string()))?;
     let protection = Arc::new(start(&config, registry).await?);
     let proxy = Proxy::builder(protection.boundary(), &args.upstream)
         .settings(settings)
@@ -199,14 +190,6 @@ pub(crate) async fn run(args: ProxyArgs, out: &mut impl Write) -> Result<(), Cli
     served.map_err(|e| CliError::Failed(format!("serving: {e}")))?;
     admin_served.map_err(|e| CliError::Failed(format!("serving the operators' port: {e}")))?;
     Ok(())
-}
-
-/// A throwaway envelope for checking the proxy's settings before the keyset is read.
-fn ephemeral_envelope() -> Result<Arc<stateseal::Envelope>, CliError> {
-    let ring = Arc::new(stateseal::RingHandle::new(stateseal::KeyRing::ephemeral()?));
-    Ok(Arc::new(
-        stateseal::Envelope::builder(ring, Some("check")).build()?,
-    ))
 }
 
 async fn shutdown_signal() {

@@ -54,7 +54,7 @@ pub enum ProxyError {
 ///     .expect("a valid upstream");
 /// let app = proxy.router(); // axum::serve(listener, app)
 /// # let _ = app;
-/// assert!(Proxy::builder(Boundary::new(proxy.boundary().envelope().clone()), "ftp://x").build().is_err());
+/// assert!(Proxy::check_upstream("ftp://x").is_err());
 /// # Ok::<(), stateseal::Error>(())
 /// ```
 #[derive(Debug, Clone)]
@@ -111,6 +111,28 @@ impl Proxy {
                 std::future::ready(([(header::CONTENT_TYPE, "application/json")], metadata))
             }),
         )
+    }
+
+    /// The upstream URL `url` parsed, or why it cannot be one: an `http` or
+    /// `https` URL with a host and no credentials.
+    ///
+    /// # Errors
+    /// [`ProxyError::Upstream`] saying what is wrong.
+    pub fn check_upstream(url: &str) -> Result<reqwest::Url, ProxyError> {
+        let bad = |why: &str| ProxyError::Upstream {
+            url: url.to_owned(),
+            why: why.to_owned(),
+        };
+        let upstream = reqwest::Url::parse(url).map_err(|e| bad(&e.to_string()))?;
+        if !matches!(upstream.scheme(), "http" | "https") || upstream.host_str().is_none() {
+            return Err(bad(
+                "expected an http:// or https:// URL such as http://127.0.0.1:3000/mcp",
+            ));
+        }
+        if !upstream.username().is_empty() || upstream.password().is_some() {
+            return Err(bad("credentials do not belong in the URL"));
+        }
+        Ok(upstream)
     }
 
     /// How many rounds wait for an answer that may come on a resumed stream.

@@ -27,6 +27,7 @@ start debian sh -c 'scripts/redis-env.sh && scripts/prometheus-env.sh'
 start azurite scripts/azurite-env.sh
 start packaging scripts/pkg-env.sh
 start glibc scripts/glibc-env.sh
+start proxy-upstreams scripts/proxy-upstreams-env.sh
 failed=()
 for name in "${!pids[@]}"; do
   wait "${pids[$name]}" || failed+=("$name")

@@ -119,11 +119,18 @@ impl Proxy {
     /// # Errors
     /// [`ProxyError::Upstream`] saying what is wrong.
     pub fn check_upstream(url: &str) -> Result<reqwest::Url, ProxyError> {
+        // Never echo a URL that may hold credentials: what cannot be parsed is not shown.
+        let upstream = reqwest::Url::parse(url).map_err(|e| ProxyError::Upstream {
+            url: "(not shown)".to_owned(),
+            why: format!("not a URL ({e})"),
+        })?;
+        let mut shown = upstream.clone();
+        let _ = shown.set_username("");
+        let _ = shown.set_password(None);
         let bad = |why: &str| ProxyError::Upstream {
-            url: url.to_owned(),
+            url: shown.to_string(),
             why: why.to_owned(),
         };
-        let upstream = reqwest::Url::parse(url).map_err(|e| bad(&e.to_string()))?;
         if !matches!(upstream.scheme(), "http" | "https") || upstream.host_str().is_none() {
             return Err(bad(
                 "expected an http:// or https:// URL such as http://127.0.0.1:3000/mcp",

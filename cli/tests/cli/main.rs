@@ -17,6 +17,7 @@ mod keyset_commands;
 mod member;
 mod operator;
 mod operator_inputs;
+mod proxy;
 mod races;
 mod revoke;
 mod simulate;

@@ -7,7 +7,8 @@ multi-round-trip (`input_required`) conversations explicitly.
 Connects with `streamable_http_client` + `ClientSession` (protocol 2026-07-28,
 `server/discover`, no session). For each KIND, round 1 (no state) must come
 back `input_required`; round 2 repeats the request with that `requestState`
-echoed and `inputResponses` accepting every input request. `PROXY_BEARER`, if
+echoed and `inputResponses` accepting every input request. `PROXY_HEADERS`, a
+JSON object, adds those headers to every request. `PROXY_BEARER`, if
 set, is sent as `Authorization: Bearer ...` on every request. Every HTTP
 response body received is recorded, in order, by a transport wrapper.
 
@@ -162,7 +163,9 @@ async def main(argv: list[str]) -> None:
             sys.exit("--echo STATE takes exactly one KIND")
     kinds = rest or ["tool", "prompt", "resource"]
     bearer = os.environ.get("PROXY_BEARER")
-    headers = {"Authorization": f"Bearer {bearer}"} if bearer else None
+    headers = {"Authorization": f"Bearer {bearer}"} if bearer else {}
+    # Headers a gateway in front would set (the tests play a trusted gateway with them).
+    headers.update(json.loads(os.environ.get("PROXY_HEADERS", "{}")))
     timeout = httpx2.Timeout(30.0, read=60.0)
     rounds = []
     async with httpx2.AsyncClient(transport=RecordingTransport(), headers=headers, timeout=timeout) as http:

@@ -7,7 +7,8 @@
 //   node client.mjs URL [KIND ...]            KIND: tool transfer prompt resource
 //   node client.mjs URL --echo STATE KIND     skip round 1, send round 2 with STATE
 //
-// Env PROXY_BEARER, if set, goes out as `Authorization: Bearer ...`.
+// Env PROXY_BEARER, if set, goes out as `Authorization: Bearer ...`; PROXY_HEADERS,
+// a JSON object, adds those headers to every request.
 // Prints one JSON object: {"rounds": [{kind, state, final, again, error}],
 // "bodies": [every HTTP response body, in order]}; exits 0 if it ran.
 //   state  the requestState round 1 handed out (the echoed STATE with --echo)
@@ -60,13 +61,29 @@ if (!url || kinds.some((k) => !(k in KINDS)) || (echo !== undefined && kinds.len
 // Every response body, in request order; clones are read in the background so
 // a streaming (SSE) response is not held up by the recording.
 const bodies = [];
+// Records every byte the SDK reads as it passes (a clone's text() would wait
+// forever on a stream the SDK stops reading once it has its answer).
 async function recordingFetch(input, init) {
   const response = await fetch(input, init);
-  bodies.push(response.clone().text().catch((e) => `<unreadable: ${e.message}>`));
-  return response;
+  if (!response.body) return response;
+  const decoder = new TextDecoder();
+  const seen = { text: '' };
+  bodies.push(seen);
+  const recorder = new TransformStream({
+    transform(chunk, controller) {
+      seen.text += decoder.decode(chunk, { stream: true });
+      controller.enqueue(chunk);
+    },
+  });
+  const { status, statusText, headers } = response;
+  return new Response(response.body.pipeThrough(recorder), { status, statusText, headers });
 }
 
-const headers = process.env.PROXY_BEARER ? { Authorization: `Bearer ${process.env.PROXY_BEARER}` } : {};
+const headers = {
+  ...(process.env.PROXY_BEARER ? { Authorization: `Bearer ${process.env.PROXY_BEARER}` } : {}),
+  // Headers a gateway in front would set (the tests play a trusted gateway with them).
+  ...JSON.parse(process.env.PROXY_HEADERS ?? '{}'),
+};
 const client = new Client(
   { name: 'stateseal-proxy-test-client', version: '1.0.0' },
   {
@@ -118,4 +135,4 @@ try {
   rounds.push({ kind: 'connect', state: null, final: null, again: null, error: errorOf(e) });
 }
 await client.close().catch(() => {});
-console.log(JSON.stringify({ rounds, bodies: await Promise.all(bodies) }));
+console.log(JSON.stringify({ rounds, bodies: bodies.map((b) => b.text) }));

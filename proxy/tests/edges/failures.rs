@@ -1,0 +1,142 @@
+//! An upstream that fails: down, dying mid-stream, closing mid-event,
+//! sending an event or a JSON answer past the bound, or a state that is not
+//! a string. The client gets a JSON-RPC error saying so for each request
+//! still unanswered, and no byte of a state.
+
+use http::StatusCode;
+use serde_json::{Value, json};
+use stateseal_proxy::settings::{PrincipalMode, ProxySettings};
+
+use super::{Reply, Rig, asks, call, events, text};
+
+fn upstream_error(id: Value, why: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000, "message": format!("upstream MCP server {why}")}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_that_is_down_is_answered_with_a_json_rpc_error_to_each_request() {
+    // A port nothing listens on: bound, then closed.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let rig = Rig::in_front_of(
+        &format!("http://127.0.0.1:{port}/mcp"),
+        ProxySettings::new(PrincipalMode::Unbound),
+        Default::default(),
+    )
+    .await;
+    let (status, _, body) = rig
+        .post(call(json!(7), "prod", None).to_string(), &[])
+        .await;
+    assert_eq!(status, StatusCode::BAD_GATEWAY);
+    assert_eq!(
+        serde_json::from_slice::<Value>(&body).expect("JSON"),
+        upstream_error(json!(7), "unavailable")
+    );
+    let batch = json!([call(json!(1), "a", None), {"jsonrpc": "2.0", "method": "notifications/initialized"}, call(json!("b"), "b", None)]);
+    let (_, _, body) = rig.post(batch.to_string(), &[]).await;
+    assert_eq!(
+        serde_json::from_slice::<Value>(&body).expect("JSON"),
+        json!([
+            upstream_error(json!(1), "unavailable"),
+            upstream_error(json!("b"), "unavailable")
+        ])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_that_closes_mid_event_leaks_nothing_of_it() {
+    let note =
+        b"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\n\n";
+    let mut body = note.to_vec();
+    body.extend_from_slice(format!("data: {}", asks(json!(1), json!("plain-secret"))).as_bytes());
+    // Closed cleanly mid-event.
+    let sent = body.clone();
+    let rig = Rig::new(move |_| Reply::sse(&sent, 16)).await;
+    let (status, _, got) = rig
+        .post(call(json!(1), "prod", None).to_string(), &[])
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(got.starts_with(note), "{}", text(&got));
+    assert!(!text(&got).contains("plain-secret"), "{}", text(&got));
+    assert_eq!(
+        events(&got)[1],
+        upstream_error(json!(1), "closed the stream mid-event")
+    );
+    // The connection dropped mid-event, after the client saw the stream begin.
+    let die = std::sync::Arc::new(tokio::sync::Notify::new());
+    let (sent, notify) = (body.clone(), std::sync::Arc::clone(&die));
+    let rig = Rig::new(move |_| Reply {
+        die: Some(std::sync::Arc::clone(&notify)),
+        ..Reply::sse(&sent, 16)
+    })
+    .await;
+    let got = rig
+        .post_then(call(json!(1), "prod", None).to_string(), note, &die)
+        .await;
+    assert!(got.starts_with(note), "{}", text(&got));
+    assert!(!text(&got).contains("plain-secret"), "{}", text(&got));
+    assert_eq!(
+        events(&got)[1],
+        upstream_error(json!(1), "failed mid-stream"),
+        "{}",
+        text(&got)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_or_answer_past_the_bound_is_refused_whole() {
+    let small = ProxySettings::new(PrincipalMode::Unbound)
+        .bounds(64 << 10, 64 << 10)
+        .expect("bounds");
+    let big = asks(json!(1), json!(format!("plain-{}", "x".repeat(100 << 10))));
+    let event = format!("data: {big}\n\n").into_bytes();
+    let rig = Rig::with(small.clone(), move |_| Reply::sse(&event, 8192)).await;
+    let (_, _, got) = rig
+        .post(call(json!(1), "prod", None).to_string(), &[])
+        .await;
+    assert_eq!(
+        events(&got),
+        vec![upstream_error(
+            json!(1),
+            "sent an event larger than max_event_bytes"
+        )]
+    );
+    let rig = Rig::with(small, move |_| Reply::json(&big)).await;
+    let (status, _, got) = rig
+        .post(call(json!(1), "prod", None).to_string(), &[])
+        .await;
+    assert_eq!(status, StatusCode::BAD_GATEWAY);
+    assert!(!text(&got).contains("plain-"), "{}", text(&got));
+    assert_eq!(
+        serde_json::from_slice::<Value>(&got).expect("JSON"),
+        upstream_error(json!(1), "is larger than max_event_bytes")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_state_that_is_not_a_string_or_a_body_that_is_not_json_never_reaches_the_client() {
+    let internal =
+        json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32603, "message": "Internal error"}});
+    let rig = Rig::new(|_| Reply::json(&asks(json!(1), json!({"plain": "secret"})))).await;
+    let (_, _, got) = rig
+        .post(call(json!(1), "prod", None).to_string(), &[])
+        .await;
+    assert_eq!(
+        serde_json::from_slice::<Value>(&got).expect("JSON"),
+        internal
+    );
+    let lenient = br#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","requestState":"secret","n":NaN}}"#;
+    let rig = Rig::new(|_| Reply::bytes("application/json", lenient.to_vec())).await;
+    let (status, _, got) = rig
+        .post(call(json!(1), "prod", None).to_string(), &[])
+        .await;
+    assert_eq!(status, StatusCode::BAD_GATEWAY);
+    assert!(!text(&got).contains("secret"));
+    assert_eq!(
+        serde_json::from_slice::<Value>(&got).expect("JSON"),
+        upstream_error(json!(1), "answered with a body that is not JSON")
+    );
+}

@@ -95,12 +95,20 @@ def status(keyset: Keyset) -> dict:
     return json.loads(cli("status", "--store", keyset.store, "--json", env=keyset.env, check=False).stdout)
 
 
-async def run_fleet(keyset: Keyset, tmp_path, issuer: Issuer) -> Tally:
+async def run_fleet(keyset: Keyset, tmp_path, issuer: Issuer, starters=None, names=None) -> Tally:
+    """The fleet's conversations, rotations and attacks, over the members
+    `starters` start (default: the Rust, Python and Node servers)."""
+    labels = names or NAMES
     # A member that fails to start stops those started before it.
     members = start_all(
-        lambda: rust_server(keyset, tmp_path / "rust.log", issuer),
-        lambda: python_server(keyset, tmp_path / "python.log", issuer),
-        lambda: node_server(keyset, tmp_path / "node.log", issuer),
+        *(
+            starters
+            or (
+                lambda: rust_server(keyset, tmp_path / "rust.log", issuer),
+                lambda: python_server(keyset, tmp_path / "python.log", issuer),
+                lambda: node_server(keyset, tmp_path / "node.log", issuer),
+            )
+        )
     )
     tally = Tally()
     pick = random.Random(0x5EA1)
@@ -135,7 +143,7 @@ async def run_fleet(keyset: Keyset, tmp_path, issuer: Issuer) -> Tally:
                                 if not await refused(s, e, tok):
                                     tally.attacks_accepted.append(f"{name} at {servers[target]}")
                     tally.rounds += 1
-                    pair = f"{NAMES[a]}->{NAMES[b]}"
+                    pair = f"{labels[a]}->{labels[b]}"
                     tally.pairs[pair] = tally.pairs.get(pair, 0) + 1
                     if not await second_round(alice[b], env, state):
                         tally.rejected.append(f"round {env}: minted at {servers[a]}, refused at {servers[b]}")

@@ -48,6 +48,8 @@ IDENTITY = {
     "azure": ("az-blob://", azure_workload_identity(
         "stateseal-example", lambda docs: kind(docs, "Deployment")[0]["spec"]["template"])),
 }
+# The sealing proxy as a sidecar (components/proxy-sidecar) on the Vault overlay.
+IDENTITY["proxy-sidecar"] = IDENTITY["vault"]
 ROTATOR_IDENTITY = {
     "vault": lambda docs, e: e.get("STATESEAL_VAULT_AUTH") == "kubernetes" and e.get("STATESEAL_VAULT_ROLE", "").endswith("-rotator"),
     "aws": annotated("eks.amazonaws.com/role-arn", "stateseal-keyset-rotator"),
@@ -55,6 +57,30 @@ ROTATOR_IDENTITY = {
     "azure": azure_workload_identity(
         "stateseal-keyset-rotator", lambda docs: kind(docs, "CronJob")[0]["spec"]["jobTemplate"]["spec"]["template"]),
 }
+ROTATOR_IDENTITY["proxy-sidecar"] = ROTATOR_IDENTITY["vault"]
+
+
+def flag(args, name):
+    return args[args.index(name) + 1] if name in args and args.index(name) + 1 < len(args) else ""
+
+
+def check_sidecar(name, pod, c, ports):
+    """The proxy serves the pod's ports and forwards to a server on the pod's loopback only."""
+    args = c.get("args", [])
+    check(c.get("command") == ["/usr/local/bin/stateseal"] and args[:1] == ["proxy"],
+          f"{name}: the first container runs `stateseal proxy`")
+    check(flag(args, "--listen").endswith(f":{ports.get('http')}") and flag(args, "--admin").endswith(f":{ports.get('admin')}"),
+          f"{name}: the proxy listens on the http port and serves operators on the admin port")
+    upstream = flag(args, "--upstream")
+    check(upstream.startswith("http://127.0.0.1:") or upstream.startswith("http://[::1]:"),
+          f"{name}: the proxy's upstream is on the pod's loopback ({upstream})")
+    others = pod["containers"][1:]
+    check(len(others) == 1 and not others[0].get("ports") and others[0].get("command") is None,
+          f"{name}: one unmodified server container beside the proxy, declaring no port")
+    check(all({"HOST": "127.0.0.1"}.items() <= {e["name"]: e.get("value") for e in o.get("env", [])}.items()
+              for o in others), f"{name}: the server is told to listen on the pod's loopback")
+    check(all(o.get("securityContext", {}).get("readOnlyRootFilesystem") is True for o in others),
+          f"{name}: the server container is read-only too")
 
 
 def kind(docs, k):
@@ -108,8 +134,11 @@ for name in overlays:
     check(c["readinessProbe"]["httpGet"]["port"] == "admin" and c["livenessProbe"]["httpGet"]["port"] == "admin",
           f"{name}: probes on the operators' port")
     args = c.get("args", [])
-    check("--admin-addr" in args and args[args.index("--admin-addr") + 1].endswith(f":{ports.get('admin')}"),
+    admin_flag = "--admin" if args[:1] == ["proxy"] else "--admin-addr"
+    check(flag(args, admin_flag).endswith(f":{ports.get('admin')}"),
           f"{name}: the server listens for operators on the admin port")
+    if name == "proxy-sidecar":
+        check_sidecar(name, pod, c, ports)
     policies = kind(docs, "NetworkPolicy")
     rules = policies[0]["spec"].get("ingress", []) if len(policies) == 1 else []
     admin_rules = [r for r in rules if any(p.get("port") in ("admin", ports.get("admin")) for p in r.get("ports", []))]

@@ -21,6 +21,15 @@ pub(crate) enum Sealed {
     Changed,
 }
 
+/// Whether JSON text could hold a `requestState` member: it names one, or
+/// has a `\u` escape (which could spell the name), so nothing without
+/// either can carry a state to any parser, strict or lenient, and passes
+/// without being parsed.
+pub(crate) fn may_hold_state(text: &[u8]) -> bool {
+    memchr::memmem::find(text, b"requestState").is_some()
+        || memchr::memmem::find(text, b"\\u").is_some()
+}
+
 /// The response id of `message`, if it is a JSON-RPC response.
 pub(crate) fn response_id(message: &Value) -> Option<RpcId> {
     let object = message.as_object()?;
@@ -194,6 +203,17 @@ mod tests {
             );
             assert_eq!(copy, m);
         }
+    }
+
+    #[test]
+    fn only_text_naming_the_member_or_escaping_may_hold_a_state() {
+        assert!(may_hold_state(br#"{"result":{"requestState":"x"}}"#));
+        assert!(may_hold_state(br#"{"result":{"request\u0053tate":"x"}}"#));
+        assert!(!may_hold_state(
+            br#"{"result":{"content":[{"text":"requeststate"}]}}"#
+        ));
+        let escaped: Value = serde_json::from_slice(br#"{"request\u0053tate":"x"}"#).expect("JSON");
+        assert_eq!(escaped["requestState"], "x", "why an escape counts");
     }
 
     #[test]

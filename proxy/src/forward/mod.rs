@@ -18,7 +18,7 @@ use stateseal::boundary::{Boundary, PrincipalResult};
 
 use crate::caller::{Caller, Unidentified};
 use crate::inbound::{Inbound, Rounds, error_response, open_body};
-use crate::outbound::{Sealed, seal_value};
+use crate::outbound::{Sealed, may_hold_state, seal_value};
 use crate::pending::{Awaiting, Pending};
 use crate::rpc_id::RpcId;
 use crate::settings::ProxySettings;
@@ -108,28 +108,34 @@ async fn post(shared: Arc<Shared>, request: Request, principal: PrincipalResult)
             ),
         };
     }
-    let (body, rounds, answers) = match open_body(&shared.boundary, &bytes, &principal).await {
-        Inbound::Answer(body) => {
-            metrics::counter!("stateseal_proxy_requests_total", "outcome" => "answered")
-                .increment(1);
-            let value: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            let (messages, batch) = match value {
-                Value::Array(items) => (items, true),
-                one => (vec![one], false),
-            };
-            let status = messages.first().map_or(StatusCode::OK, status_of);
-            return framing.respond(status, messages, batch);
-        }
-        Inbound::Nothing => return StatusCode::ACCEPTED.into_response(),
-        Inbound::Forward {
-            body,
-            rounds,
-            answers,
-        } => (body.map(Bytes::from).unwrap_or(bytes), rounds, answers),
-    };
+    let (body, rounds, answers, requests) =
+        match open_body(&shared.boundary, &bytes, &principal).await {
+            Inbound::Answer(body) => {
+                metrics::counter!("stateseal_proxy_requests_total", "outcome" => "answered")
+                    .increment(1);
+                let value: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                let (messages, batch) = match value {
+                    Value::Array(items) => (items, true),
+                    one => (vec![one], false),
+                };
+                let status = messages.first().map_or(StatusCode::OK, status_of);
+                return framing.respond(status, messages, batch);
+            }
+            Inbound::Nothing => return StatusCode::ACCEPTED.into_response(),
+            Inbound::Forward {
+                body,
+                rounds,
+                answers,
+                requests,
+            } => (
+                body.map(Bytes::from).unwrap_or(bytes),
+                rounds,
+                answers,
+                requests,
+            ),
+        };
     metrics::counter!("stateseal_proxy_requests_total", "outcome" => "forwarded").increment(1);
     let batch = body.trim_ascii_start().first() == Some(&b'[');
-    let requests = request_ids(&body);
     let session = session_of(&parts.headers);
     if let Some(s) = &session {
         let now = Instant::now();
@@ -229,6 +235,9 @@ async fn respond(
             return framing.respond(StatusCode::BAD_GATEWAY, messages, batch);
         }
     };
+    if answers.is_empty() && !may_hold_state(&body) {
+        return with_headers(status, headers, Body::from(body));
+    }
     let Ok(mut value) = serde_json::from_slice::<Value>(&body) else {
         // A lenient client parser (NaN, comments) could read a state nobody sealed.
         tracing::warn!("proxy: the upstream's JSON answer is not JSON; refused");
@@ -344,25 +353,6 @@ fn session_of(headers: &HeaderMap) -> Option<String> {
         .get(SESSION)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned)
-}
-
-/// The ids of the requests (not notifications) of a body, one or a batch.
-fn request_ids(body: &[u8]) -> Vec<(RpcId, Value)> {
-    let Ok(value) = serde_json::from_slice::<Value>(body) else {
-        return Vec::new();
-    };
-    let messages = match &value {
-        Value::Array(items) => items.iter().collect(),
-        one => vec![one],
-    };
-    messages
-        .into_iter()
-        .filter(|m| m.get("method").is_some())
-        .filter_map(|m| {
-            m.get("id")
-                .and_then(|id| Some((RpcId::of(id)?, id.clone())))
-        })
-        .collect()
 }
 
 /// A client error's text without its URL (which could carry credentials).

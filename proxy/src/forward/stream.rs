@@ -3,21 +3,23 @@
 //! answer with a state (sealed, only its data lines rewritten) or is not
 //! JSON (dropped: a lenient client parser could read a state nobody sealed).
 //! If the stream fails, outgrows its bound or is cut mid-event, each request
-//! still unanswered on it gets an error saying so, and the stream ends.
+//! still unanswered on it gets an error saying so, and the stream ends. An
+//! upstream's chunk goes out as one chunk, once its events are whole.
 
 use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
-use futures_util::StreamExt as _;
+use std::pin::Pin;
+
+use futures_util::{Stream, StreamExt as _};
 use serde_json::Value;
 use stateseal::boundary::PrincipalResult;
-use tokio::sync::mpsc;
 
 use super::reply::{event, upstream_failed};
 use super::{Shared, lookup};
 use crate::inbound::Rounds;
-use crate::outbound::{Sealed, answered_ids, seal_value};
+use crate::outbound::{Sealed, answered_ids, may_hold_state, seal_value};
 use crate::pending::Awaiting;
 use crate::rpc_id::RpcId;
 use crate::sse::{Event, Item, SseReader};
@@ -63,7 +65,8 @@ impl Finder {
 }
 
 /// The client's body: `upstream`'s events, sealed, after `leading` (the
-/// proxy's own answers to a batch's refused members).
+/// proxy's own answers to a batch's refused members). Pulled as the client
+/// reads: a client that goes away drops the upstream's stream with it.
 pub(crate) fn rewrite(
     shared: Arc<Shared>,
     upstream: reqwest::Response,
@@ -71,70 +74,82 @@ pub(crate) fn rewrite(
     unanswered: Vec<(RpcId, Value)>,
     leading: Vec<Value>,
 ) -> Body {
-    let (tx, rx) = mpsc::channel::<Bytes>(16);
+    let out = leading.iter().flat_map(event).collect();
+    let reader = SseReader::new(shared.settings.max_event_bytes());
     let job = Job {
         shared,
         find,
         unanswered,
+        reader,
+        chunks: Box::pin(upstream.bytes_stream()),
+        out,
+        done: false,
     };
-    tokio::spawn(job.run(upstream, leading, tx));
-    Body::from_stream(futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|b| (Ok::<_, Infallible>(b), rx))
+    Body::from_stream(futures_util::stream::unfold(job, |mut job| async move {
+        let bytes = job.next().await?;
+        Some((Ok::<_, Infallible>(bytes), job))
     }))
 }
+
+type Chunks = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
 
 struct Job {
     shared: Arc<Shared>,
     find: Finder,
     unanswered: Vec<(RpcId, Value)>,
+    reader: SseReader,
+    chunks: Chunks,
+    /// What is ready for the client.
+    out: Vec<u8>,
+    done: bool,
 }
 
 impl Job {
-    async fn run(
-        mut self,
-        upstream: reqwest::Response,
-        leading: Vec<Value>,
-        tx: mpsc::Sender<Bytes>,
-    ) {
-        for answer in &leading {
-            if tx.send(Bytes::from(event(answer))).await.is_err() {
-                return;
+    /// The next bytes for the client (`None`: the end).
+    async fn next(&mut self) -> Option<Bytes> {
+        loop {
+            if !self.out.is_empty() {
+                return Some(Bytes::from(std::mem::take(&mut self.out)));
             }
-        }
-        let mut reader = SseReader::new(self.shared.settings.max_event_bytes());
-        let mut chunks = upstream.bytes_stream();
-        let failure = loop {
-            let items = match chunks.next().await {
-                Some(Ok(chunk)) => match reader.feed(&chunk) {
-                    Ok(items) => items,
-                    Err(_) => break Some("sent an event larger than max_event_bytes"),
+            if self.done {
+                return None;
+            }
+            match self.chunks.next().await {
+                Some(Ok(chunk)) => match self.reader.feed(&chunk) {
+                    Ok(items) => {
+                        for item in items {
+                            match item {
+                                Item::Raw(bytes) => self.out.extend_from_slice(&bytes),
+                                Item::Event(e) => {
+                                    if let Some(bytes) = self.event(&e) {
+                                        self.out.extend_from_slice(&bytes);
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    Err(_) => self.fail("sent an event larger than max_event_bytes"),
                 },
-                Some(Err(_)) => break Some("failed mid-stream"),
-                None => break (reader.finish() > 0).then_some("closed the stream mid-event"),
-            };
-            for item in items {
-                let bytes = match item {
-                    Item::Raw(bytes) => bytes,
-                    Item::Event(e) => match self.event(&e) {
-                        Some(bytes) => bytes,
-                        None => continue,
-                    },
-                };
-                // The client went away: dropping the upstream's stream closes it too.
-                if tx.send(Bytes::from(bytes)).await.is_err() {
-                    return;
-                }
-            }
-        };
-        if let Some(why) = failure {
-            metrics::counter!("stateseal_proxy_upstream_failures_total").increment(1);
-            tracing::warn!("proxy: the upstream {why}");
-            for error in upstream_failed(&self.unanswered, why) {
-                if tx.send(Bytes::from(event(&error))).await.is_err() {
-                    return;
+                Some(Err(_)) => self.fail("failed mid-stream"),
+                None => {
+                    let left = std::mem::replace(&mut self.reader, SseReader::new(0)).finish();
+                    if left > 0 {
+                        self.fail("closed the stream mid-event");
+                    }
+                    self.done = true;
                 }
             }
         }
+    }
+
+    /// The stream ends: each request still unanswered on it gets an error saying `why`.
+    fn fail(&mut self, why: &str) {
+        metrics::counter!("stateseal_proxy_upstream_failures_total").increment(1);
+        tracing::warn!("proxy: the upstream {why}");
+        for error in upstream_failed(&self.unanswered, why) {
+            self.out.extend_from_slice(&event(&error));
+        }
+        self.done = true;
     }
 
     /// The bytes to forward for `e` (`None`: drop it).
@@ -142,6 +157,10 @@ impl Job {
         let Some(data) = e.data().filter(|d| !d.is_empty()) else {
             return Some(e.bytes().to_vec());
         };
+        // Nothing owed on this stream and nothing that can be a state: as it came.
+        if self.unanswered.is_empty() && !may_hold_state(data) {
+            return Some(e.bytes().to_vec());
+        }
         let Ok(mut value) = serde_json::from_slice::<Value>(data) else {
             tracing::warn!("proxy: dropped an upstream event whose data is not JSON");
             return None;

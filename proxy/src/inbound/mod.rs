@@ -31,6 +31,9 @@ pub enum Inbound {
         rounds: Rounds,
         /// Responses the proxy gives itself, for a batch's refused members.
         answers: Vec<Value>,
+        /// The ids of the requests (not notifications) that go on, each
+        /// owed an answer.
+        requests: Vec<(RpcId, Value)>,
     },
     /// Answer with `body` (a JSON-RPC response or batch of them); the
     /// upstream is not called.
@@ -110,12 +113,21 @@ pub async fn open_body(boundary: &Boundary, body: &[u8], principal: &PrincipalRe
     let mut answers = Vec::new();
     let mut keep = Vec::new();
     let mut changed = false;
+    let mut requests = Vec::new();
     for message in messages {
+        let owed = message
+            .get("method")
+            .and(message.get("id"))
+            .and_then(|id| Some((RpcId::of(id)?, id.clone())));
         match open_message(boundary, message, principal, &mut rounds).await {
-            Opened::Untouched => keep.push(true),
+            Opened::Untouched => {
+                keep.push(true);
+                requests.extend(owed);
+            }
             Opened::Changed => {
                 changed = true;
                 keep.push(true);
+                requests.extend(owed);
             }
             Opened::Refused(response) => {
                 changed = true;
@@ -139,6 +151,7 @@ pub async fn open_body(boundary: &Boundary, body: &[u8], principal: &PrincipalRe
                 body: changed.then(|| serde_json::to_vec(&value).unwrap_or_default()),
                 rounds,
                 answers: Vec::new(),
+                requests,
             },
             (false, Some(response)) => answer(&response),
             (false, None) => Inbound::Nothing,
@@ -163,6 +176,7 @@ pub async fn open_body(boundary: &Boundary, body: &[u8], principal: &PrincipalRe
         body: changed.then(|| serde_json::to_vec(&Value::Array(rest)).unwrap_or_default()),
         rounds,
         answers,
+        requests,
     }
 }
 

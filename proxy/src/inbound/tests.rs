@@ -58,6 +58,7 @@ async fn a_verified_echo_goes_upstream_as_the_plaintext_it_was() {
         body,
         rounds,
         answers,
+        ..
     } = open(
         &b,
         &call(json!(7), "deploy", json!({"env": "prod"}), json!(token)),
@@ -176,6 +177,7 @@ async fn a_batch_sends_on_what_passed_and_answers_what_did_not() {
         body,
         rounds,
         answers,
+        ..
     } = open(&b, &batch).await
     else {
         panic!("not forwarded")

@@ -22,7 +22,7 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOC = ROOT / "target" / "doc"
-CRATES = ["stateseal", "stateseal_vault", "stateseal_aws_kms", "stateseal_gcp_kms", "stateseal_azure_kv", "stateseal_object_store", "stateseal_providers", "stateseal_sim", "stateseal_oauth", "stateseal_contract"]
+CRATES = ["stateseal", "stateseal_vault", "stateseal_aws_kms", "stateseal_gcp_kms", "stateseal_azure_kv", "stateseal_object_store", "stateseal_providers", "stateseal_sim", "stateseal_oauth", "stateseal_contract", "stateseal_proxy"]
 # A member's anchor and the rendered signature right after it.
 MEMBER = re.compile(
     r'<section id="((?:ty)?method|associatedconstant|associatedtype|variant)\.([A-Za-z0-9_]+)"[^>]*>.*?'

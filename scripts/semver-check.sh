@@ -72,7 +72,7 @@ fi
 # SEMVER_CRATES (space-separated) checks fewer.
 all_crates="stateseal stateseal-vault stateseal-aws-kms stateseal-gcp-kms stateseal-azure-kv"
 all_crates+=" stateseal-object-store stateseal-redis stateseal-providers stateseal-contract"
-all_crates+=" stateseal-oauth stateseal-sim"
+all_crates+=" stateseal-oauth stateseal-sim stateseal-proxy"
 read -r -a crates <<<"${SEMVER_CRATES:-$all_crates}"
 baseline_tree="$target/semver-baseline"
 worktree "$baseline_tree" "$base"

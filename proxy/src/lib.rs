@@ -8,18 +8,18 @@
 //! called. Everything without a state passes byte for byte.
 //!
 //! The parts: [`settings`] (the `[proxy]` and `[oauth]` tables), [`Proxy`]
-//! (the router), [`inbound`] (request bodies), [`sse`] (the incremental
-//! event-stream reader) and [`rpc_id`] (ids as clients compare them). The
+//! (the router), [`admin`] (the operators' port) and [`sse`] (the
+//! incremental event-stream reader it reads upstream streams with). The
 //! guide is `docs/proxy.md`.
 #![forbid(unsafe_code)]
 
 pub mod admin;
 mod caller;
 mod forward;
-pub mod inbound;
+mod inbound;
 mod outbound;
 mod pending;
-pub mod rpc_id;
+mod rpc_id;
 mod server;
 pub mod settings;
 pub mod sse;

@@ -6,21 +6,12 @@
 //! (`1`, `1.0` and `1e0`; `9007199254740993` and `9007199254740992`, one
 //! double apart from nothing; `0` and `-0`) are one id here too, while the
 //! number `1` and the string `"1"` stay two.
-//!
-//! ```
-//! use serde_json::json;
-//! use stateseal_proxy::rpc_id::RpcId;
-//!
-//! assert_eq!(RpcId::of(&json!(1)), RpcId::of(&serde_json::from_str("1.0").unwrap()));
-//! assert_ne!(RpcId::of(&json!(1)), RpcId::of(&json!("1")));
-//! assert_eq!(RpcId::of(&json!({"not": "an id"})), None);
-//! ```
 
 use serde_json::Value;
 
 /// A JSON-RPC id, compared as JavaScript compares the value it parses to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum RpcId {
+pub(crate) enum RpcId {
     /// A number, as the double JavaScript reads (its bits, with -0 as 0).
     Number(u64),
     /// A string, by its content.
@@ -33,7 +24,7 @@ impl RpcId {
     /// The id `value` is, or `None` when JSON-RPC allows no such id (an
     /// object, an array, a boolean).
     #[must_use]
-    pub fn of(value: &Value) -> Option<Self> {
+    pub(crate) fn of(value: &Value) -> Option<Self> {
         match value {
             Value::Number(n) => {
                 // serde_json keeps big integers exact; JavaScript rounds them to a double.

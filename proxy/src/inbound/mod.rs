@@ -20,7 +20,7 @@ use crate::rpc_id::RpcId;
 
 /// What to do with a request body.
 #[derive(Debug)]
-pub enum Inbound {
+pub(crate) enum Inbound {
     /// Send `body` upstream (`None`: the body as it came, nothing in it
     /// changed); seal the results that answer `rounds`; add `answers` (the
     /// proxy's own responses to refused members of a batch) to the reply.
@@ -44,22 +44,19 @@ pub enum Inbound {
 
 /// The carrier rounds of one body, by request id.
 #[derive(Debug, Default)]
-pub struct Rounds(HashMap<RpcId, Round>);
+pub(crate) struct Rounds(HashMap<RpcId, Round>);
 
 impl Rounds {
     /// The round the response with `id` answers, if it is a carrier's.
-    pub fn get(&self, id: &Value) -> Option<&Round> {
+    #[cfg(test)]
+    pub(crate) fn get(&self, id: &Value) -> Option<&Round> {
         self.0.get(&RpcId::of(id)?)
     }
 
     /// How many carrier requests the body held.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.0.len()
-    }
-
-    /// Whether the body held no carrier request.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
     }
 
     /// The round of the request with `id`, taken out.
@@ -74,7 +71,7 @@ impl Rounds {
 }
 
 /// A JSON-RPC error response to `id`.
-pub fn error_response(id: Value, code: i32, message: &str, data: Option<Value>) -> Value {
+pub(crate) fn error_response(id: Value, code: i32, message: &str, data: Option<Value>) -> Value {
     let mut error = json!({"code": code, "message": message});
     if let Some(data) = data {
         error["data"] = data;
@@ -92,7 +89,11 @@ fn answer(value: &Value) -> Inbound {
 
 /// Verifies every carrier of `body` (single-use states recorded through the
 /// boundary's replay store) for the caller `principal`.
-pub async fn open_body(boundary: &Boundary, body: &[u8], principal: &PrincipalResult) -> Inbound {
+pub(crate) async fn open_body(
+    boundary: &Boundary,
+    body: &[u8],
+    principal: &PrincipalResult,
+) -> Inbound {
     let Ok(mut value) = serde_json::from_slice::<Value>(body) else {
         return answer(&error_response(Value::Null, -32700, "Parse error", None));
     };

@@ -335,7 +335,12 @@ fn with_headers(status: StatusCode, headers: HeaderMap, body: Body) -> Response 
 /// The upstream's answer as it came.
 fn pass(upstream: reqwest::Response) -> Response {
     let status = upstream.status();
-    let headers = response_headers(upstream.headers());
+    let mut headers = response_headers(upstream.headers());
+    // The body goes on unchanged: its length too, so the client need not wait
+    // for a chunked stream's last chunk.
+    if let Some(length) = upstream.headers().get(header::CONTENT_LENGTH) {
+        headers.insert(header::CONTENT_LENGTH, length.clone());
+    }
     with_headers(status, headers, Body::from_stream(upstream.bytes_stream()))
 }
 

@@ -217,14 +217,20 @@ async fn open_message(
     let echoed = message
         .get("params")
         .is_some_and(|p| p.get("requestState").is_some());
-    let mut params = message.get("params").cloned().unwrap_or(Value::Null);
-    match boundary.admit_params(&method, &mut params, principal).await {
+    // Taken out and put back (a state can be kilobytes: no copy of it).
+    let slot = message.get_mut("params");
+    let had = slot.is_some();
+    let mut params = slot.map(Value::take).unwrap_or(Value::Null);
+    let admitted = boundary.admit_params(&method, &mut params, principal).await;
+    if had {
+        message["params"] = params;
+    }
+    match admitted {
         Ok(round) => {
             if let Some(key) = key {
                 rounds.insert(key, round);
             }
             if echoed {
-                message["params"] = params;
                 Opened::Changed
             } else {
                 Opened::Untouched

@@ -24,6 +24,7 @@ async fn an_upstream_that_is_down_is_answered_with_a_json_rpc_error_to_each_requ
     let rig = Rig::in_front_of(
         &format!("http://127.0.0.1:{port}/mcp"),
         ProxySettings::new(PrincipalMode::Unbound),
+        stateseal::boundary::FailureMode::Reject,
         Default::default(),
     )
     .await;

@@ -3,6 +3,7 @@
 //! streams cut mid-event, oversized events, non-string states, odd
 //! framing), and what the client sees, byte for byte.
 
+mod callers;
 mod failures;
 mod requests;
 mod streams;
@@ -14,7 +15,7 @@ use axum::extract::{Request, State};
 use axum::response::Response;
 use http::{HeaderMap, Method, StatusCode};
 use serde_json::{Value, json};
-use stateseal::boundary::Boundary;
+use stateseal::boundary::{Boundary, FailureMode};
 use stateseal::{Envelope, KeyRing, RingHandle};
 use stateseal_proxy::Proxy;
 use stateseal_proxy::settings::{PrincipalMode, ProxySettings};
@@ -89,19 +90,24 @@ async fn upstream(
     seen.lock().expect("seen").push(s);
     let chunks = reply.chunks.clone();
     let die = reply.die.clone();
-    use futures_util::StreamExt as _;
-    let chunks = futures_util::stream::iter(
-        chunks
-            .into_iter()
-            .map(|c| Ok::<_, std::io::Error>(Bytes::from(c))),
-    );
-    // The connection drops once the test has seen the stream begin.
-    let death = futures_util::stream::iter(die).then(|notify| async move {
-        notify.notified().await;
-        Err(std::io::Error::other("the upstream died"))
-    });
-    let stream = chunks.chain(death);
-    let mut response = Response::new(Body::from_stream(stream));
+    // One chunk is one body of known length; more are a stream.
+    let body = if chunks.len() == 1 && die.is_none() {
+        Body::from(chunks[0].clone())
+    } else {
+        use futures_util::StreamExt as _;
+        let chunks = futures_util::stream::iter(
+            chunks
+                .into_iter()
+                .map(|c| Ok::<_, std::io::Error>(Bytes::from(c))),
+        );
+        // The connection drops once the test has seen the stream begin.
+        let death = futures_util::stream::iter(die).then(|notify| async move {
+            notify.notified().await;
+            Err(std::io::Error::other("the upstream died"))
+        });
+        Body::from_stream(chunks.chain(death))
+    };
+    let mut response = Response::new(body);
     *response.status_mut() = reply.status;
     response.headers_mut().insert(
         http::header::CONTENT_TYPE,
@@ -128,6 +134,14 @@ impl Rig {
         settings: ProxySettings,
         script: impl Fn(&Seen) -> Reply + Send + Sync + 'static,
     ) -> Self {
+        Self::with_mode(settings, FailureMode::Reject, script).await
+    }
+
+    pub(crate) async fn with_mode(
+        settings: ProxySettings,
+        mode: FailureMode,
+        script: impl Fn(&Seen) -> Reply + Send + Sync + 'static,
+    ) -> Self {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let script: Script = Arc::new(script);
         let up = serve(
@@ -136,20 +150,22 @@ impl Rig {
                 .with_state((Arc::clone(&seen), script)),
         )
         .await;
-        Self::in_front_of(&up, settings, seen).await
+        Self::in_front_of(&up, settings, mode, seen).await
     }
 
     pub(crate) async fn in_front_of(
         up: &str,
         settings: ProxySettings,
+        mode: FailureMode,
         seen: Arc<Mutex<Vec<Seen>>>,
     ) -> Self {
         let ring = Arc::new(RingHandle::new(KeyRing::ephemeral().expect("ring")));
-        let boundary = Boundary::new(Arc::new(
-            Envelope::builder(ring, Some("edges"))
-                .build()
-                .expect("envelope"),
-        ));
+        let envelope = Envelope::builder(ring, Some("edges"))
+            .build()
+            .expect("envelope");
+        let boundary = Boundary::builder(Arc::new(envelope))
+            .failure_mode(mode)
+            .build();
         let proxy = Proxy::builder(boundary.clone(), up)
             .settings(settings)
             .build()

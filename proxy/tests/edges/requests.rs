@@ -154,3 +154,33 @@ async fn what_has_no_state_passes_byte_for_byte_and_headers_go_as_configured() {
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     assert_eq!(rig.seen().len(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_passed_unchanged_keeps_its_length() {
+    let rig = Rig::new(|_| Reply {
+        status: StatusCode::NOT_FOUND,
+        ..Reply::bytes("text/plain", b"no such session".to_vec())
+    })
+    .await;
+    let response = rig
+        .client
+        .post(&rig.url)
+        .header("content-type", "application/json")
+        .body(json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string())
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    assert_eq!(
+        response
+            .headers()
+            .get("content-length")
+            .map(|v| v.as_bytes()),
+        Some(&b"15"[..])
+    );
+    assert!(response.headers().get("transfer-encoding").is_none());
+    assert_eq!(
+        response.bytes().await.expect("body"),
+        &b"no such session"[..]
+    );
+}

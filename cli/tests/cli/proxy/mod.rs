@@ -6,6 +6,7 @@
 
 mod attacks;
 mod inputs;
+mod operations;
 mod rounds;
 
 use std::io::Read;
@@ -208,19 +209,20 @@ pub(crate) struct ProxyProcess {
 
 impl ProxyProcess {
     pub(crate) fn start(upstream: &str, config: &Path) -> Self {
-        let stderr = config.with_file_name(format!("proxy-{}.log", free_port()));
+        let dir = config.parent().expect("a directory");
+        let config = config.display().to_string();
+        Self::start_with(&["--upstream", upstream, "--config", &config], &[], dir)
+    }
+
+    /// `stateseal proxy --listen 127.0.0.1:0 ARGS` with `envs`, its log in `dir`.
+    pub(crate) fn start_with(args: &[&str], envs: &[(&str, &str)], dir: &Path) -> Self {
+        let stderr = dir.join(format!("proxy-{}.log", free_port()));
         let mut child = Command::new(env!("CARGO_BIN_EXE_stateseal"))
-            .args([
-                "proxy",
-                "--listen",
-                "127.0.0.1:0",
-                "--upstream",
-                upstream,
-                "--config",
-            ])
-            .arg(config)
+            .args(["proxy", "--listen", "127.0.0.1:0"])
+            .args(args)
             .env_remove("STATESEAL_CONFIG")
             .env_remove("STATESEAL_STORE")
+            .envs(envs.iter().copied())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&stderr).expect("log"))
             .spawn()
@@ -259,6 +261,18 @@ impl ProxyProcess {
 
     pub(crate) fn pid(&self) -> u32 {
         self.process.0.id()
+    }
+
+    /// Waits for the process to exit (at most 30 s); its status.
+    pub(crate) fn wait(&mut self) -> std::process::ExitStatus {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.process.0.try_wait().expect("wait") {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "the proxy did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 

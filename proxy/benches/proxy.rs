@@ -45,15 +45,16 @@ async fn upstream(size: usize, sse: bool, request: Request) -> Response {
         }
     };
     let answer = json!({"jsonrpc": "2.0", "id": call["id"], "result": result}).to_string();
+    // A stream has no length (chunked, as the SDKs' servers send it); a JSON body has one.
     let (kind, body) = if sse {
-        (
-            "text/event-stream",
-            format!("event: message\ndata: {answer}\n\n"),
-        )
+        let event = axum::body::Bytes::from(format!("event: message\ndata: {answer}\n\n"));
+        let stream =
+            futures_util::stream::once(async move { Ok::<_, std::convert::Infallible>(event) });
+        ("text/event-stream", Body::from_stream(stream))
     } else {
-        ("application/json", answer)
+        ("application/json", Body::from(answer))
     };
-    let mut response = Response::new(Body::from(body));
+    let mut response = Response::new(body);
     response
         .headers_mut()
         .insert("content-type", kind.parse().expect("type"));

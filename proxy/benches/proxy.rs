@@ -3,7 +3,8 @@
 //! answered as JSON and as an event stream by an upstream in this process,
 //! timed directly, through the proxy with sealing off (a pass-through
 //! reverse proxy, the baseline) and through the proxy sealing and
-//! verifying, the three interleaved round by round; then one round of the
+//! verifying, the three interleaved round by round (the client on a thread
+//! and runtime of its own, the servers on two workers); then one round of the
 //! real Python and TypeScript SDK servers of the proxy's tests
 //! (proxy/tests/upstreams), which the proxy's added latency is compared to.
 //!
@@ -199,17 +200,36 @@ fn real(python: bool) -> Real {
     Real(child, format!("http://127.0.0.1:{port}/mcp"))
 }
 
+/// Runs the client's side on a thread and runtime of its own, as a client
+/// in another process would: the servers' two workers serve, nothing else.
+async fn client_side<T, F, Fut>(run: F) -> T
+where
+    T: Send + 'static,
+    F: FnOnce(reqwest::Client) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = T>,
+{
+    tokio::task::spawn_blocking(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("the client's runtime");
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .tcp_nodelay(true)
+            .build()
+            .expect("client");
+        runtime.block_on(run(client))
+    })
+    .await
+    .expect("the client's thread")
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let rounds: u64 = args.iter().find_map(|a| a.parse().ok()).unwrap_or(2000);
     // `json` or `sse` alone measures that framing alone (and no SDK server).
     let only = args.iter().find(|a| *a == "json" || *a == "sse").cloned();
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .tcp_nodelay(true)
-        .build()
-        .expect("client");
     let ring = Arc::new(RingHandle::new(KeyRing::ephemeral().expect("ring")));
     let envelope = Arc::new(
         Envelope::builder(ring, Some("bench"))
@@ -246,17 +266,22 @@ async fn main() {
                 serve(pass.router()).await,
                 serve(seal.router()).await,
             ];
-            let mut times = [Vec::new(), Vec::new(), Vec::new()];
-            for i in 0..(rounds + rounds / 10) {
-                // Interleaved, the order turning each round: drift falls on all three alike.
-                for k in 0..3 {
-                    let t = ((i as usize) + k) % 3;
-                    let d = round(&client, &urls[t], i).await;
-                    if i >= rounds / 10 {
-                        times[t].push(d);
+            let urls = urls.clone();
+            let times = client_side(move |client| async move {
+                let mut times = [Vec::new(), Vec::new(), Vec::new()];
+                for i in 0..(rounds + rounds / 10) {
+                    // Interleaved, the order turning each round: drift falls on all three alike.
+                    for k in 0..3 {
+                        let t = ((i as usize) + k) % 3;
+                        let d = round(&client, &urls[t], i).await;
+                        if i >= rounds / 10 {
+                            times[t].push(d);
+                        }
                     }
                 }
-            }
+                times
+            })
+            .await;
             let mut paired: Vec<f64> = times[2]
                 .iter()
                 .zip(&times[1])
@@ -294,13 +319,18 @@ async fn main() {
     let worst = added.iter().max().copied().unwrap_or_default();
     for python in [true, false] {
         let server = real(python);
-        let mut times = Vec::new();
-        for i in 0..(rounds / 4 + 50) {
-            let d = round(&client, &server.1, i).await;
-            if i >= 50 {
-                times.push(d);
+        let url = server.1.clone();
+        let times = client_side(move |client| async move {
+            let mut times = Vec::new();
+            for i in 0..(rounds / 4 + 50) {
+                let d = round(&client, &url, i).await;
+                if i >= 50 {
+                    times.push(d);
+                }
             }
-        }
+            times
+        })
+        .await;
         let c = cell(times);
         println!(
             "| {} | {} | {} | {} |",

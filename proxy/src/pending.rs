@@ -65,6 +65,7 @@ impl Pending {
     }
 
     /// How many rounds are kept.
+    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.lock().rounds.len()
     }

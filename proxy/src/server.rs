@@ -141,12 +141,6 @@ impl Proxy {
         }
         Ok(upstream)
     }
-
-    /// How many rounds wait for an answer that may come on a resumed stream.
-    #[must_use]
-    pub fn pending_rounds(&self) -> usize {
-        self.shared.pending.len()
-    }
 }
 
 impl ProxyBuilder {

@@ -17,9 +17,9 @@ use serde_json::Value;
 use stateseal::boundary::{Boundary, PrincipalResult};
 
 use crate::caller::{Caller, Unidentified};
-use crate::inbound::{Inbound, Rounds, error_response, open_body};
+use crate::inbound::{Inbound, error_response, open_body};
 use crate::outbound::{Sealed, may_hold_state, seal_value};
-use crate::pending::{Awaiting, Pending};
+use crate::pending::Pending;
 use crate::rpc_id::RpcId;
 use crate::settings::ProxySettings;
 use reply::{Framing, status_of, upstream_failed};
@@ -370,17 +370,4 @@ fn without_url(e: &reqwest::Error) -> String {
         "request failed"
     };
     kind.to_owned()
-}
-
-/// The round and caller an answer seals under: the POST's own rounds, else
-/// (a resumed stream) the session's.
-pub(crate) fn lookup(
-    pending: &Pending,
-    rounds: &mut Rounds,
-    principal: &PrincipalResult,
-    session: Option<&str>,
-    id: &RpcId,
-) -> Option<Awaiting> {
-    let kept = session.and_then(|s| pending.take(s, id));
-    rounds.take(id).map(|r| (r, principal.clone())).or(kept)
 }

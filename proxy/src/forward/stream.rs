@@ -16,8 +16,8 @@ use futures_util::{Stream, StreamExt as _};
 use serde_json::Value;
 use stateseal::boundary::PrincipalResult;
 
+use super::Shared;
 use super::reply::{event, upstream_failed};
-use super::{Shared, lookup};
 use crate::inbound::Rounds;
 use crate::outbound::{Sealed, answered_ids, may_hold_state, seal_value};
 use crate::pending::Awaiting;
@@ -53,14 +53,14 @@ impl Finder {
         Self::for_post(shared, Rounds::default(), Ok(None), session)
     }
 
+    /// The round and caller the answer to `id` seals under: the POST's own
+    /// rounds, else (a resumed stream) the session's, taken once either way.
     pub(crate) fn find(&mut self, id: &RpcId) -> Option<Awaiting> {
-        lookup(
-            &self.shared.pending,
-            &mut self.rounds,
-            &self.principal,
-            self.session.as_deref(),
-            id,
-        )
+        let kept = (self.session.as_deref()).and_then(|s| self.shared.pending.take(s, id));
+        self.rounds
+            .take(id)
+            .map(|r| (r, self.principal.clone()))
+            .or(kept)
     }
 }
 

@@ -23,5 +23,6 @@ mod rpc_id;
 mod server;
 pub mod settings;
 pub mod sse;
+mod strict;
 
 pub use server::{Proxy, ProxyBuilder, ProxyError};

@@ -22,6 +22,7 @@ use crate::outbound::{Sealed, may_hold_state, seal_value};
 use crate::pending::Pending;
 use crate::rpc_id::RpcId;
 use crate::settings::ProxySettings;
+use crate::strict::{self, Unreadable};
 use reply::{Framing, status_of, upstream_failed};
 pub(crate) use stream::Finder;
 
@@ -238,12 +239,20 @@ async fn respond(
     if answers.is_empty() && !may_hold_state(&body) {
         return with_headers(status, headers, Body::from(body));
     }
-    let Ok(mut value) = serde_json::from_slice::<Value>(&body) else {
-        // A lenient client parser (NaN, comments) could read a state nobody sealed.
-        tracing::warn!("proxy: the upstream's JSON answer is not JSON; refused");
-        let mut messages = upstream_failed(&requests, "answered with a body that is not JSON");
-        messages.extend(answers);
-        return framing.respond(StatusCode::BAD_GATEWAY, messages, batch);
+    let mut value = match strict::from_slice(&body) {
+        Ok(value) => value,
+        Err(why) => {
+            // A lenient client parser (NaN, comments, the first of two members)
+            // could read a state nobody sealed.
+            let why = match why {
+                Unreadable::NotJson => "answered with a body that is not JSON",
+                Unreadable::Duplicate => "answered with JSON that names a member twice",
+            };
+            tracing::warn!("proxy: the upstream {why}; refused");
+            let mut messages = upstream_failed(&requests, why);
+            messages.extend(answers);
+            return framing.respond(StatusCode::BAD_GATEWAY, messages, batch);
+        }
     };
     let sealed = seal_value(&shared.boundary, &mut value, &mut |id| find.find(id));
     if sealed == Sealed::Untouched && answers.is_empty() {

@@ -1,7 +1,8 @@
 //! An upstream event stream on its way to the client: read incrementally
 //! (bounded events), every event forwarded as it came unless its data is an
 //! answer with a state (sealed, only its data lines rewritten) or is not
-//! JSON (dropped: a lenient client parser could read a state nobody sealed).
+//! JSON, or names a member twice (dropped: a lenient client parser could
+//! read a state nobody sealed).
 //! If the stream fails, outgrows its bound or is cut mid-event, each request
 //! still unanswered on it gets an error saying so, and the stream ends. An
 //! upstream's chunk goes out as one chunk, once its events are whole.
@@ -23,6 +24,7 @@ use crate::outbound::{Sealed, answered_ids, may_hold_state, seal_value};
 use crate::pending::Awaiting;
 use crate::rpc_id::RpcId;
 use crate::sse::{Event, Item, SseReader};
+use crate::strict;
 
 /// Finds the round an answer seals under.
 pub(crate) struct Finder {
@@ -161,8 +163,9 @@ impl Job {
         if self.unanswered.is_empty() && !may_hold_state(data) {
             return Some(e.bytes().to_vec());
         }
-        let Ok(mut value) = serde_json::from_slice::<Value>(data) else {
-            tracing::warn!("proxy: dropped an upstream event whose data is not JSON");
+        let Ok(mut value) = strict::from_slice(data) else {
+            // Nor one that names a member twice: a client could read the other copy.
+            tracing::warn!("proxy: dropped an upstream event whose data cannot be read as JSON");
             return None;
         };
         for id in answered_ids(&value) {

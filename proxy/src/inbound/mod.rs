@@ -9,7 +9,9 @@
 //! verified; so is a batch where two carriers share an id, since a result
 //! sealed under the other request's identity would bind one round's state to
 //! another round's arguments. A refused state is answered here with the
-//! boundary's frozen error, and only what was not refused goes on.
+//! boundary's frozen error, and only what was not refused goes on. Nor is a
+//! body in which an object names a member twice (`-32600`): the proxy would
+//! verify one copy and the upstream could read the other.
 
 use std::collections::HashMap;
 
@@ -17,6 +19,7 @@ use serde_json::{Value, json};
 use stateseal::boundary::{Boundary, PrincipalResult, Round, WireError};
 
 use crate::rpc_id::RpcId;
+use crate::strict::{self, Unreadable};
 
 /// What to do with a request body.
 #[derive(Debug)]
@@ -94,8 +97,19 @@ pub(crate) async fn open_body(
     body: &[u8],
     principal: &PrincipalResult,
 ) -> Inbound {
-    let Ok(mut value) = serde_json::from_slice::<Value>(body) else {
-        return answer(&error_response(Value::Null, -32700, "Parse error", None));
+    let mut value = match strict::from_slice(body) {
+        Ok(value) => value,
+        Err(Unreadable::NotJson) => {
+            return answer(&error_response(Value::Null, -32700, "Parse error", None));
+        }
+        Err(Unreadable::Duplicate) => {
+            return answer(&error_response(
+                Value::Null,
+                -32600,
+                "Invalid Request",
+                None,
+            ));
+        }
     };
     let batch = value.is_array();
     let messages: Vec<&mut Value> = match &mut value {

@@ -238,3 +238,24 @@ async fn a_body_that_is_not_json_never_goes_upstream() {
     let response = answered(open_body(&b, b"[]", &Ok(None)).await);
     assert_eq!(response["error"]["code"], -32600);
 }
+
+#[tokio::test]
+async fn a_member_named_twice_never_goes_upstream() {
+    let b = boundary();
+    let token = sealed(&b, "deploy", json!({"env": "prod"}), "step-2");
+    // Each is read one way here and could be read the other way upstream
+    // (a parser that keeps the first copy): a forged state, or a method
+    // this proxy would not have verified, or arguments it did not bind.
+    for body in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"deploy","requestState":"forged","requestState":null}}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","method":"tools/list","params":{"name":"deploy","requestState":"forged"}}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"deploy","requestState":"forged"},"params":{"name":"deploy"}}"#.to_owned(),
+        r#"[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"deploy","request\u0053tate":"forged","requestState":null}}]"#.to_owned(),
+        format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"deploy","arguments":{{"env":"dev","env":"prod"}},"requestState":"{token}"}}}}"#),
+        format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"rm","name":"deploy","arguments":{{"env":"prod"}},"requestState":"{token}"}}}}"#),
+    ] {
+        let response = answered(open_body(&b, body.as_bytes(), &Ok(None)).await);
+        assert_eq!(response["error"]["code"], -32600, "{body}");
+        assert_eq!(response["id"], Value::Null, "{body}");
+    }
+}

@@ -141,3 +141,34 @@ async fn a_state_that_is_not_a_string_or_a_body_that_is_not_json_never_reaches_t
         upstream_error(json!(1), "answered with a body that is not JSON")
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_that_names_a_member_twice_never_reaches_the_client() {
+    // A client that keeps the first copy would read the plaintext.
+    let twice = br#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","requestState":"secret-plain","requestState":null}}"#;
+    let rig = Rig::new(|_| Reply::bytes("application/json", twice.to_vec())).await;
+    let (status, _, got) = rig
+        .post(call(json!(1), "prod", None).to_string(), &[])
+        .await;
+    assert_eq!(status, StatusCode::BAD_GATEWAY);
+    assert!(!text(&got).contains("secret-plain"));
+    assert_eq!(
+        serde_json::from_slice::<Value>(&got).expect("JSON"),
+        upstream_error(json!(1), "answered with JSON that names a member twice")
+    );
+    // In a batch too (the general path), and in an event.
+    let batch = [b"[".as_slice(), twice, b"]"].concat();
+    let rig = Rig::new(move |_| Reply::bytes("application/json", batch.clone())).await;
+    let (status, _, got) = rig
+        .post(json!([call(json!(1), "prod", None)]).to_string(), &[])
+        .await;
+    assert_eq!(status, StatusCode::BAD_GATEWAY);
+    assert!(!text(&got).contains("secret-plain"));
+    let stream = [b"event: message\ndata: ".as_slice(), twice, b"\n\n"].concat();
+    let rig = Rig::new(move |_| Reply::sse(&stream, 7)).await;
+    let (_, _, got) = rig
+        .post(call(json!(1), "prod", None).to_string(), &[])
+        .await;
+    assert!(!text(&got).contains("secret-plain"), "{}", text(&got));
+    assert!(events(&got).is_empty(), "{}", text(&got));
+}

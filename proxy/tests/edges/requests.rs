@@ -47,6 +47,14 @@ async fn malformed_oversized_and_non_string_requests_never_reach_the_upstream() 
         serde_json::from_slice::<Value>(&body).expect("JSON"),
         refused(json!(4))
     );
+    // A member named twice: an upstream keeping the first copy would read an unverified state.
+    let twice = r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"deploy","requestState":"v2.forged","requestState":null}}"#;
+    let (status, _, body) = rig.post(twice, &[]).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        serde_json::from_slice::<Value>(&body).expect("JSON"),
+        json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": "Invalid Request"}})
+    );
     assert!(rig.seen().is_empty(), "the upstream was called");
 }
 

@@ -1,20 +1,22 @@
 //! What the proxy costs a round: two-round conversations (`input_required`
 //! with a state of 64 B, 1 KiB or 16 KiB, then the echo and the result),
-//! answered as JSON and as an event stream by an upstream in this process,
 //! timed directly, through the proxy with sealing off (a pass-through
 //! reverse proxy, the baseline) and through the proxy sealing and
 //! verifying, the three interleaved round by round (the client on a thread
-//! and runtime of its own, the servers on two workers); then one round of the
-//! real Python and TypeScript SDK servers of the proxy's tests
-//! (proxy/tests/upstreams), which the proxy's added latency is compared to.
+//! and runtime of its own, the proxies on two workers). Twice: in front of
+//! an upstream in this process that answers at once (JSON and an event
+//! stream), where the proxy's own work is all there is to see; then in
+//! front of the real Python and TypeScript SDK servers of the proxy's tests
+//! (proxy/tests/upstreams), as a deployment puts it.
 //!
 //! ```sh
 //! cargo bench -p stateseal-proxy --bench proxy [-- ROUNDS] [json|sse]   # default 2000 rounds a cell
 //! ```
 //!
-//! Prints a Markdown table: p50 and p99 per target, rounds per second,
+//! Prints two Markdown tables: p50 and p99 per target, rounds per second,
 //! sealing against the pass-through proxy (the ratio of their p50s, and the
 //! median of the ratios taken round by round) and the proxy's added p50.
+//! The SDK servers' cells have a quarter of the rounds.
 
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -101,10 +103,10 @@ async fn send(client: &reqwest::Client, url: &str, id: u64, params: &Value) -> V
         .unwrap_or_else(|| panic!("no result: {answer}"))
 }
 
-/// One two-round conversation with the `deploy` tool; its time.
-async fn round(client: &reqwest::Client, url: &str, id: u64) -> Duration {
+/// One two-round conversation with the `deploy` tool, deploying to `env`; its time.
+async fn round(client: &reqwest::Client, url: &str, id: u64, env: &str) -> Duration {
     let meta: Value = serde_json::from_str(META).expect("meta");
-    let mut params = json!({"name": "deploy", "arguments": {"env": "prod"}, "_meta": meta});
+    let mut params = json!({"name": "deploy", "arguments": {"env": env}, "_meta": meta});
     let start = Instant::now();
     let first = send(client, url, 2 * id, &params).await;
     let state = first["requestState"]
@@ -145,7 +147,7 @@ fn cell(mut times: Vec<Duration>) -> Cell {
     }
 }
 
-/// A real SDK server of the proxy's tests, answering JSON.
+/// A real SDK server of the proxy's tests.
 struct Real(Child, String);
 
 impl Drop for Real {
@@ -164,7 +166,7 @@ fn installed(script: &str) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
-fn real(python: bool) -> Real {
+fn real(python: bool, sse: bool) -> Real {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .expect("port")
         .local_addr()
@@ -187,7 +189,7 @@ fn real(python: bool) -> Real {
     let child = c
         .arg(port.to_string())
         .arg(log)
-        .arg("json")
+        .arg(if sse { "sse" } else { "json" })
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -224,124 +226,125 @@ where
     .expect("the client's thread")
 }
 
+/// `rounds` conversations (after a tenth more to warm up) with each of
+/// `urls` (direct, pass-through, sealing), interleaved, the order turning
+/// each round so drift falls on all three alike; each one's times.
+async fn interleaved(urls: [String; 3], rounds: u64, env: String) -> [Vec<Duration>; 3] {
+    client_side(move |client| async move {
+        let mut times = [Vec::new(), Vec::new(), Vec::new()];
+        for i in 0..(rounds + rounds / 10) {
+            for k in 0..3 {
+                let t = ((i as usize) + k) % 3;
+                let d = round(&client, &urls[t], i, &env).await;
+                if i >= rounds / 10 {
+                    times[t].push(d);
+                }
+            }
+        }
+        times
+    })
+    .await
+}
+
+/// The pass-through and sealing proxies in front of `upstream`, and their URLs
+/// after the upstream's.
+async fn targets(envelope: &Arc<Envelope>, upstream: &str) -> ([Proxy; 2], [String; 3]) {
+    let pass = Proxy::builder(Boundary::new(Arc::clone(envelope)), upstream)
+        .sealing(false)
+        .build()
+        .expect("proxy");
+    let seal = Proxy::builder(Boundary::new(Arc::clone(envelope)), upstream)
+        .build()
+        .expect("proxy");
+    let urls = [
+        upstream.to_owned(),
+        serve(pass.router()).await,
+        serve(seal.router()).await,
+    ];
+    ([pass, seal], urls)
+}
+
+/// Prints one row; the proxy's added p50.
+fn row(label: &str, size: usize, times: [Vec<Duration>; 3]) -> Duration {
+    let mut paired: Vec<f64> = times[2]
+        .iter()
+        .zip(&times[1])
+        .map(|(s, p)| s.as_secs_f64() / p.as_secs_f64())
+        .collect();
+    paired.sort_by(f64::total_cmp);
+    let ratio = paired[paired.len() / 2];
+    let [d, p, s] = times.map(cell);
+    let p50s = s.p50.as_secs_f64() / p.p50.as_secs_f64();
+    println!(
+        "| {label} | {size} B | {} / {} | {} / {} | {} / {} | {:.0} / {:.0} / {:.0} | {p50s:.3} ({ratio:.3}) | {} |",
+        us(d.p50),
+        us(d.p99),
+        us(p.p50),
+        us(p.p99),
+        us(s.p50),
+        us(s.p99),
+        d.per_second,
+        p.per_second,
+        s.per_second,
+        us(s.p50.saturating_sub(d.p50)),
+    );
+    s.p50.saturating_sub(d.p50)
+}
+
+const HEADER: &str = "| upstream, answer | state | direct p50 / p99 µs | pass-through p50 / p99 µs | sealing p50 / p99 µs | rounds/s direct / pass / sealing | sealing / pass-through p50 | proxy's added p50 µs |\n|---|---:|---:|---:|---:|---:|---:|---:|";
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let rounds: u64 = args.iter().find_map(|a| a.parse().ok()).unwrap_or(2000);
-    // `json` or `sse` alone measures that framing alone (and no SDK server).
+    // `json` or `sse` alone measures that framing alone.
     let only = args.iter().find(|a| *a == "json" || *a == "sse").cloned();
+    let framings: Vec<bool> = [false, true]
+        .into_iter()
+        .filter(|sse| {
+            only.as_deref()
+                .is_none_or(|o| o == if *sse { "sse" } else { "json" })
+        })
+        .collect();
     let ring = Arc::new(RingHandle::new(KeyRing::ephemeral().expect("ring")));
     let envelope = Arc::new(
         Envelope::builder(ring, Some("bench"))
             .build()
             .expect("envelope"),
     );
-    println!(
-        "| answer | state | direct p50 / p99 µs | pass-through p50 / p99 µs | sealing p50 / p99 µs | rounds/s direct / pass / sealing | sealing / pass-through p50 | proxy's added p50 µs |"
-    );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
-    let mut added = Vec::new();
-    for sse in [false, true] {
-        if only
-            .as_deref()
-            .is_some_and(|o| o != if sse { "sse" } else { "json" })
-        {
-            continue;
-        }
+    println!("An upstream in this process that answers at once:\n\n{HEADER}");
+    for &sse in &framings {
         for size in [64, 1024, 16384] {
             let app = axum::Router::new().route(
                 "/mcp",
                 axum::routing::post(move |r: Request| upstream(size, sse, r)),
             );
             let direct = serve(app).await;
-            let pass = Proxy::builder(Boundary::new(Arc::clone(&envelope)), &direct)
-                .sealing(false)
-                .build()
-                .expect("proxy");
-            let seal = Proxy::builder(Boundary::new(Arc::clone(&envelope)), &direct)
-                .build()
-                .expect("proxy");
-            let urls = [
-                direct.clone(),
-                serve(pass.router()).await,
-                serve(seal.router()).await,
-            ];
-            let urls = urls.clone();
-            let times = client_side(move |client| async move {
-                let mut times = [Vec::new(), Vec::new(), Vec::new()];
-                for i in 0..(rounds + rounds / 10) {
-                    // Interleaved, the order turning each round: drift falls on all three alike.
-                    for k in 0..3 {
-                        let t = ((i as usize) + k) % 3;
-                        let d = round(&client, &urls[t], i).await;
-                        if i >= rounds / 10 {
-                            times[t].push(d);
-                        }
-                    }
-                }
-                times
-            })
-            .await;
-            let mut paired: Vec<f64> = times[2]
-                .iter()
-                .zip(&times[1])
-                .map(|(s, p)| s.as_secs_f64() / p.as_secs_f64())
-                .collect();
-            paired.sort_by(f64::total_cmp);
-            let ratio = paired[paired.len() / 2];
-            let [d, p, s] = times.map(cell);
-            let p50s = s.p50.as_secs_f64() / p.p50.as_secs_f64();
-            added.push(s.p50.saturating_sub(d.p50));
-            println!(
-                "| {} | {size} B | {} / {} | {} / {} | {} / {} | {:.0} / {:.0} / {:.0} | {p50s:.3} ({ratio:.3}) | {} |",
-                if sse { "SSE" } else { "JSON" },
-                us(d.p50),
-                us(d.p99),
-                us(p.p50),
-                us(p.p99),
-                us(s.p50),
-                us(s.p99),
-                d.per_second,
-                p.per_second,
-                s.per_second,
-                us(s.p50.saturating_sub(d.p50)),
-            );
+            let (_proxies, urls) = targets(&envelope, &direct).await;
+            let times = interleaved(urls, rounds, "prod".to_owned()).await;
+            row(if sse { "null, SSE" } else { "null, JSON" }, size, times);
         }
     }
-    if only.is_some() {
-        return;
-    }
-    println!();
+    // The SDK servers mint `confirm-deploy:ENV`: ENV sets the state's size.
     println!(
-        "| an SDK server's own round (JSON, direct) | p50 µs | p99 µs | the proxy's largest added p50 µs |"
+        "\nThe SDK servers of the proxy's tests, {} rounds a cell:\n\n{HEADER}",
+        rounds / 4
     );
-    println!("|---|---:|---:|---:|");
-    let worst = added.iter().max().copied().unwrap_or_default();
     for python in [true, false] {
-        let server = real(python);
-        let url = server.1.clone();
-        let times = client_side(move |client| async move {
-            let mut times = Vec::new();
-            for i in 0..(rounds / 4 + 50) {
-                let d = round(&client, &url, i).await;
-                if i >= 50 {
-                    times.push(d);
-                }
+        for &sse in &framings {
+            let server = real(python, sse);
+            let (_proxies, urls) = targets(&envelope, &server.1).await;
+            for size in [64, 1024, 16384] {
+                let env = "e".repeat(size - "confirm-deploy:".len());
+                let times = interleaved(urls.clone(), rounds / 4, env).await;
+                let label = match (python, sse) {
+                    (true, false) => "Python lowlevel Server, JSON",
+                    (true, true) => "Python lowlevel Server, SSE",
+                    (false, false) => "TypeScript McpServer, JSON",
+                    (false, true) => "TypeScript McpServer, SSE",
+                };
+                row(label, size, times);
             }
-            times
-        })
-        .await;
-        let c = cell(times);
-        println!(
-            "| {} | {} | {} | {} |",
-            if python {
-                "Python SDK lowlevel Server (mcp 2.3.0)"
-            } else {
-                "TypeScript SDK McpServer (2.4.0)"
-            },
-            us(c.p50),
-            us(c.p99),
-            us(worst)
-        );
+        }
     }
 }

@@ -209,21 +209,18 @@ async fn respond(
     batch: bool,
 ) -> Response {
     let status = upstream.status();
-    let kind = content_type(upstream.headers());
+    let kind = Answered::of(upstream.headers());
     if !status.is_success() {
         return pass(upstream);
     }
-    if kind == "text/event-stream" {
+    if kind == Answered::Events {
         let headers = response_headers(upstream.headers());
         let body = stream::rewrite(shared, upstream, find, requests, answers);
         return with_headers(status, headers, body);
     }
-    if kind != "application/json" {
-        if !answers.is_empty() {
-            // 202 for the notifications that went on; the refused members' answers are due.
-            return framing.respond(StatusCode::OK, answers, true);
-        }
-        return pass(upstream);
+    if kind == Answered::Other && !answers.is_empty() {
+        // 202 for the notifications that went on; the refused members' answers are due.
+        return framing.respond(StatusCode::OK, answers, true);
     }
     let headers = response_headers(upstream.headers());
     let limit = shared.settings.max_event_bytes();
@@ -238,6 +235,17 @@ async fn respond(
     };
     if answers.is_empty() && !may_hold_state(&body) {
         return with_headers(status, headers, Body::from(body));
+    }
+    if kind == Answered::Other {
+        // No client reads it, but a state in it would still reach the client in plaintext.
+        let why = "answered with a state under a type that is neither JSON nor events";
+        tracing::warn!("proxy: the upstream {why}; refused");
+        let owed = if requests.is_empty() {
+            vec![(RpcId::Null, Value::Null)]
+        } else {
+            requests
+        };
+        return framing.respond(StatusCode::BAD_GATEWAY, upstream_failed(&owed, why), batch);
     }
     let mut value = match strict::from_slice(&body) {
         Ok(value) => value,
@@ -353,13 +361,36 @@ fn pass(upstream: reqwest::Response) -> Response {
     with_headers(status, headers, Body::from_stream(upstream.bytes_stream()))
 }
 
-fn content_type(headers: &HeaderMap) -> String {
-    headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .map(|v| v.trim().to_ascii_lowercase())
-        .unwrap_or_default()
+/// What an answer is, as the most lenient MCP client reads its type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Answered {
+    /// A JSON body.
+    Json,
+    /// An event stream.
+    Events,
+    /// Anything else, which no client reads as either.
+    Other,
+}
+
+impl Answered {
+    /// The Python SDK's client takes any `Content-Type` that starts with
+    /// `application/json` (or `text/event-stream`), in any case, whatever
+    /// bytes follow, so `application/json-seq` is JSON to it: the proxy
+    /// reads (and seals) every answer a client could read, so no state
+    /// reaches one unsealed under a type the proxy passed.
+    fn of(headers: &HeaderMap) -> Self {
+        let Some(value) = headers.get(header::CONTENT_TYPE) else {
+            return Self::Other;
+        };
+        let value = value.as_bytes().trim_ascii_start().to_ascii_lowercase();
+        if value.starts_with(b"text/event-stream") {
+            Self::Events
+        } else if value.starts_with(b"application/json") {
+            Self::Json
+        } else {
+            Self::Other
+        }
+    }
 }
 
 fn session_of(headers: &HeaderMap) -> Option<String> {

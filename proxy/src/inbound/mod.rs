@@ -10,8 +10,10 @@
 //! sealed under the other request's identity would bind one round's state to
 //! another round's arguments. A refused state is answered here with the
 //! boundary's frozen error, and only what was not refused goes on. Nor is a
-//! body in which an object names a member twice (`-32600`): the proxy would
-//! verify one copy and the upstream could read the other.
+//! body in which an object names a member twice, or names a member the
+//! proxy reads in a spelling a case-insensitive server reads as that member
+//! (`-32600`): the proxy would verify one and the upstream could read the
+//! other.
 
 use std::collections::HashMap;
 
@@ -20,6 +22,8 @@ use stateseal::boundary::{Boundary, PrincipalResult, Round, WireError};
 
 use crate::rpc_id::RpcId;
 use crate::strict::{self, Unreadable};
+
+mod spelling;
 
 /// What to do with a request body.
 #[derive(Debug)]
@@ -129,6 +133,14 @@ pub(crate) async fn open_body(
     let mut keep = Vec::new();
     let mut changed = false;
     let mut requests = Vec::new();
+    if messages.iter().any(|m| spelling::misspelled(m)) {
+        return answer(&error_response(
+            Value::Null,
+            -32600,
+            "Invalid Request",
+            None,
+        ));
+    }
     for message in messages {
         let owed = message
             .get("method")

@@ -259,3 +259,31 @@ async fn a_member_named_twice_never_goes_upstream() {
         assert_eq!(response["id"], Value::Null, "{body}");
     }
 }
+
+#[tokio::test]
+async fn a_member_spelled_so_a_case_insensitive_server_reads_it_never_goes_upstream() {
+    let b = boundary();
+    let token = sealed(&b, "deploy", json!({"env": "prod"}), "step-2");
+    // Go's encoding/json reads each as the member it spells another way: a
+    // state nobody verified, a method that is a carrier, another target.
+    for body in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"deploy","RequestState":"forged"}}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"deploy","requeſtState":"forged"}}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","Method":"tools/call","params":{"name":"deploy","requestState":"forged"}}"#.to_owned(),
+        format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"deploy","Name":"rm","arguments":{{"env":"prod"}},"requestState":"{token}"}}}}"#),
+        format!(r#"[{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"deploy","arguments":{{"env":"prod"}},"Arguments":{{"env":"dev"}},"requestState":"{token}"}}}}]"#),
+    ] {
+        let response = answered(open_body(&b, body.as_bytes(), &Ok(None)).await);
+        assert_eq!(response["error"]["code"], -32600, "{body}");
+        assert_eq!(response["id"], Value::Null, "{body}");
+    }
+    // The same names inside arguments are the tool's own.
+    let fine = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"deploy","arguments":{{"Name":"x","RequestState":"y"}},"requestState":"{token}"}}}}"#
+    );
+    let response = answered(open_body(&b, fine.as_bytes(), &Ok(None)).await);
+    assert_eq!(
+        response["error"]["code"], -32602,
+        "verified, and refused as a state for other arguments"
+    );
+}

@@ -172,3 +172,60 @@ async fn an_answer_that_names_a_member_twice_never_reaches_the_client() {
     assert!(!text(&got).contains("secret-plain"), "{}", text(&got));
     assert!(events(&got).is_empty(), "{}", text(&got));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_under_any_type_a_client_reads_as_json_or_events_is_sealed() {
+    // The Python SDK's client reads any type that starts with `application/json` or
+    // `text/event-stream` (in any case) as JSON or as events.
+    let answer = asks(json!(1), json!("confirm-deploy:prod"));
+    for kind in [
+        "application/json-seq",
+        "Application/JSON5; charset=utf-8",
+        "text/event-stream-x",
+    ] {
+        let body = if kind.starts_with("text") {
+            format!("event: message\ndata: {answer}\n\n").into_bytes()
+        } else {
+            answer.to_string().into_bytes()
+        };
+        let rig = Rig::new(move |_| Reply::bytes(kind, body.clone())).await;
+        let (status, got_kind, got) = rig
+            .post(call(json!(1), "prod", None).to_string(), &[])
+            .await;
+        assert_eq!((status, got_kind.as_str()), (StatusCode::OK, kind));
+        assert!(
+            !text(&got).contains("confirm-deploy"),
+            "{kind}: {}",
+            text(&got)
+        );
+        let sealed = if kind.starts_with("text") {
+            events(&got).pop().expect("the answer")
+        } else {
+            serde_json::from_slice(&got).expect("JSON")
+        };
+        let token = sealed["result"]["requestState"].as_str().expect("a state");
+        assert!(rig.opens(token, "prod", "confirm-deploy:prod"), "{kind}");
+    }
+    // A type no client reads as either passes as it came, unless it could hold a state.
+    let plain = b"ok: requeststate".to_vec();
+    let rig = Rig::new(move |_| Reply::bytes("text/plain", plain.clone())).await;
+    let (status, got_kind, got) = rig
+        .post(call(json!(1), "prod", None).to_string(), &[])
+        .await;
+    assert_eq!((status, got_kind.as_str()), (StatusCode::OK, "text/plain"));
+    assert_eq!(got, b"ok: requeststate");
+    let stated = asks(json!(1), json!("confirm-deploy:prod")).to_string();
+    let rig = Rig::new(move |_| Reply::bytes("text/plain", stated.clone().into_bytes())).await;
+    let (status, _, got) = rig
+        .post(call(json!(1), "prod", None).to_string(), &[])
+        .await;
+    assert_eq!(status, StatusCode::BAD_GATEWAY);
+    assert!(!text(&got).contains("confirm-deploy"), "{}", text(&got));
+    assert_eq!(
+        serde_json::from_slice::<Value>(&got).expect("JSON"),
+        upstream_error(
+            json!(1),
+            "answered with a state under a type that is neither JSON nor events"
+        )
+    );
+}

@@ -192,3 +192,20 @@ async fn an_answer_passed_unchanged_keeps_its_length() {
         &b"no such session"[..]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_a_case_insensitive_server_would_read_never_reaches_the_upstream() {
+    let rig = Rig::new(|_| Reply::json(&json!({}))).await;
+    for body in [
+        r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"deploy","RequestState":"v2.forged"}}"#,
+        r#"{"jsonrpc":"2.0","id":5,"method":"tools/list","METHOD":"tools/call","params":{"name":"deploy","requestState":"v2.forged"}}"#,
+    ] {
+        let (status, _, got) = rig.post(body, &[]).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert_eq!(
+            serde_json::from_slice::<Value>(&got).expect("JSON"),
+            json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": "Invalid Request"}})
+        );
+    }
+    assert!(rig.seen().is_empty(), "the upstream was called");
+}

@@ -1,0 +1,91 @@
+//! Member names a server could read as another: Go's `encoding/json` matches
+//! object keys to struct fields ignoring case, and folds `ſ` (U+017F) to `s`
+//! and `K` (U+212A) to `k` (the Go MCP SDK before 1.3.1, CVE-2026-27896, and
+//! servers that decode with it still); .NET's case-insensitive matching
+//! (`JsonSerializerDefaults.Web`) upper-cases `ı` (U+0131) to `I`. A server
+//! like that reads `"Method"` as `method`, `"Arguments"` as `arguments`,
+//! `"requeſtState"` as `requestState`, so a message that spelled a member
+//! the proxy reads any other way could carry a method, a target or a state
+//! the proxy never saw. Such a message is refused whole.
+
+use serde_json::Value;
+
+/// The members of a message the proxy reads.
+const MESSAGE: [&str; 5] = ["id", "method", "params", "result", "error"];
+/// The members of a request's params the proxy reads.
+const PARAMS: [&str; 4] = ["name", "uri", "arguments", "requestState"];
+
+/// Whether `message` names a member the proxy reads in a spelling a
+/// case-insensitive server would read as that member.
+pub(super) fn misspelled(message: &Value) -> bool {
+    let Some(members) = message.as_object() else {
+        return false;
+    };
+    if members.keys().any(|k| aliases(k, &MESSAGE)) {
+        return true;
+    }
+    match (members.get("method"), members.get("params")) {
+        (Some(_), Some(Value::Object(params))) => params.keys().any(|k| aliases(k, &PARAMS)),
+        _ => false,
+    }
+}
+
+/// Whether `key` is one of `names` spelled another way.
+fn aliases(key: &str, names: &[&str]) -> bool {
+    names.iter().any(|name| {
+        key != *name
+            && key.chars().count() == name.len()
+            && key
+                .chars()
+                .zip(name.bytes())
+                .all(|(k, n)| fold(k) == Some(n.to_ascii_lowercase()))
+    })
+}
+
+/// The ASCII letter `c` matches case-insensitively in Go or .NET, if any.
+fn fold(c: char) -> Option<u8> {
+    match c {
+        'ſ' => Some(b's'),
+        '\u{212A}' => Some(b'k'),
+        'ı' => Some(b'i'),
+        c if c.is_ascii() => Some(c.to_ascii_lowercase() as u8),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn another_spelling_of_a_member_the_proxy_reads_is_caught() {
+        for message in [
+            json!({"jsonrpc": "2.0", "Method": "tools/call", "method": "tools/list"}),
+            json!({"jsonrpc": "2.0", "METHOD": "tools/call"}),
+            json!({"jsonrpc": "2.0", "method": "tools/list", "paramſ": {}}),
+            json!({"jsonrpc": "2.0", "ıd": 1, "method": "x"}),
+            json!({"method": "tools/call", "params": {"name": "a", "Name": "b"}}),
+            json!({"method": "tools/call", "params": {"RequestState": "forged"}}),
+            json!({"method": "tools/call", "params": {"requeſtState": "forged"}}),
+            json!({"method": "prompts/get", "params": {"ARGUMENTS": {}}}),
+            json!({"method": "resources/read", "params": {"URI": "file:///b"}}),
+            json!({"id": 1, "Result": {}}),
+        ] {
+            assert!(misspelled(&message), "{message}");
+        }
+    }
+
+    #[test]
+    fn exact_names_and_other_members_pass() {
+        for message in [
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "a", "arguments": {"Name": "x", "requeststate": 1}, "requestState": "s", "_meta": {"Method": 1}, "inputResponses": {}}}),
+            json!({"JSONRPC": "2.0", "id": 1, "result": {"RequestState": "s"}}),
+            json!({"jsonrpc": "2.0", "idx": 1, "methods": "x", "Κ": 1, "İd": 2}),
+            json!(["not", "an", "object"]),
+        ] {
+            assert!(!misspelled(&message), "{message}");
+        }
+    }
+}

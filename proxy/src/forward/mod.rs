@@ -1,7 +1,8 @@
 //! The reverse proxy's request path: `POST` bodies verified on the way in and
 //! their answers sealed on the way out, `GET` streams (and their resumption)
-//! sealed, `DELETE` forwarded; every header but the hop-by-hop ones, the
-//! caller's claims and (unless configured) `Authorization` goes upstream.
+//! sealed, `DELETE` forwarded; every header but the hop-by-hop ones (those
+//! RFC 9110 lists and those a `Connection` header names), the caller's
+//! claims and (unless configured) `Authorization` goes upstream.
 
 mod reply;
 mod stream;
@@ -307,8 +308,9 @@ async fn send(
     body: Option<Bytes>,
 ) -> Result<reqwest::Response, reqwest::Error> {
     let mut out = HeaderMap::new();
+    let nominated = nominated(headers);
     for (name, value) in headers {
-        if forwarded(shared, name) {
+        if forwarded(shared, name) && !nominated.contains(name) {
             out.append(name.clone(), value.clone());
         }
     }
@@ -334,12 +336,25 @@ fn forwarded(shared: &Shared, name: &HeaderName) -> bool {
 /// The upstream's headers that go to the client.
 fn response_headers(headers: &HeaderMap) -> HeaderMap {
     let mut out = HeaderMap::new();
+    let nominated = nominated(headers);
     for (name, value) in headers {
-        if !NOT_FORWARDED.contains(&name.as_str()) {
+        if !NOT_FORWARDED.contains(&name.as_str()) && !nominated.contains(name) {
             out.append(name.clone(), value.clone());
         }
     }
     out
+}
+
+/// The headers a message's `Connection` names: options of that one
+/// connection, which a proxy removes (RFC 9110 7.6.1).
+fn nominated(headers: &HeaderMap) -> Vec<HeaderName> {
+    headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|t| HeaderName::from_bytes(t.trim().as_bytes()).ok())
+        .collect()
 }
 
 fn with_headers(status: StatusCode, headers: HeaderMap, body: Body) -> Response {

@@ -38,6 +38,8 @@ pub(crate) struct Reply {
     /// End the body with an error instead of its end (the connection drops),
     /// once this is notified.
     pub(crate) die: Option<Arc<tokio::sync::Notify>>,
+    /// More headers of the answer.
+    pub(crate) headers: Vec<(&'static str, &'static str)>,
 }
 
 impl Reply {
@@ -51,6 +53,7 @@ impl Reply {
             content_type,
             chunks: vec![body],
             die: None,
+            headers: Vec::new(),
         }
     }
 
@@ -61,6 +64,7 @@ impl Reply {
             content_type: "text/event-stream",
             chunks: body.chunks(size).map(<[u8]>::to_vec).collect(),
             die: None,
+            headers: Vec::new(),
         }
     }
 }
@@ -113,6 +117,11 @@ async fn upstream(
         http::header::CONTENT_TYPE,
         reply.content_type.parse().expect("type"),
     );
+    for (name, value) in &reply.headers {
+        response
+            .headers_mut()
+            .append(*name, value.parse().expect("value"));
+    }
     response
 }
 

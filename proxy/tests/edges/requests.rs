@@ -209,3 +209,44 @@ async fn a_member_a_case_insensitive_server_would_read_never_reaches_the_upstrea
     }
     assert!(rig.seen().is_empty(), "the upstream was called");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headers_a_connection_header_names_stay_on_that_connection() {
+    let rig = Rig::new(|_| Reply {
+        headers: vec![
+            ("connection", "x-upstream-hop"),
+            ("x-upstream-hop", "1"),
+            ("x-upstream-end", "2"),
+        ],
+        ..Reply::json(&json!({"jsonrpc": "2.0", "id": 1, "result": {}}))
+    })
+    .await;
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string();
+    let response = rig
+        .client
+        .post(&rig.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("connection", "keep-alive, X-Client-Hop")
+        .header("x-client-hop", "1")
+        .header("x-client-end", "2")
+        .body(list)
+        .send()
+        .await
+        .expect("the proxy answers");
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(response.headers().get("x-upstream-hop").is_none());
+    assert_eq!(
+        response
+            .headers()
+            .get("x-upstream-end")
+            .map(|v| v.as_bytes()),
+        Some(&b"2"[..])
+    );
+    let seen = rig.seen();
+    assert!(seen[0].headers.get("x-client-hop").is_none());
+    assert_eq!(
+        seen[0].headers.get("x-client-end").map(|v| v.as_bytes()),
+        Some(&b"2"[..])
+    );
+}

@@ -180,6 +180,13 @@ impl ProxyBuilder {
             .no_proxy()
             .connect_timeout(CONNECT_TIMEOUT)
             .tcp_nodelay(true)
+            // The proxy reads answers as they came: never asks for, nor
+            // decodes, a compressed one, whatever another crate's features
+            // turn on (a compressed answer is refused, see `forward`).
+            .no_gzip()
+            .no_brotli()
+            .no_deflate()
+            .no_zstd()
             .build()
             .map_err(|e| ProxyError::Client(e.to_string()))?;
         let oauth = match self.settings.principal() {

@@ -214,6 +214,14 @@ async fn respond(
     if !status.is_success() {
         return pass(upstream);
     }
+    if encoded(upstream.headers()) {
+        // Nobody asked for it, and the proxy cannot see a state inside it.
+        let why = "answered with a compressed body";
+        tracing::warn!("proxy: the upstream {why}; refused");
+        let mut messages = upstream_failed(&owed(requests), why);
+        messages.extend(answers);
+        return framing.respond(StatusCode::BAD_GATEWAY, messages, batch);
+    }
     if kind == Answered::Events {
         let headers = response_headers(upstream.headers());
         let body = stream::rewrite(shared, upstream, find, requests, answers);
@@ -228,8 +236,8 @@ async fn respond(
     let body = match read_bounded(upstream, limit).await {
         Ok(b) => b,
         Err(why) => {
-            tracing::warn!("proxy: the upstream's JSON answer {why}");
-            let mut messages = upstream_failed(&requests, why);
+            tracing::warn!("proxy: the upstream's answer {why}");
+            let mut messages = upstream_failed(&owed(requests), why);
             messages.extend(answers);
             return framing.respond(StatusCode::BAD_GATEWAY, messages, batch);
         }
@@ -241,12 +249,11 @@ async fn respond(
         // No client reads it, but a state in it would still reach the client in plaintext.
         let why = "answered with a state under a type that is neither JSON nor events";
         tracing::warn!("proxy: the upstream {why}; refused");
-        let owed = if requests.is_empty() {
-            vec![(RpcId::Null, Value::Null)]
-        } else {
-            requests
-        };
-        return framing.respond(StatusCode::BAD_GATEWAY, upstream_failed(&owed, why), batch);
+        return framing.respond(
+            StatusCode::BAD_GATEWAY,
+            upstream_failed(&owed(requests), why),
+            batch,
+        );
     }
     let mut value = match strict::from_slice(&body) {
         Ok(value) => value,
@@ -258,7 +265,7 @@ async fn respond(
                 Unreadable::Duplicate => "answered with JSON that names a member twice",
             };
             tracing::warn!("proxy: the upstream {why}; refused");
-            let mut messages = upstream_failed(&requests, why);
+            let mut messages = upstream_failed(&owed(requests), why);
             messages.extend(answers);
             return framing.respond(StatusCode::BAD_GATEWAY, messages, batch);
         }
@@ -280,6 +287,24 @@ async fn respond(
         headers,
         Body::from(serde_json::to_vec(&value).unwrap_or_default()),
     )
+}
+
+/// The ids an error answers: the requests', or `null` for a stream that
+/// answers none (a `GET`), so the client is told something.
+fn owed(requests: Vec<(RpcId, Value)>) -> Vec<(RpcId, Value)> {
+    if requests.is_empty() {
+        vec![(RpcId::Null, Value::Null)]
+    } else {
+        requests
+    }
+}
+
+/// Whether an answer's body is compressed (any `Content-Encoding` but `identity`).
+fn encoded(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::CONTENT_ENCODING)
+        .iter()
+        .any(|v| !v.as_bytes().trim_ascii().eq_ignore_ascii_case(b"identity"))
 }
 
 /// Reads a body of at most `limit` bytes.
@@ -351,9 +376,8 @@ fn nominated(headers: &HeaderMap) -> Vec<HeaderName> {
     headers
         .get_all(header::CONNECTION)
         .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .filter_map(|t| HeaderName::from_bytes(t.trim().as_bytes()).ok())
+        .flat_map(|v| v.as_bytes().split(|b| *b == b','))
+        .filter_map(|t| HeaderName::from_bytes(t.trim_ascii()).ok())
         .collect()
 }
 

@@ -1,12 +1,15 @@
 //! Member names a server could read as another: Go's `encoding/json` matches
 //! object keys to struct fields ignoring case, and folds `ſ` (U+017F) to `s`
 //! and `K` (U+212A) to `k` (the Go MCP SDK before 1.3.1, CVE-2026-27896, and
-//! servers that decode with it still); .NET's case-insensitive matching
-//! (`JsonSerializerDefaults.Web`) upper-cases `ı` (U+0131) to `I`. A server
-//! like that reads `"Method"` as `method`, `"Arguments"` as `arguments`,
-//! `"requeſtState"` as `requestState`, so a message that spelled a member
-//! the proxy reads any other way could carry a method, a target or a state
-//! the proxy never saw. Such a message is refused whole.
+//! servers that decode with it still); its `encoding/json/v2` option
+//! `MatchCaseInsensitiveNames` also ignores `_` and `-`; .NET's
+//! case-insensitive options (`JsonSerializerDefaults.Web`) ignore case; and
+//! pydantic models that populate by name read `request_state`. A server like
+//! that reads `"Method"` as `method`, `"Arguments"` as `arguments`,
+//! `"requeſtState"` or `"request_state"` as `requestState`, so a message that
+//! spelled a member the proxy reads any other way could carry a method, a
+//! target or a state the proxy never saw. Such a message is refused whole
+//! (`ı`, U+0131, is refused as `i` too: no decoder needs it, none is harmed).
 
 use serde_json::Value;
 
@@ -32,11 +35,11 @@ pub(super) fn misspelled(message: &Value) -> bool {
 
 /// Whether `key` is one of `names` spelled another way.
 fn aliases(key: &str, names: &[&str]) -> bool {
+    let letters = || key.chars().filter(|c| !matches!(c, '_' | '-'));
     names.iter().any(|name| {
         key != *name
-            && key.chars().count() == name.len()
-            && key
-                .chars()
+            && letters().count() == name.len()
+            && letters()
                 .zip(name.bytes())
                 .all(|(k, n)| fold(k) == Some(n.to_ascii_lowercase()))
     })
@@ -69,6 +72,9 @@ mod tests {
             json!({"method": "tools/call", "params": {"name": "a", "Name": "b"}}),
             json!({"method": "tools/call", "params": {"RequestState": "forged"}}),
             json!({"method": "tools/call", "params": {"requeſtState": "forged"}}),
+            json!({"method": "tools/call", "params": {"request_state": "forged"}}),
+            json!({"method": "tools/call", "params": {"request-state": "forged"}}),
+            json!({"jsonrpc": "2.0", "_id": 1, "method": "x"}),
             json!({"method": "prompts/get", "params": {"ARGUMENTS": {}}}),
             json!({"method": "resources/read", "params": {"URI": "file:///b"}}),
             json!({"id": 1, "Result": {}}),
@@ -82,7 +88,8 @@ mod tests {
         for message in [
             json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "a", "arguments": {"Name": "x", "requeststate": 1}, "requestState": "s", "_meta": {"Method": 1}, "inputResponses": {}}}),
             json!({"JSONRPC": "2.0", "id": 1, "result": {"RequestState": "s"}}),
-            json!({"jsonrpc": "2.0", "idx": 1, "methods": "x", "Κ": 1, "İd": 2}),
+            json!({"jsonrpc": "2.0", "idx": 1, "methods": "x", "Κ": 1, "İd": 2, "_meta": {}}),
+            json!({"method": "tools/call", "params": {"_meta": {}, "input_responses": {}, "task": {}}}),
             json!(["not", "an", "object"]),
         ] {
             assert!(!misspelled(&message), "{message}");

@@ -229,3 +229,29 @@ async fn an_answer_under_any_type_a_client_reads_as_json_or_events_is_sealed() {
         )
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compressed_answer_is_refused_since_no_state_in_it_can_be_seen() {
+    use std::io::Write as _;
+    let answer = asks(json!(1), json!("confirm-deploy:prod")).to_string();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(answer.as_bytes()).expect("gzip");
+    let gzipped = gz.finish().expect("gzip");
+    let rig = Rig::new(move |_| Reply {
+        headers: vec![("content-encoding", "gzip")],
+        ..Reply::bytes("application/json", gzipped.clone())
+    })
+    .await;
+    let (status, _, got) = rig
+        .post(call(json!(1), "prod", None).to_string(), &[])
+        .await;
+    assert_eq!(status, StatusCode::BAD_GATEWAY);
+    assert!(!text(&got).contains("confirm-deploy"));
+    assert_eq!(
+        serde_json::from_slice::<Value>(&got).expect("JSON"),
+        upstream_error(json!(1), "answered with a compressed body")
+    );
+    // The proxy asked for none.
+    let seen = rig.seen();
+    assert!(seen[0].headers.get("accept-encoding").is_none());
+}

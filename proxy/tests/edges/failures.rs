@@ -13,6 +13,21 @@ fn upstream_error(id: Value, why: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000, "message": format!("upstream MCP server {why}")}})
 }
 
+/// A `deploy` call answered by `reply`: the client gets `502` with the error
+/// saying `why` and nothing else, so no byte of a state; the rig.
+async fn refused_whole(reply: Reply, why: &str) -> Rig {
+    let rig = Rig::new(move |_| reply.clone()).await;
+    let (status, _, got) = rig
+        .post(call(json!(1), "prod", None).to_string(), &[])
+        .await;
+    assert_eq!(status, StatusCode::BAD_GATEWAY, "{why}");
+    assert_eq!(
+        serde_json::from_slice::<Value>(&got).expect("JSON"),
+        upstream_error(json!(1), why)
+    );
+    rig
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upstream_that_is_down_is_answered_with_a_json_rpc_error_to_each_request() {
     // A port nothing listens on: bound, then closed.
@@ -130,32 +145,22 @@ async fn a_state_that_is_not_a_string_or_a_body_that_is_not_json_never_reaches_t
         internal
     );
     let lenient = br#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","requestState":"secret","n":NaN}}"#;
-    let rig = Rig::new(|_| Reply::bytes("application/json", lenient.to_vec())).await;
-    let (status, _, got) = rig
-        .post(call(json!(1), "prod", None).to_string(), &[])
-        .await;
-    assert_eq!(status, StatusCode::BAD_GATEWAY);
-    assert!(!text(&got).contains("secret"));
-    assert_eq!(
-        serde_json::from_slice::<Value>(&got).expect("JSON"),
-        upstream_error(json!(1), "answered with a body that is not JSON")
-    );
+    refused_whole(
+        Reply::bytes("application/json", lenient.to_vec()),
+        "answered with a body that is not JSON",
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_that_names_a_member_twice_never_reaches_the_client() {
     // A client that keeps the first copy would read the plaintext.
     let twice = br#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","requestState":"secret-plain","requestState":null}}"#;
-    let rig = Rig::new(|_| Reply::bytes("application/json", twice.to_vec())).await;
-    let (status, _, got) = rig
-        .post(call(json!(1), "prod", None).to_string(), &[])
-        .await;
-    assert_eq!(status, StatusCode::BAD_GATEWAY);
-    assert!(!text(&got).contains("secret-plain"));
-    assert_eq!(
-        serde_json::from_slice::<Value>(&got).expect("JSON"),
-        upstream_error(json!(1), "answered with JSON that names a member twice")
-    );
+    refused_whole(
+        Reply::bytes("application/json", twice.to_vec()),
+        "answered with JSON that names a member twice",
+    )
+    .await;
     // In a batch too (the general path), and in an event.
     let batch = [b"[".as_slice(), twice, b"]"].concat();
     let rig = Rig::new(move |_| Reply::bytes("application/json", batch.clone())).await;
@@ -215,19 +220,11 @@ async fn an_answer_under_any_type_a_client_reads_as_json_or_events_is_sealed() {
     assert_eq!((status, got_kind.as_str()), (StatusCode::OK, "text/plain"));
     assert_eq!(got, b"ok: requeststate");
     let stated = asks(json!(1), json!("confirm-deploy:prod")).to_string();
-    let rig = Rig::new(move |_| Reply::bytes("text/plain", stated.clone().into_bytes())).await;
-    let (status, _, got) = rig
-        .post(call(json!(1), "prod", None).to_string(), &[])
-        .await;
-    assert_eq!(status, StatusCode::BAD_GATEWAY);
-    assert!(!text(&got).contains("confirm-deploy"), "{}", text(&got));
-    assert_eq!(
-        serde_json::from_slice::<Value>(&got).expect("JSON"),
-        upstream_error(
-            json!(1),
-            "answered with a state under a type that is neither JSON nor events"
-        )
-    );
+    refused_whole(
+        Reply::bytes("text/plain", stated.into_bytes()),
+        "answered with a state under a type that is neither JSON nor events",
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -237,20 +234,11 @@ async fn a_compressed_answer_is_refused_since_no_state_in_it_can_be_seen() {
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     gz.write_all(answer.as_bytes()).expect("gzip");
     let gzipped = gz.finish().expect("gzip");
-    let rig = Rig::new(move |_| Reply {
+    let gzip = Reply {
         headers: vec![("content-encoding", "gzip")],
-        ..Reply::bytes("application/json", gzipped.clone())
-    })
-    .await;
-    let (status, _, got) = rig
-        .post(call(json!(1), "prod", None).to_string(), &[])
-        .await;
-    assert_eq!(status, StatusCode::BAD_GATEWAY);
-    assert!(!text(&got).contains("confirm-deploy"));
-    assert_eq!(
-        serde_json::from_slice::<Value>(&got).expect("JSON"),
-        upstream_error(json!(1), "answered with a compressed body")
-    );
+        ..Reply::bytes("application/json", gzipped)
+    };
+    let rig = refused_whole(gzip, "answered with a compressed body").await;
     // The proxy asked for none.
     let seen = rig.seen();
     assert!(seen[0].headers.get("accept-encoding").is_none());

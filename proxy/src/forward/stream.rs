@@ -3,8 +3,9 @@
 //! answer with a state (sealed, only its data lines rewritten) or is not
 //! JSON, or names a member twice (dropped: a lenient client parser could
 //! read a state nobody sealed).
-//! If the stream fails, outgrows its bound or is cut mid-event, each request
-//! still unanswered on it gets an error saying so, and the stream ends. An
+//! If the stream fails, outgrows its bound or is cut mid-event, or ends
+//! after an event was dropped, each request still unanswered on it gets an
+//! error saying so, and the stream ends. An
 //! upstream's chunk goes out as one chunk, once its events are whole.
 
 use std::convert::Infallible;
@@ -24,7 +25,7 @@ use crate::outbound::{Sealed, answered_ids, may_hold_state, seal_value};
 use crate::pending::Awaiting;
 use crate::rpc_id::RpcId;
 use crate::sse::{Event, Item, SseReader};
-use crate::strict;
+use crate::strict::{self, Unreadable};
 
 /// Finds the round an answer seals under.
 pub(crate) struct Finder {
@@ -86,6 +87,7 @@ pub(crate) fn rewrite(
         chunks: Box::pin(upstream.bytes_stream()),
         out,
         done: false,
+        dropped: None,
     };
     Body::from_stream(futures_util::stream::unfold(job, |mut job| async move {
         let bytes = job.next().await?;
@@ -104,6 +106,8 @@ struct Job {
     /// What is ready for the client.
     out: Vec<u8>,
     done: bool,
+    /// Why an event was dropped, if one was: it may have been an answer.
+    dropped: Option<&'static str>,
 }
 
 impl Job {
@@ -137,6 +141,9 @@ impl Job {
                     let left = std::mem::replace(&mut self.reader, SseReader::new(0)).finish();
                     if left > 0 {
                         self.fail("closed the stream mid-event");
+                    } else if let Some(why) = self.dropped.filter(|_| !self.unanswered.is_empty()) {
+                        // A request whose answer may have been the dropped event is told so.
+                        self.fail(why);
                     }
                     self.done = true;
                 }
@@ -163,10 +170,19 @@ impl Job {
         if self.unanswered.is_empty() && !may_hold_state(data) {
             return Some(e.bytes().to_vec());
         }
-        let Ok(mut value) = strict::from_slice(data) else {
+        let mut value = match strict::from_slice(data) {
+            Ok(value) => value,
             // Nor one that names a member twice: a client could read the other copy.
-            tracing::warn!("proxy: dropped an upstream event whose data cannot be read as JSON");
-            return None;
+            Err(why) => {
+                tracing::warn!(
+                    "proxy: dropped an upstream event whose data cannot be read as JSON"
+                );
+                self.dropped = Some(match why {
+                    Unreadable::NotJson => "sent an event that is not JSON",
+                    Unreadable::Duplicate => "sent an event that names a member twice",
+                });
+                return None;
+            }
         };
         for id in answered_ids(&value) {
             self.unanswered.retain(|(u, _)| *u != id);

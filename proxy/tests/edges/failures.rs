@@ -175,7 +175,13 @@ async fn an_answer_that_names_a_member_twice_never_reaches_the_client() {
         .post(call(json!(1), "prod", None).to_string(), &[])
         .await;
     assert!(!text(&got).contains("secret-plain"), "{}", text(&got));
-    assert!(events(&got).is_empty(), "{}", text(&got));
+    assert_eq!(
+        events(&got),
+        vec![upstream_error(
+            json!(1),
+            "sent an event that names a member twice"
+        )]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -83,9 +83,15 @@ data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}}\n
     let (_, _, got) = rig
         .post(call(json!(1), "prod", None).to_string(), &[])
         .await;
+    let rest = "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}}\n\n";
+    assert!(text(&got).starts_with(rest), "{}", text(&got));
+    assert!(!text(&got).contains("plain-secret"));
+    // The request the dropped event may have answered is told so when the stream ends.
     assert_eq!(
-        text(&got),
-        "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}}\n\n"
+        events(&got[rest.len()..]),
+        vec![
+            json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32000, "message": "upstream MCP server sent an event that is not JSON"}})
+        ]
     );
 }
 

@@ -2,10 +2,9 @@
 //! (bounded events), every event forwarded as it came unless its data is an
 //! answer with a state (sealed, only its data lines rewritten) or is not
 //! JSON, or names a member twice (dropped: a lenient client parser could
-//! read a state nobody sealed).
-//! If the stream fails, outgrows its bound or is cut mid-event, or ends
-//! after an event was dropped, each request still unanswered on it gets an
-//! error saying so, and the stream ends. An
+//! read a state nobody sealed). If the stream fails, outgrows its bound or
+//! is cut mid-event, or ends after an event was dropped, each request still
+//! unanswered on it gets an error saying so, and the stream ends. An
 //! upstream's chunk goes out as one chunk, once its events are whole.
 
 use std::convert::Infallible;

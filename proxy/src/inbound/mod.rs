@@ -94,6 +94,16 @@ fn answer(value: &Value) -> Inbound {
     Inbound::Answer(serde_json::to_vec(value).unwrap_or_default())
 }
 
+/// The answer to a body that is JSON but no request the proxy can forward.
+fn invalid_request() -> Inbound {
+    answer(&error_response(
+        Value::Null,
+        -32600,
+        "Invalid Request",
+        None,
+    ))
+}
+
 /// Verifies every carrier of `body` (single-use states recorded through the
 /// boundary's replay store) for the caller `principal`.
 pub(crate) async fn open_body(
@@ -107,23 +117,13 @@ pub(crate) async fn open_body(
             return answer(&error_response(Value::Null, -32700, "Parse error", None));
         }
         Err(Unreadable::Duplicate) => {
-            return answer(&error_response(
-                Value::Null,
-                -32600,
-                "Invalid Request",
-                None,
-            ));
+            return invalid_request();
         }
     };
     let batch = value.is_array();
     let messages: Vec<&mut Value> = match &mut value {
         Value::Array(items) if items.is_empty() => {
-            return answer(&error_response(
-                Value::Null,
-                -32600,
-                "Invalid Request",
-                None,
-            ));
+            return invalid_request();
         }
         Value::Array(items) => items.iter_mut().collect(),
         single => vec![single],
@@ -134,12 +134,7 @@ pub(crate) async fn open_body(
     let mut changed = false;
     let mut requests = Vec::new();
     if messages.iter().any(|m| spelling::misspelled(m)) {
-        return answer(&error_response(
-            Value::Null,
-            -32600,
-            "Invalid Request",
-            None,
-        ));
+        return invalid_request();
     }
     for message in messages {
         let owed = message
@@ -162,12 +157,7 @@ pub(crate) async fn open_body(
                 answers.extend(response);
             }
             Opened::Ambiguous => {
-                return answer(&error_response(
-                    Value::Null,
-                    -32600,
-                    "Invalid Request",
-                    None,
-                ));
+                return invalid_request();
             }
         }
     }

@@ -5,6 +5,9 @@
 //! with its id, a state that is not a string, a seal that fails) becomes a
 //! `-32603` error to its id, so no plaintext state reaches the client.
 
+use std::sync::LazyLock;
+
+use memchr::memmem::Finder;
 use serde_json::Value;
 use stateseal::boundary::{Boundary, WireError};
 
@@ -26,8 +29,10 @@ pub(crate) enum Sealed {
 /// either can carry a state to any parser, strict or lenient, and passes
 /// without being parsed.
 pub(crate) fn may_hold_state(text: &[u8]) -> bool {
-    memchr::memmem::find(text, b"requestState").is_some()
-        || memchr::memmem::find(text, b"\\u").is_some()
+    // Built once: building a finder costs more than searching a small answer.
+    static NAME: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"requestState"));
+    static ESCAPE: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\\u"));
+    NAME.find(text).is_some() || ESCAPE.find(text).is_some()
 }
 
 /// The response id of `message`, if it is a JSON-RPC response.

@@ -217,10 +217,7 @@ async fn respond(
     if encoded(upstream.headers()) {
         // Nobody asked for it, and the proxy cannot see a state inside it.
         let why = "answered with a compressed body";
-        tracing::warn!("proxy: the upstream {why}; refused");
-        let mut messages = upstream_failed(&owed(requests), why);
-        messages.extend(answers);
-        return framing.respond(StatusCode::BAD_GATEWAY, messages, batch);
+        return refuse(why, requests, answers, framing, batch);
     }
     if kind == Answered::Events {
         let headers = response_headers(upstream.headers());
@@ -235,12 +232,7 @@ async fn respond(
     let limit = shared.settings.max_event_bytes();
     let body = match read_bounded(upstream, limit).await {
         Ok(b) => b,
-        Err(why) => {
-            tracing::warn!("proxy: the upstream's answer {why}");
-            let mut messages = upstream_failed(&owed(requests), why);
-            messages.extend(answers);
-            return framing.respond(StatusCode::BAD_GATEWAY, messages, batch);
-        }
+        Err(why) => return refuse(why, requests, answers, framing, batch),
     };
     if answers.is_empty() && !may_hold_state(&body) {
         return with_headers(status, headers, Body::from(body));
@@ -248,26 +240,19 @@ async fn respond(
     if kind == Answered::Other {
         // No client reads it, but a state in it would still reach the client in plaintext.
         let why = "answered with a state under a type that is neither JSON nor events";
-        tracing::warn!("proxy: the upstream {why}; refused");
-        return framing.respond(
-            StatusCode::BAD_GATEWAY,
-            upstream_failed(&owed(requests), why),
-            batch,
-        );
+        return refuse(why, requests, answers, framing, batch);
     }
     let mut value = match strict::from_slice(&body) {
         Ok(value) => value,
-        Err(why) => {
-            // A lenient client parser (NaN, comments, the first of two members)
-            // could read a state nobody sealed.
-            let why = match why {
-                Unreadable::NotJson => "answered with a body that is not JSON",
-                Unreadable::Duplicate => "answered with JSON that names a member twice",
-            };
-            tracing::warn!("proxy: the upstream {why}; refused");
-            let mut messages = upstream_failed(&owed(requests), why);
-            messages.extend(answers);
-            return framing.respond(StatusCode::BAD_GATEWAY, messages, batch);
+        // A lenient client parser (NaN, comments, the first of two members)
+        // could read a state nobody sealed.
+        Err(Unreadable::NotJson) => {
+            let why = "answered with a body that is not JSON";
+            return refuse(why, requests, answers, framing, batch);
+        }
+        Err(Unreadable::Duplicate) => {
+            let why = "answered with JSON that names a member twice";
+            return refuse(why, requests, answers, framing, batch);
         }
     };
     let sealed = seal_value(&shared.boundary, &mut value, &mut |id| find.find(id));
@@ -287,6 +272,22 @@ async fn respond(
         headers,
         Body::from(serde_json::to_vec(&value).unwrap_or_default()),
     )
+}
+
+/// An answer the proxy will not pass (`why` says how the upstream
+/// answered, never what): `502`, an error to each request it owed, and the
+/// proxy's own answers to a batch's refused members.
+fn refuse(
+    why: &str,
+    requests: Vec<(RpcId, Value)>,
+    answers: Vec<Value>,
+    framing: Framing,
+    batch: bool,
+) -> Response {
+    tracing::warn!("proxy: the upstream {why}; refused");
+    let mut messages = upstream_failed(&owed(requests), why);
+    messages.extend(answers);
+    framing.respond(StatusCode::BAD_GATEWAY, messages, batch)
 }
 
 /// The ids an error answers: the requests', or `null` for a stream that
@@ -316,11 +317,11 @@ async fn read_bounded(
     loop {
         match upstream.chunk().await {
             Ok(Some(chunk)) if body.len() + chunk.len() > limit => {
-                return Err("is larger than max_event_bytes");
+                return Err("answered with a body larger than max_event_bytes");
             }
             Ok(Some(chunk)) => body.extend_from_slice(&chunk),
             Ok(None) => return Ok(body),
-            Err(_) => return Err("failed before it ended"),
+            Err(_) => return Err("failed before its answer ended"),
         }
     }
 }

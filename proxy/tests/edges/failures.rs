@@ -128,8 +128,22 @@ async fn an_event_or_answer_past_the_bound_is_refused_whole() {
     assert!(!text(&got).contains("plain-"), "{}", text(&got));
     assert_eq!(
         serde_json::from_slice::<Value>(&got).expect("JSON"),
-        upstream_error(json!(1), "is larger than max_event_bytes")
+        upstream_error(json!(1), "answered with a body larger than max_event_bytes")
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_json_answer_cut_off_before_it_ends_is_refused_whole() {
+    // The connection drops once the state's first bytes are on the wire.
+    let die = std::sync::Arc::new(tokio::sync::Notify::new());
+    die.notify_one();
+    let answer = asks(json!(1), json!("plain-secret-of-the-round")).to_string();
+    let cut = answer.find("-of-the-round").expect("the state");
+    let reply = Reply {
+        die: Some(die),
+        ..Reply::bytes("application/json", answer.as_bytes()[..cut].to_vec())
+    };
+    refused_whole(reply, "failed before its answer ended").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

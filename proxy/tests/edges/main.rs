@@ -106,6 +106,9 @@ async fn upstream(
         );
         // The connection drops once the test has seen the stream begin.
         let death = futures_util::stream::iter(die).then(|notify| async move {
+            // Pending once, so what came before is on the wire even when the
+            // test notified first.
+            tokio::task::yield_now().await;
             notify.notified().await;
             Err(std::io::Error::other("the upstream died"))
         });

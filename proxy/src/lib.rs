@@ -17,6 +17,7 @@ pub mod admin;
 mod caller;
 mod forward;
 mod inbound;
+mod json_write;
 mod outbound;
 mod pending;
 mod rpc_id;

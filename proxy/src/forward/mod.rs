@@ -19,6 +19,7 @@ use stateseal::boundary::{Boundary, PrincipalResult};
 
 use crate::caller::{Caller, Unidentified};
 use crate::inbound::{Inbound, error_response, open_body};
+use crate::json_write;
 use crate::outbound::{Sealed, may_hold_state, seal_value};
 use crate::pending::Pending;
 use crate::rpc_id::RpcId;
@@ -270,7 +271,7 @@ async fn respond(
     with_headers(
         status,
         headers,
-        Body::from(serde_json::to_vec(&value).unwrap_or_default()),
+        Body::from(json_write::to_vec(&value, body.len())),
     )
 }
 

@@ -20,6 +20,7 @@ use stateseal::boundary::PrincipalResult;
 use super::Shared;
 use super::reply::{event, upstream_failed};
 use crate::inbound::Rounds;
+use crate::json_write;
 use crate::outbound::{Sealed, answered_ids, may_hold_state, seal_value};
 use crate::pending::Awaiting;
 use crate::rpc_id::RpcId;
@@ -189,7 +190,7 @@ impl Job {
         let find = &mut self.find;
         match seal_value(&self.shared.boundary, &mut value, &mut |id| find.find(id)) {
             Sealed::Untouched => Some(e.bytes().to_vec()),
-            Sealed::Changed => Some(e.with_data(&serde_json::to_vec(&value).unwrap_or_default())),
+            Sealed::Changed => Some(e.with_data(&json_write::to_vec(&value, data.len()))),
         }
     }
 }

@@ -20,6 +20,7 @@ use std::collections::HashMap;
 use serde_json::{Value, json};
 use stateseal::boundary::{Boundary, PrincipalResult, Round, WireError};
 
+use crate::json_write;
 use crate::rpc_id::RpcId;
 use crate::strict::{self, Unreadable};
 
@@ -165,7 +166,7 @@ pub(crate) async fn open_body(
     if !batch {
         return match (keep[0], answers.pop()) {
             (true, _) => Inbound::Forward {
-                body: changed.then(|| serde_json::to_vec(&value).unwrap_or_default()),
+                body: changed.then(|| json_write::to_vec(&value, body.len())),
                 rounds,
                 answers: Vec::new(),
                 requests,
@@ -190,7 +191,7 @@ pub(crate) async fn open_body(
         };
     }
     Inbound::Forward {
-        body: changed.then(|| serde_json::to_vec(&Value::Array(rest)).unwrap_or_default()),
+        body: changed.then(|| json_write::to_vec(&Value::Array(rest), body.len())),
         rounds,
         answers,
         requests,

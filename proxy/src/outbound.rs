@@ -1,9 +1,12 @@
 //! The upstream's answers on their way to the client: the `requestState` of
 //! every `input_required` result is sealed under the identity of the request
-//! it answers (found by JSON-RPC id) and for that request's caller; nothing
-//! else is touched. Fail closed: an answer the proxy cannot seal (no round
-//! with its id, a state that is not a string, a seal that fails) becomes a
-//! `-32603` error to its id, so no plaintext state reaches the client.
+//! it answers (found by JSON-RPC id) and for that request's caller. Fail
+//! closed: an answer the proxy cannot seal (no round with its id, a state
+//! that is not a string, a seal that fails) becomes a `-32603` error to its
+//! id, and a `requestState` member anywhere else in a message (a complete
+//! result that kept one, an error whose data echoes the request's params,
+//! a notification) is removed, so no plaintext state reaches the client
+//! under that name. Nothing else is touched.
 
 use std::sync::LazyLock;
 
@@ -47,8 +50,59 @@ pub(crate) fn response_id(message: &Value) -> Option<RpcId> {
 }
 
 /// Seals the state of `message` if it is an `input_required` result with
-/// one; `find` gives the round the response with that id answers.
+/// one, and removes every other `requestState` member in it; `find` gives
+/// the round the response with that id answers.
 pub(crate) fn seal_message(
+    boundary: &Boundary,
+    message: &mut Value,
+    find: &mut dyn FnMut(&RpcId) -> Option<Awaiting>,
+) -> Sealed {
+    let sealed = seal_state(boundary, message, find);
+    let removed = remove_stray_states(message);
+    if removed == 0 {
+        return sealed;
+    }
+    metrics::counter!("stateseal_proxy_stray_states_removed_total").increment(removed as u64);
+    tracing::warn!(
+        removed,
+        "proxy: removed requestState members the upstream sent outside an input_required result"
+    );
+    Sealed::Changed
+}
+
+/// Removes every `requestState` member of `message` but the one of its
+/// `input_required` result (sealed by then, or `null`); how many.
+fn remove_stray_states(message: &mut Value) -> usize {
+    let slot = response_id(message)
+        .and(message.get_mut("result"))
+        .and_then(Value::as_object_mut)
+        .filter(|r| r.get("resultType").and_then(Value::as_str) == Some("input_required"));
+    let Some(state) = slot.and_then(|result| result.remove(STATE)) else {
+        return remove_states(message);
+    };
+    let removed = remove_states(message);
+    if let Some(result) = message.get_mut("result").and_then(Value::as_object_mut) {
+        result.insert(STATE.to_owned(), state);
+    }
+    removed
+}
+
+/// Removes every `requestState` member in `value`, at any depth; how many.
+fn remove_states(value: &mut Value) -> usize {
+    match value {
+        Value::Object(members) => {
+            let removed = usize::from(members.remove(STATE).is_some());
+            removed + members.values_mut().map(remove_states).sum::<usize>()
+        }
+        Value::Array(items) => items.iter_mut().map(remove_states).sum(),
+        _ => 0,
+    }
+}
+
+const STATE: &str = "requestState";
+
+/// The sealing of `message`'s `input_required` state alone.
+fn seal_state(
     boundary: &Boundary,
     message: &mut Value,
     find: &mut dyn FnMut(&RpcId) -> Option<Awaiting>,
@@ -195,9 +249,9 @@ mod tests {
         let r = round(&b);
         for m in [
             answer(json!(1), Value::Null),
-            json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [], "requestState": "x"}}),
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "requestState"}]}}),
             json!({"jsonrpc": "2.0", "id": 1, "error": {"code": 1, "message": "m"}}),
-            json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"requestState": "x"}}),
+            json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": 1}}),
             json!({"jsonrpc": "2.0", "id": 3, "method": "elicitation/create", "params": {}}),
         ] {
             let mut copy = m.clone();
@@ -208,6 +262,47 @@ mod tests {
             );
             assert_eq!(copy, m);
         }
+    }
+
+    #[test]
+    fn a_state_anywhere_but_a_sealed_input_required_result_is_removed() {
+        let b = boundary();
+        let r = round(&b);
+        let echoed = json!({"name": "deploy", "requestState": "secret-plain"});
+        for (m, left) in [
+            (
+                json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [], "requestState": "secret-plain"}}),
+                json!({"jsonrpc": "2.0", "id": 1, "result": {"content": []}}),
+            ),
+            (
+                json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "m", "data": {"params": echoed}}}),
+                json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "m", "data": {"params": {"name": "deploy"}}}}),
+            ),
+            (
+                json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"requestState": "secret-plain", "nested": [echoed]}}),
+                json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"nested": [{"name": "deploy"}]}}),
+            ),
+            (
+                json!({"jsonrpc": "2.0", "id": 3, "method": "elicitation/create", "params": {"requestState": "secret-plain"}}),
+                json!({"jsonrpc": "2.0", "id": 3, "method": "elicitation/create", "params": {}}),
+            ),
+        ] {
+            let mut copy = m.clone();
+            let sealed = seal_message(&b, &mut copy, &mut |_| Some(r.clone()));
+            assert_eq!((sealed, &copy), (Sealed::Changed, &left), "{m}");
+        }
+        // An input_required result keeps its own (sealed) state and loses any other.
+        let mut m = answer(json!(1), json!("confirm-deploy:prod"));
+        m["result"]["inputRequests"] = json!({"confirm": {"requestState": "secret-plain"}});
+        m["requestState"] = json!("secret-plain");
+        assert_eq!(
+            seal_message(&b, &mut m, &mut |_| Some(r.clone())),
+            Sealed::Changed
+        );
+        let token = m["result"]["requestState"].as_str().expect("sealed");
+        assert!(token.starts_with("v1."), "{token}");
+        assert_eq!(m["result"]["inputRequests"], json!({"confirm": {}}));
+        assert!(!m.to_string().contains("secret-plain"), "{m}");
     }
 
     #[test]

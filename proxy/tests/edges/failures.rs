@@ -1,7 +1,8 @@
 //! An upstream that fails: down, dying mid-stream, closing mid-event,
-//! sending an event or a JSON answer past the bound, or a state that is not
-//! a string. The client gets a JSON-RPC error saying so for each request
-//! still unanswered, and no byte of a state.
+//! sending an event or a JSON answer past the bound, a state that is not
+//! a string, or the plaintext it was sent echoed back in an error. The
+//! client gets a JSON-RPC error saying so for each request still
+//! unanswered, and no byte of a state.
 
 use http::StatusCode;
 use serde_json::{Value, json};
@@ -262,4 +263,53 @@ async fn a_compressed_answer_is_refused_since_no_state_in_it_can_be_seen() {
     // The proxy asked for none.
     let seen = rig.seen();
     assert!(seen[0].headers.get("accept-encoding").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plaintext_state_an_upstream_echoes_in_an_error_does_not_reach_the_client() {
+    for sse in [false, true] {
+        let rig = Rig::new(move |seen| {
+            let call: Value = serde_json::from_slice(&seen.body).expect("JSON");
+            let answer = if call["params"].get("requestState").is_some() {
+                // The echo's plaintext, handed back in the error's data.
+                json!({"jsonrpc": "2.0", "id": call["id"], "error": {"code": -32602, "message": "bad input", "data": {"params": call["params"]}}})
+            } else {
+                asks(call["id"].clone(), json!("plain-secret-state"))
+            };
+            if sse {
+                Reply::sse(format!("event: message\ndata: {answer}\n\n").as_bytes(), 4096)
+            } else {
+                Reply::json(&answer)
+            }
+        })
+        .await;
+        let (_, _, first) = rig
+            .post(call(json!(1), "prod", None).to_string(), &[])
+            .await;
+        let first: Value = if sse {
+            events(&first).pop().expect("an event")
+        } else {
+            serde_json::from_slice(&first).expect("JSON")
+        };
+        let token = first["result"]["requestState"].as_str().expect("sealed");
+        let (status, _, got) = rig
+            .post(call(json!(2), "prod", Some(token)).to_string(), &[])
+            .await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(
+            text(&rig.seen()[1].body).contains("plain-secret-state"),
+            "the upstream read its plaintext"
+        );
+        assert!(!text(&got).contains("plain-secret-state"), "{}", text(&got));
+        let error = if sse {
+            events(&got).pop().expect("an event")
+        } else {
+            serde_json::from_slice(&got).expect("JSON")
+        };
+        assert_eq!(
+            error["error"]["data"]["params"],
+            json!({"name": "deploy", "arguments": {"env": "prod"}}),
+            "sse: {sse}"
+        );
+    }
 }

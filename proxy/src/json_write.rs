@@ -145,6 +145,74 @@ mod tests {
         same(&json!("\u{2028}\u{2029}\u{1F600}\u{FEFF} é"));
     }
 
+    /// xorshift64: the same values on every run.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+
+        /// Plain runs mixed with every kind of escape.
+        fn text(&mut self) -> String {
+            const PIECES: [&str; 10] = [
+                "plain",
+                "\"",
+                "\\",
+                "\n",
+                "\u{1}",
+                "\u{1f}",
+                "\u{7f}",
+                "é",
+                "\u{1F600}",
+                "\u{2028}",
+            ];
+            let n = self.next() % 12;
+            (0..n)
+                .map(|_| {
+                    let r = self.next();
+                    PIECES[(r % 10) as usize].repeat(1 + (r >> 8) as usize % 20)
+                })
+                .collect()
+        }
+
+        /// A value of random shape, nested at most `depth` deep.
+        fn value(&mut self, depth: u32) -> Value {
+            let pick = self.next();
+            match (pick % 7, depth) {
+                (0, _) => Value::Null,
+                (1, _) => json!(pick.is_multiple_of(3)),
+                (2, _) => json!((pick as i64) >> 11),
+                (3, _) => json!((pick >> 11) as f64 / 7.0),
+                (4, _) | (_, 0) => json!(self.text()),
+                (5, _) => Value::Array((0..pick % 5).map(|_| self.value(depth - 1)).collect()),
+                _ => Value::Object(
+                    (0..pick % 5)
+                        .map(|i| (format!("{}{i}", self.text()), self.value(depth - 1)))
+                        .collect(),
+                ),
+            }
+        }
+    }
+
+    #[test]
+    fn random_values_are_written_as_serde_json_writes_them() {
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        let mut seen = String::new();
+        for _ in 0..3000 {
+            let value = rng.value(3);
+            same(&value);
+            seen.push_str(&value.to_string());
+        }
+        // The values exercise what they are for: nesting and every escape.
+        for wanted in ["[{", "\\u0001", "\\\"", "\\\\", "\\n", "é", "\u{1F600}"] {
+            assert!(seen.contains(wanted), "no {wanted} in the random values");
+        }
+    }
+
     #[test]
     fn every_kind_of_value_is_written_as_serde_json_writes_it() {
         same(&json!({

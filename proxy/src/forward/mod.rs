@@ -212,7 +212,9 @@ async fn respond(
 ) -> Response {
     let status = upstream.status();
     let kind = Answered::of(upstream.headers());
-    if !status.is_success() {
+    // A JSON error (4xx, 5xx) is read like any answer, keeping its status:
+    // it can echo the params the proxy filled with a plaintext state.
+    if !status.is_success() && kind != Answered::Json {
         return pass(upstream);
     }
     if encoded(upstream.headers()) {

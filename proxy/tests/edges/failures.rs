@@ -267,7 +267,12 @@ async fn a_compressed_answer_is_refused_since_no_state_in_it_can_be_seen() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_plaintext_state_an_upstream_echoes_in_an_error_does_not_reach_the_client() {
-    for sse in [false, true] {
+    // JSON with 200, JSON with 400 (its status kept), and an event.
+    for (sse, status) in [
+        (false, StatusCode::OK),
+        (false, StatusCode::BAD_REQUEST),
+        (true, StatusCode::OK),
+    ] {
         let rig = Rig::new(move |seen| {
             let call: Value = serde_json::from_slice(&seen.body).expect("JSON");
             let answer = if call["params"].get("requestState").is_some() {
@@ -276,8 +281,14 @@ async fn a_plaintext_state_an_upstream_echoes_in_an_error_does_not_reach_the_cli
             } else {
                 asks(call["id"].clone(), json!("plain-secret-state"))
             };
+            let second = call["params"].get("requestState").is_some();
             if sse {
                 Reply::sse(format!("event: message\ndata: {answer}\n\n").as_bytes(), 4096)
+            } else if second {
+                Reply {
+                    status,
+                    ..Reply::json(&answer)
+                }
             } else {
                 Reply::json(&answer)
             }
@@ -292,10 +303,10 @@ async fn a_plaintext_state_an_upstream_echoes_in_an_error_does_not_reach_the_cli
             serde_json::from_slice(&first).expect("JSON")
         };
         let token = first["result"]["requestState"].as_str().expect("sealed");
-        let (status, _, got) = rig
+        let (got_status, _, got) = rig
             .post(call(json!(2), "prod", Some(token)).to_string(), &[])
             .await;
-        assert_eq!(status, StatusCode::OK);
+        assert_eq!(got_status, status);
         assert!(
             text(&rig.seen()[1].body).contains("plain-secret-state"),
             "the upstream read its plaintext"
@@ -309,7 +320,32 @@ async fn a_plaintext_state_an_upstream_echoes_in_an_error_does_not_reach_the_cli
         assert_eq!(
             error["error"]["data"]["params"],
             json!({"name": "deploy", "arguments": {"env": "prod"}}),
-            "sse: {sse}"
+            "sse: {sse}, {status}"
         );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_error_answer_without_a_state_passes_as_it_came_with_its_status() {
+    let spaced = br#"{ "jsonrpc" : "2.0", "id" : null, "error" : {"code": -32001, "message": "Session not found"} }"#;
+    for (status, kind, body) in [
+        (StatusCode::NOT_FOUND, "application/json", spaced.to_vec()),
+        (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "text/html",
+            b"<h1>Internal Server Error</h1>".to_vec(),
+        ),
+    ] {
+        let sent = body.clone();
+        let rig = Rig::new(move |_| Reply {
+            status,
+            ..Reply::bytes(kind, sent.clone())
+        })
+        .await;
+        let (got_status, got_kind, got) = rig
+            .post(call(json!(1), "prod", None).to_string(), &[])
+            .await;
+        assert_eq!((got_status, got_kind.as_str()), (status, kind));
+        assert_eq!(got, body, "{}", text(&got));
     }
 }

@@ -23,6 +23,7 @@ mod pending;
 mod rpc_id;
 mod server;
 pub mod settings;
+mod spelling;
 pub mod sse;
 mod strict;
 

@@ -5,8 +5,9 @@
 //! that is not a string, a seal that fails) becomes a `-32603` error to its
 //! id, and a `requestState` member anywhere else in a message (a complete
 //! result that kept one, an error whose data echoes the request's params,
-//! a notification) is removed, so no plaintext state reaches the client
-//! under that name. Nothing else is touched.
+//! a notification), or spelled as a case-insensitive client reads it
+//! (`RequestState`, `request_state`), is removed, so no plaintext state
+//! reaches the client under that name. Nothing else is touched.
 
 use std::sync::LazyLock;
 
@@ -17,6 +18,7 @@ use stateseal::boundary::{Boundary, WireError};
 use crate::inbound::error_response;
 use crate::pending::Awaiting;
 use crate::rpc_id::RpcId;
+use crate::spelling;
 
 /// What became of one answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,14 +29,22 @@ pub(crate) enum Sealed {
     Changed,
 }
 
-/// Whether JSON text could hold a `requestState` member: it names one, or
-/// has a `\u` escape (which could spell the name), so nothing without
-/// either can carry a state to any parser, strict or lenient, and passes
-/// without being parsed.
+// Built once: building a finder costs more than searching a small answer.
+static ESCAPE: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\\u"));
+static NAME: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(STATE.as_bytes()));
+
+/// Whether JSON text could hold a `requestState` member: it names one in
+/// any spelling a client reads as that name, or has a `\u` escape (which
+/// could spell it), so nothing without either can carry a state to any
+/// parser, strict or lenient, and passes without being parsed.
 pub(crate) fn may_hold_state(text: &[u8]) -> bool {
-    // Built once: building a finder costs more than searching a small answer.
-    static NAME: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"requestState"));
-    static ESCAPE: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\\u"));
+    ESCAPE.find(text).is_some() || spelling::may_spell_state(text)
+}
+
+/// Whether text no client reads as JSON (`text/plain`) could still carry
+/// a state as its server minted it: it names `requestState`, or has a `\u`
+/// escape. Other spellings matter only to a client's JSON reader.
+pub(crate) fn names_state(text: &[u8]) -> bool {
     NAME.find(text).is_some() || ESCAPE.find(text).is_some()
 }
 
@@ -87,11 +97,14 @@ fn remove_stray_states(message: &mut Value) -> usize {
     removed
 }
 
-/// Removes every `requestState` member in `value`, at any depth; how many.
+/// Removes every member of `value` a client could read as a
+/// `requestState` (that name in any spelling), at any depth; how many.
 fn remove_states(value: &mut Value) -> usize {
     match value {
         Value::Object(members) => {
-            let removed = usize::from(members.remove(STATE).is_some());
+            let before = members.len();
+            members.retain(|name, _| !spelling::reads_as_state(name));
+            let removed = before - members.len();
             removed + members.values_mut().map(remove_states).sum::<usize>()
         }
         Value::Array(items) => items.iter_mut().map(remove_states).sum(),
@@ -306,12 +319,58 @@ mod tests {
     }
 
     #[test]
+    fn a_state_spelled_as_a_case_insensitive_client_reads_it_is_removed_too() {
+        let b = boundary();
+        let r = round(&b);
+        let asking = json!({"resultType": "input_required", "inputRequests": {}});
+        for (m, left) in [
+            // A server whose own type spells it so: the client would read the plaintext.
+            (
+                json!({"jsonrpc": "2.0", "id": 1, "result": {"resultType": "input_required", "inputRequests": {}, "request_state": "secret-plain"}}),
+                json!({"jsonrpc": "2.0", "id": 1, "result": asking}),
+            ),
+            (
+                json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [], "RequestState": "secret-plain", "Requeſtstate": "secret-plain"}}),
+                json!({"jsonrpc": "2.0", "id": 1, "result": {"content": []}}),
+            ),
+            (
+                json!({"jsonrpc": "2.0", "id": 1, "error": {"code": 1, "message": "m", "data": [{"REQUEST-STATE": "secret-plain", "state": "kept"}]}}),
+                json!({"jsonrpc": "2.0", "id": 1, "error": {"code": 1, "message": "m", "data": [{"state": "kept"}]}}),
+            ),
+        ] {
+            let mut copy = m.clone();
+            let sealed = seal_message(&b, &mut copy, &mut |_| Some(r.clone()));
+            assert_eq!((sealed, &copy), (Sealed::Changed, &left), "{m}");
+        }
+        // Beside the state it seals: that one stays, sealed.
+        let mut m = answer(json!(1), json!("confirm-deploy:prod"));
+        m["result"]["RequestState"] = json!("secret-plain");
+        assert_eq!(
+            seal_message(&b, &mut m, &mut |_| Some(r.clone())),
+            Sealed::Changed
+        );
+        let result = m["result"].as_object().expect("a result");
+        assert_eq!(result.len(), 3, "{m}");
+        assert!(
+            result["requestState"]
+                .as_str()
+                .expect("sealed")
+                .starts_with("v1.")
+        );
+        assert!(!m.to_string().contains("secret-plain"), "{m}");
+    }
+
+    #[test]
     fn only_text_naming_the_member_or_escaping_may_hold_a_state() {
         assert!(may_hold_state(br#"{"result":{"requestState":"x"}}"#));
         assert!(may_hold_state(br#"{"result":{"request\u0053tate":"x"}}"#));
+        assert!(may_hold_state(br#"{"result":{"request_state":"x"}}"#));
+        assert!(may_hold_state(br#"{"result":{"RequestState":"x"}}"#));
         assert!(!may_hold_state(
-            br#"{"result":{"content":[{"text":"requeststate"}]}}"#
+            br#"{"result":{"content":[{"text":"a request, its state"}]}}"#
         ));
+        assert!(names_state(br#"{"result":{"requestState":"x"}}"#));
+        assert!(!names_state(br#"{"result":{"request_state":"x"}}"#));
         let escaped: Value = serde_json::from_slice(br#"{"request\u0053tate":"x"}"#).expect("JSON");
         assert_eq!(escaped["requestState"], "x", "why an escape counts");
     }

@@ -20,7 +20,7 @@ use stateseal::boundary::{Boundary, PrincipalResult};
 use crate::caller::{Caller, Unidentified};
 use crate::inbound::{Inbound, error_response, open_body};
 use crate::json_write;
-use crate::outbound::{Sealed, may_hold_state, seal_value};
+use crate::outbound::{Sealed, may_hold_state, names_state, seal_value};
 use crate::pending::Pending;
 use crate::rpc_id::RpcId;
 use crate::settings::ProxySettings;
@@ -237,7 +237,12 @@ async fn respond(
         Ok(b) => b,
         Err(why) => return refuse(why, requests, answers, framing, batch),
     };
-    if answers.is_empty() && !may_hold_state(&body) {
+    let may_hold = if kind == Answered::Other {
+        names_state(&body)
+    } else {
+        may_hold_state(&body)
+    };
+    if answers.is_empty() && !may_hold {
         return with_headers(status, headers, Body::from(body));
     }
     if kind == Answered::Other {

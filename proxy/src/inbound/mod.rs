@@ -24,8 +24,6 @@ use crate::json_write;
 use crate::rpc_id::RpcId;
 use crate::strict::{self, Unreadable};
 
-mod spelling;
-
 /// What to do with a request body.
 #[derive(Debug)]
 pub(crate) enum Inbound {
@@ -134,7 +132,7 @@ pub(crate) async fn open_body(
     let mut keep = Vec::new();
     let mut changed = false;
     let mut requests = Vec::new();
-    if messages.iter().any(|m| spelling::misspelled(m)) {
+    if messages.iter().any(|m| crate::spelling::misspelled(m)) {
         return invalid_request();
     }
     for message in messages {

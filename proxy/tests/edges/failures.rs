@@ -326,6 +326,45 @@ async fn a_plaintext_state_an_upstream_echoes_in_an_error_does_not_reach_the_cli
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_state_an_upstream_spells_as_a_case_insensitive_client_reads_it_does_not_reach_the_client()
+ {
+    // A server whose own types write `request_state` (pydantic) or
+    // `RequestState` (Go without tags): a Go or pydantic client reads either
+    // as the state. In a JSON body and in an event.
+    for (sse, name) in [(false, "request_state"), (true, "RequestState")] {
+        let rig = Rig::new(move |seen| {
+            let call: Value = serde_json::from_slice(&seen.body).expect("JSON");
+            let answer = json!({"jsonrpc": "2.0", "id": call["id"], "result": {
+                "resultType": "input_required", "inputRequests": {}, name: "plain-secret-state"}});
+            if sse {
+                Reply::sse(
+                    format!("event: message\ndata: {answer}\n\n").as_bytes(),
+                    4096,
+                )
+            } else {
+                Reply::json(&answer)
+            }
+        })
+        .await;
+        let (status, _, got) = rig
+            .post(call(json!(1), "prod", None).to_string(), &[])
+            .await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(!text(&got).contains("plain-secret-state"), "{}", text(&got));
+        let answer: Value = if sse {
+            events(&got).pop().expect("an event")
+        } else {
+            serde_json::from_slice(&got).expect("JSON")
+        };
+        assert_eq!(
+            answer["result"],
+            json!({"resultType": "input_required", "inputRequests": {}}),
+            "sse: {sse}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_error_answer_without_a_state_passes_as_it_came_with_its_status() {
     let spaced = br#"{ "jsonrpc" : "2.0", "id" : null, "error" : {"code": -32001, "message": "Session not found"} }"#;
     for (status, kind, body) in [

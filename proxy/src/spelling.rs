@@ -10,6 +10,10 @@
 //! spelled a member the proxy reads any other way could carry a method, a
 //! target or a state the proxy never saw. Such a message is refused whole
 //! (`ı`, U+0131, is refused as `i` too: no decoder needs it, none is harmed).
+//!
+//! The same readers on the client's side read an answer's `"RequestState"`
+//! or `"request_state"` as its state, so the proxy treats a member an
+//! upstream spells that way as it treats a stray `requestState`.
 
 use serde_json::Value;
 
@@ -20,7 +24,7 @@ const PARAMS: [&str; 4] = ["name", "uri", "arguments", "requestState"];
 
 /// Whether `message` names a member the proxy reads in a spelling a
 /// case-insensitive server would read as that member.
-pub(super) fn misspelled(message: &Value) -> bool {
+pub(crate) fn misspelled(message: &Value) -> bool {
     let Some(members) = message.as_object() else {
         return false;
     };
@@ -31,6 +35,44 @@ pub(super) fn misspelled(message: &Value) -> bool {
         (Some(_), Some(Value::Object(params))) => params.keys().any(|k| aliases(k, &PARAMS)),
         _ => false,
     }
+}
+
+/// The name a state goes under.
+const STATE: &str = "requestState";
+
+/// Whether a client could read a member named `key` as `requestState`:
+/// that name, or it spelled another way.
+pub(crate) fn reads_as_state(key: &str) -> bool {
+    key == STATE || aliases(key, &[STATE])
+}
+
+/// Whether JSON text could name `requestState` in any spelling without an
+/// escape: a `q` or `Q` followed by `uest` and `state` in any case, `_` and
+/// `-` skipped and `ſ` read as `s` (`requestState` itself included). A
+/// cheap test that lets most answers pass unparsed; a match only means
+/// the text is read.
+pub(crate) fn may_spell_state(text: &[u8]) -> bool {
+    memchr::memchr2_iter(b'q', b'Q', text).any(|at| spells_the_rest(&text[at + 1..]))
+}
+
+/// Whether `text` starts with the `uestState` of a state's name, spelled any way.
+fn spells_the_rest(mut text: &[u8]) -> bool {
+    for want in b"ueststate" {
+        while let [b'_' | b'-', tail @ ..] = text {
+            text = tail;
+        }
+        let (letter, tail) = match text {
+            // `ſ` in UTF-8.
+            [0xC5, 0xBF, tail @ ..] => (b's', tail),
+            [b, tail @ ..] => (b.to_ascii_lowercase(), tail),
+            [] => return false,
+        };
+        if letter != *want {
+            return false;
+        }
+        text = tail;
+    }
+    true
 }
 
 /// Whether `key` is one of `names` spelled another way.
@@ -80,6 +122,41 @@ mod tests {
             json!({"id": 1, "Result": {}}),
         ] {
             assert!(misspelled(&message), "{message}");
+        }
+    }
+
+    #[test]
+    fn every_spelling_of_a_state_a_client_reads_is_seen_and_nothing_else() {
+        for key in [
+            "requestState",
+            "RequestState",
+            "REQUESTSTATE",
+            "request_state",
+            "Request-State",
+            "requeſtState",
+            "requestſtate",
+            "_requestState",
+        ] {
+            assert!(reads_as_state(key), "{key}");
+            let text = format!(r#"{{"result":{{"{key}":"x"}}}}"#);
+            assert!(may_spell_state(text.as_bytes()), "{text}");
+        }
+        for key in [
+            "requestStates",
+            "request state",
+            "state",
+            "requestStat",
+            "quest",
+        ] {
+            assert!(!reads_as_state(key), "{key}");
+        }
+        for text in [
+            r#"{"result":{"content":[{"text":"a request: state it"}]}}"#,
+            r#"{"query":"q","Q":"QUEST","requeststat":1}"#,
+            "q",
+            "",
+        ] {
+            assert!(!may_spell_state(text.as_bytes()), "{text}");
         }
     }
 

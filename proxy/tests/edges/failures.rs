@@ -8,7 +8,7 @@ use http::StatusCode;
 use serde_json::{Value, json};
 use stateseal_proxy::settings::{PrincipalMode, ProxySettings};
 
-use super::{Reply, Rig, asks, call, events, text};
+use super::{Reply, Rig, asks, call, events, last_message, text};
 
 fn upstream_error(id: Value, why: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000, "message": format!("upstream MCP server {why}")}})
@@ -224,11 +224,7 @@ async fn an_answer_under_any_type_a_client_reads_as_json_or_events_is_sealed() {
             "{kind}: {}",
             text(&got)
         );
-        let sealed = if kind.starts_with("text") {
-            events(&got).pop().expect("the answer")
-        } else {
-            serde_json::from_slice(&got).expect("JSON")
-        };
+        let sealed = last_message(&got, kind.starts_with("text"));
         let token = sealed["result"]["requestState"].as_str().expect("a state");
         assert!(rig.opens(token, "prod", "confirm-deploy:prod"), "{kind}");
     }
@@ -297,11 +293,7 @@ async fn a_plaintext_state_an_upstream_echoes_in_an_error_does_not_reach_the_cli
         let (_, _, first) = rig
             .post(call(json!(1), "prod", None).to_string(), &[])
             .await;
-        let first: Value = if sse {
-            events(&first).pop().expect("an event")
-        } else {
-            serde_json::from_slice(&first).expect("JSON")
-        };
+        let first = last_message(&first, sse);
         let token = first["result"]["requestState"].as_str().expect("sealed");
         let (got_status, _, got) = rig
             .post(call(json!(2), "prod", Some(token)).to_string(), &[])
@@ -312,11 +304,7 @@ async fn a_plaintext_state_an_upstream_echoes_in_an_error_does_not_reach_the_cli
             "the upstream read its plaintext"
         );
         assert!(!text(&got).contains("plain-secret-state"), "{}", text(&got));
-        let error = if sse {
-            events(&got).pop().expect("an event")
-        } else {
-            serde_json::from_slice(&got).expect("JSON")
-        };
+        let error = last_message(&got, sse);
         assert_eq!(
             error["error"]["data"]["params"],
             json!({"name": "deploy", "arguments": {"env": "prod"}}),
@@ -351,11 +339,7 @@ async fn a_state_an_upstream_spells_as_a_case_insensitive_client_reads_it_does_n
             .await;
         assert_eq!(status, StatusCode::OK);
         assert!(!text(&got).contains("plain-secret-state"), "{}", text(&got));
-        let answer: Value = if sse {
-            events(&got).pop().expect("an event")
-        } else {
-            serde_json::from_slice(&got).expect("JSON")
-        };
+        let answer = last_message(&got, sse);
         assert_eq!(
             answer["result"],
             json!({"resultType": "input_required", "inputRequests": {}}),

@@ -300,6 +300,15 @@ pub(crate) fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// The last message of an answer: its last event's data, or the JSON body.
+pub(crate) fn last_message(body: &[u8], sse: bool) -> Value {
+    if sse {
+        events(body).pop().expect("an event")
+    } else {
+        serde_json::from_slice(body).expect("JSON")
+    }
+}
+
 /// The data of every event in an event-stream body, as JSON.
 pub(crate) fn events(body: &[u8]) -> Vec<Value> {
     text(body)

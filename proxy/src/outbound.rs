@@ -18,7 +18,7 @@ use stateseal::boundary::{Boundary, WireError};
 use crate::inbound::error_response;
 use crate::pending::Awaiting;
 use crate::rpc_id::RpcId;
-use crate::spelling;
+use crate::spelling::{self, STATE};
 
 /// What became of one answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,8 +111,6 @@ fn remove_states(value: &mut Value) -> usize {
         _ => 0,
     }
 }
-
-const STATE: &str = "requestState";
 
 /// The sealing of `message`'s `input_required` state alone.
 fn seal_state(

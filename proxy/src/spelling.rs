@@ -38,7 +38,7 @@ pub(crate) fn misspelled(message: &Value) -> bool {
 }
 
 /// The name a state goes under.
-const STATE: &str = "requestState";
+pub(crate) const STATE: &str = "requestState";
 
 /// Whether a client could read a member named `key` as `requestState`:
 /// that name, or it spelled another way.

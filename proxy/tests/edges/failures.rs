@@ -278,15 +278,13 @@ async fn a_plaintext_state_an_upstream_echoes_in_an_error_does_not_reach_the_cli
                 asks(call["id"].clone(), json!("plain-secret-state"))
             };
             let second = call["params"].get("requestState").is_some();
-            if sse {
-                Reply::sse(format!("event: message\ndata: {answer}\n\n").as_bytes(), 4096)
-            } else if second {
+            if second && !sse {
                 Reply {
                     status,
                     ..Reply::json(&answer)
                 }
             } else {
-                Reply::json(&answer)
+                Reply::message(&answer, sse)
             }
         })
         .await;
@@ -324,14 +322,7 @@ async fn a_state_an_upstream_spells_as_a_case_insensitive_client_reads_it_does_n
             let call: Value = serde_json::from_slice(&seen.body).expect("JSON");
             let answer = json!({"jsonrpc": "2.0", "id": call["id"], "result": {
                 "resultType": "input_required", "inputRequests": {}, name: "plain-secret-state"}});
-            if sse {
-                Reply::sse(
-                    format!("event: message\ndata: {answer}\n\n").as_bytes(),
-                    4096,
-                )
-            } else {
-                Reply::json(&answer)
-            }
+            Reply::message(&answer, sse)
         })
         .await;
         let (status, _, got) = rig

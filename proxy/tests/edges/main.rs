@@ -58,6 +58,18 @@ impl Reply {
     }
 
     /// `body` as an event stream in chunks of `size` bytes.
+    /// `message` as a JSON body, or as one event when `sse`.
+    pub(crate) fn message(message: &Value, sse: bool) -> Self {
+        if sse {
+            Self::sse(
+                format!("event: message\ndata: {message}\n\n").as_bytes(),
+                4096,
+            )
+        } else {
+            Self::json(message)
+        }
+    }
+
     pub(crate) fn sse(body: &[u8], size: usize) -> Self {
         Self {
             status: StatusCode::OK,

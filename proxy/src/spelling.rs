@@ -20,7 +20,7 @@ use serde_json::Value;
 /// The members of a message the proxy reads.
 const MESSAGE: [&str; 5] = ["id", "method", "params", "result", "error"];
 /// The members of a request's params the proxy reads.
-const PARAMS: [&str; 4] = ["name", "uri", "arguments", "requestState"];
+const PARAMS: [&str; 4] = ["name", "uri", "arguments", STATE];
 
 /// Whether `message` names a member the proxy reads in a spelling a
 /// case-insensitive server would read as that member.

@@ -3,7 +3,8 @@
 # suite against examples/conformance_server.rs behind the stateseal boundary,
 # and again against `stateseal proxy` in front of the same fixtures served
 # with no sealing of their own (--no-sealing), whose control run alone must
-# fail input-required-result-tampered-state. Installs Node 22 and the suite
+# fail input-required-result-tampered-state; and `http-header-validation`
+# (SEP-2243) against the proxy. Installs Node 22 and the suite
 # into .tools/ (project-local), starts every server on a free loopback port
 # and stops each by PID. Exits non-zero on any failed scenario or a control
 # that passes.
@@ -98,5 +99,19 @@ done
 [ -n "$proxy_url" ] || { echo "stateseal proxy did not start:" >&2; cat "$tools/conformance-proxy.log" >&2; exit 1; }
 run_all proxy "$proxy_url"
 proxy_failed=$failed
+# The proxy refuses headers that do not mirror the body itself, before the
+# server (which also checks them) is called: the suite sees the proxy's answers.
+if out=$("$node22" "$suite" server --url "$proxy_url" --scenario http-header-validation 2>&1); then
+  echo "PASS proxy http-header-validation"
+else
+  echo "FAIL proxy http-header-validation"; echo "$out" | tail -30; proxy_failed=$((proxy_failed + 1))
+fi
+# Its five refusals are the proxy's own (logged), not the server's passed on.
+refusals=$(grep -c "headers do not mirror its body" "$tools/conformance-proxy.log" || true)
+echo "proxy: $refusals requests refused for headers that do not mirror the body"
+if [ "$refusals" -lt 5 ]; then
+  echo "FAIL proxy http-header-validation: the refusals were not the proxy's" >&2
+  proxy_failed=$((proxy_failed + 1))
+fi
 
 [ "$sealed_failed" -eq 0 ] && [ "$control_failed" -eq 0 ] && [ "$proxy_failed" -eq 0 ]

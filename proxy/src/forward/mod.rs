@@ -18,7 +18,7 @@ use serde_json::Value;
 use stateseal::boundary::{Boundary, PrincipalResult};
 
 use crate::caller::{Caller, Unidentified};
-use crate::inbound::{Inbound, error_response, open_body};
+use crate::inbound::{Inbound, Mirrored, error_response, open_body};
 use crate::json_write;
 use crate::outbound::{Sealed, may_hold_state, names_state, seal_value};
 use crate::pending::Pending;
@@ -111,8 +111,9 @@ async fn post(shared: Arc<Shared>, request: Request, principal: PrincipalResult)
             ),
         };
     }
+    let mirrored = Mirrored::of(&parts.headers);
     let (body, rounds, answers, requests) =
-        match open_body(&shared.boundary, &bytes, &principal).await {
+        match open_body(&shared.boundary, &bytes, &principal, &mirrored).await {
             Inbound::Answer(body) => {
                 metrics::counter!("stateseal_proxy_requests_total", "outcome" => "answered")
                     .increment(1);

@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use serde_json::Value;
 
-use crate::inbound::error_response;
+use crate::inbound::{HEADER_MISMATCH, error_response};
 use crate::rpc_id::RpcId;
 
 /// The code of every error that says the upstream failed (a server error
@@ -111,10 +111,14 @@ pub(crate) fn upstream_failed(ids: &[(RpcId, Value)], why: &str) -> Vec<Value> {
 }
 
 /// The status of the proxy's own answer: `400` for a body it could not read
-/// as JSON-RPC, else `200` (a refused state is an answer to a valid request).
+/// as JSON-RPC or whose headers do not mirror it, else `200` (a refused
+/// state is an answer to a valid request).
 pub(crate) fn status_of(answer: &Value) -> StatusCode {
     let code = answer.pointer("/error/code").and_then(Value::as_i64);
-    if matches!(code, Some(-32700 | -32600)) && answer.get("id") == Some(&Value::Null) {
+    if code == Some(i64::from(HEADER_MISMATCH)) {
+        // The transport's status for headers that do not mirror the body.
+        StatusCode::BAD_REQUEST
+    } else if matches!(code, Some(-32700 | -32600)) && answer.get("id") == Some(&Value::Null) {
         StatusCode::BAD_REQUEST
     } else {
         StatusCode::OK

@@ -13,7 +13,8 @@
 //! body in which an object names a member twice, or names a member the
 //! proxy reads in a spelling a case-insensitive server reads as that member
 //! (`-32600`): the proxy would verify one and the upstream could read the
-//! other.
+//! other. Nor is one whose `Mcp-Method` or `Mcp-Name` header says something
+//! other than its body ([`mirrored`]).
 
 use std::collections::HashMap;
 
@@ -23,6 +24,9 @@ use stateseal::boundary::{Boundary, PrincipalResult, Round, WireError};
 use crate::json_write;
 use crate::rpc_id::RpcId;
 use crate::strict::{self, Unreadable};
+
+mod mirrored;
+pub(crate) use mirrored::{HEADER_MISMATCH, Mirrored};
 
 /// What to do with a request body.
 #[derive(Debug)]
@@ -104,11 +108,13 @@ fn invalid_request() -> Inbound {
 }
 
 /// Verifies every carrier of `body` (single-use states recorded through the
-/// boundary's replay store) for the caller `principal`.
+/// boundary's replay store) for the caller `principal`, once its `mirrored`
+/// headers are found to agree with it.
 pub(crate) async fn open_body(
     boundary: &Boundary,
     body: &[u8],
     principal: &PrincipalResult,
+    mirrored: &Mirrored,
 ) -> Inbound {
     let mut value = match strict::from_slice(body) {
         Ok(value) => value,
@@ -134,6 +140,21 @@ pub(crate) async fn open_body(
     let mut requests = Vec::new();
     if messages.iter().any(|m| crate::spelling::misspelled(m)) {
         return invalid_request();
+    }
+    // Before any state is verified, so a refused request spends no single-use state.
+    if let Err(why) = mirrored.check(&messages, batch) {
+        tracing::warn!(
+            why,
+            "proxy: a request's headers do not mirror its body; refused"
+        );
+        let id = match messages.as_slice() {
+            [one] if !batch && one.get("method").is_some() => {
+                one.get("id").cloned().unwrap_or(Value::Null)
+            }
+            _ => Value::Null,
+        };
+        let message = format!("Header mismatch: {why}");
+        return answer(&error_response(id, HEADER_MISMATCH, &message, None));
     }
     for message in messages {
         let owed = message

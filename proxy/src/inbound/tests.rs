@@ -38,7 +38,13 @@ fn call(id: Value, name: &str, arguments: Value, state: Value) -> Value {
 }
 
 async fn open(b: &Boundary, body: &Value) -> Inbound {
-    open_body(b, &serde_json::to_vec(body).unwrap(), &Ok(None)).await
+    open_body(
+        b,
+        &serde_json::to_vec(body).unwrap(),
+        &Ok(None),
+        &Mirrored::default(),
+    )
+    .await
 }
 
 fn answered(inbound: Inbound) -> Value {
@@ -231,11 +237,11 @@ async fn a_body_that_is_not_json_never_goes_upstream() {
         b"[",
         b"\xff",
     ] {
-        let response = answered(open_body(&b, body, &Ok(None)).await);
+        let response = answered(open_body(&b, body, &Ok(None), &Mirrored::default()).await);
         assert_eq!(response["error"]["code"], -32700, "{body:?}");
         assert_eq!(response["id"], Value::Null);
     }
-    let response = answered(open_body(&b, b"[]", &Ok(None)).await);
+    let response = answered(open_body(&b, b"[]", &Ok(None), &Mirrored::default()).await);
     assert_eq!(response["error"]["code"], -32600);
 }
 
@@ -254,7 +260,7 @@ async fn a_member_named_twice_never_goes_upstream() {
         format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"deploy","arguments":{{"env":"dev","env":"prod"}},"requestState":"{token}"}}}}"#),
         format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"rm","name":"deploy","arguments":{{"env":"prod"}},"requestState":"{token}"}}}}"#),
     ] {
-        let response = answered(open_body(&b, body.as_bytes(), &Ok(None)).await);
+        let response = answered(open_body(&b, body.as_bytes(), &Ok(None), &Mirrored::default()).await);
         assert_eq!(response["error"]["code"], -32600, "{body}");
         assert_eq!(response["id"], Value::Null, "{body}");
     }
@@ -273,7 +279,7 @@ async fn a_member_spelled_so_a_case_insensitive_server_reads_it_never_goes_upstr
         format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"deploy","Name":"rm","arguments":{{"env":"prod"}},"requestState":"{token}"}}}}"#),
         format!(r#"[{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"deploy","arguments":{{"env":"prod"}},"Arguments":{{"env":"dev"}},"requestState":"{token}"}}}}]"#),
     ] {
-        let response = answered(open_body(&b, body.as_bytes(), &Ok(None)).await);
+        let response = answered(open_body(&b, body.as_bytes(), &Ok(None), &Mirrored::default()).await);
         assert_eq!(response["error"]["code"], -32600, "{body}");
         assert_eq!(response["id"], Value::Null, "{body}");
     }
@@ -281,9 +287,47 @@ async fn a_member_spelled_so_a_case_insensitive_server_reads_it_never_goes_upstr
     let fine = format!(
         r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"deploy","arguments":{{"Name":"x","RequestState":"y"}},"requestState":"{token}"}}}}"#
     );
-    let response = answered(open_body(&b, fine.as_bytes(), &Ok(None)).await);
+    let response = answered(open_body(&b, fine.as_bytes(), &Ok(None), &Mirrored::default()).await);
     assert_eq!(
         response["error"]["code"], -32602,
         "verified, and refused as a state for other arguments"
     );
+}
+
+#[tokio::test]
+async fn headers_that_do_not_mirror_the_body_are_refused_before_a_single_use_state_is_spent() {
+    let b = boundary();
+    let token = sealed(&b, "transfer", json!({"to": "bob"}), "step-2");
+    let body = serde_json::to_vec(&call(
+        json!(5),
+        "transfer",
+        json!({"to": "bob"}),
+        json!(token),
+    ))
+    .expect("JSON");
+    let mirrored = |name: &str| {
+        let mut h = http::HeaderMap::new();
+        h.insert("mcp-protocol-version", "2026-07-28".parse().expect("value"));
+        h.insert("mcp-method", "tools/call".parse().expect("value"));
+        h.insert("mcp-name", name.parse().expect("value"));
+        Mirrored::of(&h)
+    };
+    // A gateway let `lookup` through; the body runs `transfer`.
+    let response = answered(open_body(&b, &body, &Ok(None), &mirrored("lookup")).await);
+    assert_eq!(response["error"]["code"], HEADER_MISMATCH);
+    assert_eq!(response["id"], 5);
+    assert_eq!(
+        response["error"]["message"],
+        "Header mismatch: the Mcp-Name header does not match the body"
+    );
+    // The state was not spent: with headers that agree it goes on, once.
+    let Inbound::Forward { body: sent, .. } =
+        open_body(&b, &body, &Ok(None), &mirrored("transfer")).await
+    else {
+        panic!("a single-use state refused for headers was spent");
+    };
+    let sent: Value = serde_json::from_slice(&sent.expect("changed")).expect("JSON");
+    assert_eq!(sent["params"]["requestState"], "step-2");
+    let again = answered(open_body(&b, &body, &Ok(None), &mirrored("transfer")).await);
+    assert_eq!(again["error"]["message"], REFUSED, "single use");
 }

@@ -135,6 +135,7 @@ async fn what_has_no_state_passes_byte_for_byte_and_headers_go_as_configured() {
         ("authorization", "Bearer t0ken"),
         ("mcp-session-id", "s-9"),
         ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/list"),
     ];
     let (status, _, body) = rig.post(list.clone(), &headers).await;
     assert_eq!((status, body), (StatusCode::OK, odd));
@@ -156,6 +157,10 @@ async fn what_has_no_state_passes_byte_for_byte_and_headers_go_as_configured() {
     assert_eq!(
         h.get("mcp-protocol-version").map(|v| v.as_bytes()),
         Some(&b"2026-07-28"[..])
+    );
+    assert_eq!(
+        h.get("mcp-method").map(|v| v.as_bytes()),
+        Some(&b"tools/list"[..])
     );
     // No claims: the request is refused before anything else.
     let (status, _, _) = rig.post(list, &[]).await;
@@ -249,4 +254,83 @@ async fn headers_a_connection_header_names_stay_on_that_connection() {
         seen[0].headers.get("x-client-end").map(|v| v.as_bytes()),
         Some(&b"2"[..])
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headers_that_do_not_mirror_the_body_never_reach_the_upstream() {
+    let rig = Rig::new(|s| {
+        let call: Value = serde_json::from_slice(&s.body).expect("JSON");
+        match call["params"]["requestState"].as_str() {
+            None => Reply::json(&asks(call["id"].clone(), json!("step-2"))),
+            Some(_) => {
+                Reply::json(&json!({"jsonrpc": "2.0", "id": call["id"], "result": {"content": []}}))
+            }
+        }
+    })
+    .await;
+    let modern = ("mcp-protocol-version", "2026-07-28");
+    let mirrored = [modern, ("mcp-method", "tools/call"), ("mcp-name", "deploy")];
+    let (_, _, body) = rig
+        .post(call(json!(1), "prod", None).to_string(), &mirrored)
+        .await;
+    let answer: Value = serde_json::from_slice(&body).expect("JSON");
+    let token = answer["result"]["requestState"].as_str().expect("a token");
+    let echo = call(json!(2), "prod", Some(token)).to_string();
+    // A gateway in front routed or authorized on the headers; the body says otherwise.
+    let cases: [(&[(&str, &str)], &str); 5] = [
+        (
+            &[modern, ("mcp-method", "tools/call"), ("mcp-name", "lookup")],
+            "the Mcp-Name header does not match the body",
+        ),
+        (
+            &[modern, ("mcp-method", "tools/list"), ("mcp-name", "deploy")],
+            "the Mcp-Method header does not match the body",
+        ),
+        (
+            &[modern, ("mcp-method", "tools/call")],
+            "the Mcp-Name header is missing",
+        ),
+        (&[modern], "the Mcp-Method header is missing"),
+        (
+            &[("mcp-method", "tools/call"), ("mcp-name", "lookup")],
+            "the Mcp-Name header does not match the body",
+        ),
+    ];
+    for (headers, why) in cases {
+        let (status, kind, body) = rig.post(echo.clone(), headers).await;
+        assert_eq!(
+            (status, kind.as_str()),
+            (StatusCode::BAD_REQUEST, "application/json"),
+            "{why}"
+        );
+        assert_eq!(
+            serde_json::from_slice::<Value>(&body).expect("JSON"),
+            json!({"jsonrpc": "2.0", "id": 2, "error": {"code": -32020, "message": format!("Header mismatch: {why}")}})
+        );
+        assert!(!text(&body).contains("lookup") && !text(&body).contains(token));
+    }
+    // A client that takes only events gets the refusal as one, still with 400.
+    let only_events = [
+        modern,
+        ("mcp-method", "tools/call"),
+        ("accept", "text/event-stream"),
+    ];
+    let (status, _, body) = rig.post(echo.clone(), &only_events).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(events(&body)[0]["error"]["code"], -32020);
+    assert_eq!(rig.seen().len(), 1, "the upstream was called");
+    // Nothing was spent: the same echo with headers that agree goes on, as they came.
+    let (status, _, _) = rig.post(echo, &mirrored).await;
+    assert_eq!(status, StatusCode::OK);
+    let seen = rig.seen();
+    let sent: Value = serde_json::from_slice(&seen[1].body).expect("JSON");
+    assert_eq!(sent["params"]["requestState"], "step-2");
+    assert_eq!(seen[1].headers["mcp-name"], "deploy");
+    // A 2025-era client, which never sends them, is served as before.
+    let old = [("mcp-protocol-version", "2025-11-25")];
+    let (status, _, _) = rig
+        .post(call(json!(3), "prod", None).to_string(), &old)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(rig.seen().len(), 3);
 }

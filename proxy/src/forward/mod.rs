@@ -18,7 +18,7 @@ use serde_json::Value;
 use stateseal::boundary::{Boundary, PrincipalResult};
 
 use crate::caller::{Caller, Unidentified};
-use crate::inbound::{Inbound, Mirrored, error_response, open_body};
+use crate::inbound::{HEADER_MISMATCH, Inbound, Mirrored, error_response, open_body};
 use crate::json_write;
 use crate::outbound::{Sealed, may_hold_state, names_state, seal_value};
 use crate::pending::Pending;
@@ -115,9 +115,14 @@ async fn post(shared: Arc<Shared>, request: Request, principal: PrincipalResult)
     let (body, rounds, answers, requests) =
         match open_body(&shared.boundary, &bytes, &principal, &mirrored).await {
             Inbound::Answer(body) => {
-                metrics::counter!("stateseal_proxy_requests_total", "outcome" => "answered")
-                    .increment(1);
                 let value: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                let outcome = if value.pointer("/error/code") == Some(&HEADER_MISMATCH.into()) {
+                    "header_mismatch"
+                } else {
+                    "answered"
+                };
+                metrics::counter!("stateseal_proxy_requests_total", "outcome" => outcome)
+                    .increment(1);
                 let (messages, batch) = match value {
                     Value::Array(items) => (items, true),
                     one => (vec![one], false),

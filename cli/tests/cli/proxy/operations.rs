@@ -1,5 +1,6 @@
 //! Operating the proxy: the configuration from `STATESEAL_*` variables alone,
-//! the operators' port (health, readiness, stats, the proxy's metrics), and a
+//! the operators' port (health, readiness, stats, the proxy's metrics, a
+//! request refused for its headers counted there), and a
 //! shutdown on SIGTERM that finishes cleanly.
 
 use std::io::{Read, Write};
@@ -8,16 +9,20 @@ use std::process::Command;
 
 use super::{Fleet, ProxyProcess, Sdk, Upstream, client};
 
-/// A GET of `url` (`http://HOST:PORT/PATH`); the status line and the body.
-fn get(url: &str) -> (String, String) {
+/// A request of `url` (`http://HOST:PORT/PATH`) with `headers` and `body`;
+/// the status line and the body.
+fn http(method: &str, url: &str, headers: &[(&str, &str)], body: &str) -> (String, String) {
     let rest = url.strip_prefix("http://").expect("http");
     let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
     let mut stream = TcpStream::connect(host).expect("connect");
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
-    )
-    .expect("send");
+    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    if !body.is_empty() {
+        head.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    write!(stream, "{head}\r\n{body}").expect("send");
     let mut answer = String::new();
     stream.read_to_string(&mut answer).expect("read");
     let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
@@ -25,6 +30,11 @@ fn get(url: &str) -> (String, String) {
         head.lines().next().unwrap_or("").to_owned(),
         body.to_owned(),
     )
+}
+
+/// A GET of `url`; the status line and the body.
+fn get(url: &str) -> (String, String) {
+    http("GET", url, &[], "")
 }
 
 #[test]
@@ -66,7 +76,35 @@ fn the_fleet_settings_come_from_the_environment_and_operators_read_the_proxy_on_
         stats.contains("\"ready\":true") && stats.contains("\"generation\":1"),
         "{stats}"
     );
+    // A call whose Mcp-Name says another tool than its body (SEP-2243): the
+    // proxy answers it, the server never sees it, operators count it.
+    let seen = upstream.received().len();
+    let call = r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"deploy","arguments":{"env":"prod"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+    let (status, body) = http(
+        "POST",
+        &proxy.url,
+        &[
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "lookup"),
+        ],
+        call,
+    );
+    assert_eq!(status, "HTTP/1.1 400 Bad Request", "{body}");
+    assert!(body.contains(r#""code":-32020"#), "{body}");
+    assert_eq!(upstream.received().len(), seen, "the server was called");
+    assert!(
+        proxy.logged().contains("do not mirror its body") && !proxy.logged().contains("lookup"),
+        "{}",
+        proxy.logged()
+    );
     let (_, metrics) = get(&format!("{admin}/metrics"));
+    assert!(
+        metrics.contains("stateseal_proxy_requests_total{outcome=\"header_mismatch\"} 1"),
+        "{metrics}"
+    );
     assert!(
         metrics.contains("stateseal_proxy_requests_total{outcome=\"forwarded\"}"),
         "{metrics}"

@@ -7,22 +7,20 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::Command;
 
+use stateseal_testkit::http::http_post_json;
+
 use super::{Fleet, ProxyProcess, Sdk, Upstream, client};
 
-/// A request of `url` (`http://HOST:PORT/PATH`) with `headers` and `body`;
-/// the status line and the body.
-fn http(method: &str, url: &str, headers: &[(&str, &str)], body: &str) -> (String, String) {
+/// A GET of `url` (`http://HOST:PORT/PATH`); the status line and the body.
+fn get(url: &str) -> (String, String) {
     let rest = url.strip_prefix("http://").expect("http");
     let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
     let mut stream = TcpStream::connect(host).expect("connect");
-    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
-    for (name, value) in headers {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    if !body.is_empty() {
-        head.push_str(&format!("Content-Length: {}\r\n", body.len()));
-    }
-    write!(stream, "{head}\r\n{body}").expect("send");
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("send");
     let mut answer = String::new();
     stream.read_to_string(&mut answer).expect("read");
     let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
@@ -30,11 +28,6 @@ fn http(method: &str, url: &str, headers: &[(&str, &str)], body: &str) -> (Strin
         head.lines().next().unwrap_or("").to_owned(),
         body.to_owned(),
     )
-}
-
-/// A GET of `url`; the status line and the body.
-fn get(url: &str) -> (String, String) {
-    http("GET", url, &[], "")
 }
 
 #[test]
@@ -80,19 +73,25 @@ fn the_fleet_settings_come_from_the_environment_and_operators_read_the_proxy_on_
     // proxy answers it, the server never sees it, operators count it.
     let seen = upstream.received().len();
     let call = r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"deploy","arguments":{"env":"prod"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
-    let (status, body) = http(
-        "POST",
-        &proxy.url,
+    let port: u16 = proxy
+        .url
+        .trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches("/mcp")
+        .parse()
+        .expect("the proxy's port");
+    let (status, body) = http_post_json(
+        port,
+        "/mcp",
         &[
-            ("Content-Type", "application/json"),
             ("Accept", "application/json, text/event-stream"),
             ("MCP-Protocol-Version", "2026-07-28"),
             ("Mcp-Method", "tools/call"),
             ("Mcp-Name", "lookup"),
         ],
         call,
-    );
-    assert_eq!(status, "HTTP/1.1 400 Bad Request", "{body}");
+    )
+    .expect("the proxy answers");
+    assert_eq!(status, 400, "{body}");
     assert!(body.contains(r#""code":-32020"#), "{body}");
     assert_eq!(upstream.received().len(), seen, "the server was called");
     assert!(

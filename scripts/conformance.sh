@@ -88,6 +88,8 @@ fi
 target/debug/stateseal init --kek "local://$scratch/kek.bin" --store "file://$scratch/keyset.json" 2>/dev/null \
   | grep -E '^keyset_(id|keks) = ' >"$scratch/pins.toml"
 printf 'store = "file://%s/keyset.json"\naudience = "stateseal-conformance"\n' "$scratch" | cat - "$scratch/pins.toml" >"$scratch/proxy.toml"
+# Emptied first: the URL is read from this log, and a run before this one left its own there.
+: >"$tools/conformance-proxy.log"
 target/debug/stateseal proxy --listen 127.0.0.1:0 --upstream "http://127.0.0.1:$plain_port/mcp" --config "$scratch/proxy.toml" 2>"$tools/conformance-proxy.log" &
 pids+=($!)
 proxy_url=""
